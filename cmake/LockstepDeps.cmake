@@ -1,0 +1,13 @@
+# Every dependency comes from Debian packages installed by hack/setup.sh.
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(CURL REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(nlohmann_json 3.11 REQUIRED)
+find_package(prometheus-cpp CONFIG REQUIRED)
+find_package(GTest REQUIRED)
+if(LOCKSTEP_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
+include(GoogleTest)

@@ -1,0 +1,18 @@
+# lockstep_target_defaults(<target>): warnings (as errors for our code) and the sanitizer option.
+# Third-party headers are included as SYSTEM so their warnings never fail our build.
+function(lockstep_target_defaults target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+                                           -Wold-style-cast -Wcast-align -Wunused -Woverloaded-virtual
+                                           -Wnull-dereference -Wimplicit-fallthrough)
+  if(LOCKSTEP_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    target_compile_options(${target} PRIVATE -Wthread-safety)
+  endif()
+endfunction()
+
+if(LOCKSTEP_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -1,0 +1,10 @@
+#include "common/clock.h"
+
+namespace lockstep {
+
+const RealClock& RealClock::Get() {
+  static const RealClock clock;
+  return clock;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The local control plane every Lockstep test, demo and benchmark runs against: a real etcd,
+# kube-apiserver (secure port, RBAC + Node authorizers, service-account issuer) and
+# kube-controller-manager, plus kwok simulating GPU nodes. Built from source by
+# hack/build-tools.sh and cached outside the repository.
+#
+#   eval "$(hack/cluster.sh up [--name N] [--nodes 16] [--gpus-per-node 8] [--blocks 2]
+#                              [--racks-per-block 2])"
+#   hack/cluster.sh env [--name N]        # the two export lines for a running cluster
+#   hack/cluster.sh status [--name N]
+#   hack/cluster.sh restart apiserver|etcd|kwok|controller-manager [--name N]
+#   hack/cluster.sh down [--name N]       # stops what `up` started (by pid) and removes its state
+#
+# Progress goes to stderr; `up` and `env` end stdout with `export KUBECONFIG=...` and
+# `export PATH=...`. State lives in $LOCKSTEP_CACHE/clusters/<name>.
+set -euo pipefail
+source "$(dirname "$0")/lib/common.sh"
+source "$REPO_ROOT/hack/lib/cluster-pki.sh"
+source "$REPO_ROOT/hack/lib/cluster-components.sh"
+source "$REPO_ROOT/hack/lib/cluster-nodes.sh"
+
+usage() {
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+parse_args() {
+  CLUSTER_NAME="${LOCKSTEP_CLUSTER_NAME:-lockstep}"
+  NODES=16 GPUS_PER_NODE=8 BLOCKS=2 RACKS_PER_BLOCK=2
+  COMMAND="${1:-}"; [[ -n "$COMMAND" ]] || usage; shift
+  COMPONENT=""
+  if [[ "$COMMAND" == restart ]]; then COMPONENT="${1:-}"; [[ -n "$COMPONENT" ]] || usage; shift; fi
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --name) CLUSTER_NAME="$2"; shift 2 ;;
+      --nodes) NODES="$2"; shift 2 ;;
+      --gpus-per-node) GPUS_PER_NODE="$2"; shift 2 ;;
+      --blocks) BLOCKS="$2"; shift 2 ;;
+      --racks-per-block) RACKS_PER_BLOCK="$2"; shift 2 ;;
+      -h|--help) usage ;;
+      *) die "unknown argument: $1" ;;
+    esac
+  done
+  [[ "$CLUSTER_NAME" =~ ^[a-z0-9][a-z0-9-]*$ ]] || die "--name must be lower-case letters, digits, '-'"
+  for n in NODES GPUS_PER_NODE BLOCKS RACKS_PER_BLOCK; do
+    [[ "${!n}" =~ ^[0-9]+$ ]] || die "--$(echo "$n" | tr 'A-Z_' 'a-z-') must be a non-negative integer"
+  done
+  (( BLOCKS > 0 && RACKS_PER_BLOCK > 0 )) || die "--blocks and --racks-per-block must be > 0"
+  STATE="$LOCKSTEP_CACHE/clusters/$CLUSTER_NAME"
+}
+
+print_env() {
+  echo "export KUBECONFIG=$STATE/admin.kubeconfig"
+  echo "export PATH=$TOOLS_BIN:\$PATH"
+}
+
+cmd_up() {
+  if cluster_running; then
+    log "cluster '$CLUSTER_NAME' is already running"
+    ensure_nodes
+    print_env
+    return 0
+  fi
+  [[ -x "$TOOLS_BIN/kube-apiserver" ]] || "$REPO_ROOT/hack/build-tools.sh"
+  local started=$SECONDS
+  rm -rf "$STATE" && mkdir -p "$STATE"/{pki,logs,pids,run}
+  allocate_ports
+  make_pki
+  write_kubeconfigs
+  start_component etcd && wait_etcd
+  start_component apiserver && wait_apiserver
+  start_component controller-manager
+  start_component kwok
+  wait_controller_manager
+  ensure_nodes
+  log "cluster '$CLUSTER_NAME' up in $((SECONDS - started))s ($NODES nodes)"
+  print_env
+}
+
+cmd_down() {
+  if [[ ! -d "$STATE" ]]; then log "no cluster '$CLUSTER_NAME'"; return 0; fi
+  for c in kwok controller-manager apiserver etcd; do stop_component "$c"; done
+  rm -rf "$STATE"
+  log "cluster '$CLUSTER_NAME' stopped and removed"
+}
+
+cmd_env() {
+  cluster_running || die "cluster '$CLUSTER_NAME' is not running (hack/cluster.sh up --name $CLUSTER_NAME)"
+  print_env
+}
+
+cmd_status() {
+  [[ -d "$STATE" ]] || die "no cluster '$CLUSTER_NAME'"
+  for c in etcd apiserver controller-manager kwok; do
+    if component_alive "$c"; then echo "$c running (pid $(cat "$STATE/pids/$c"))"
+    else echo "$c stopped"; fi
+  done
+}
+
+cmd_restart() {
+  cluster_running || die "cluster '$CLUSTER_NAME' is not running"
+  case "$COMPONENT" in
+    etcd) stop_component etcd; start_component etcd; wait_etcd ;;
+    apiserver) stop_component apiserver; start_component apiserver; wait_apiserver ;;
+    kwok) stop_component kwok; start_component kwok ;;
+    controller-manager) stop_component controller-manager; start_component controller-manager ;;
+    *) die "restart takes apiserver, etcd, kwok or controller-manager, not '$COMPONENT'" ;;
+  esac
+  log "restarted $COMPONENT"
+}
+
+main() {
+  parse_args "$@"
+  case "$COMMAND" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    env) cmd_env ;;
+    status) cmd_status ;;
+    restart) cmd_restart ;;
+    *) usage ;;
+  esac
+}
+main "$@"

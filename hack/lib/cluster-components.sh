@@ -1,0 +1,119 @@
+# Starting, stopping and probing the processes of a local cluster (sourced by hack/cluster.sh).
+# Every process is started in its own session and remembered by pid in $STATE/pids, so `down`
+# and `restart` touch exactly what `up` started and nothing broader.
+# shellcheck shell=bash
+
+component_args() {
+  local pki="$STATE/pki"
+  case "$1" in
+    etcd)
+      echo "$TOOLS_BIN/etcd" --name default --data-dir "$STATE/etcd" \
+        --listen-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+        --advertise-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+        --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+        --initial-cluster "default=http://127.0.0.1:$ETCD_PEER_PORT" \
+        --log-level warn \
+        --unsafe-no-fsync --quota-backend-bytes 8589934592 ;;
+    apiserver)
+      echo "$TOOLS_BIN/kube-apiserver" --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
+        --secure-port "$APISERVER_PORT" --etcd-servers "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+        --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+        --client-ca-file "$pki/ca.crt" \
+        --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+        --service-account-issuer https://kubernetes.default.svc \
+        --api-audiences https://kubernetes.default.svc \
+        --authorization-mode Node,RBAC --allow-privileged=true \
+        --service-cluster-ip-range 10.96.0.0/16 --enable-priority-and-fairness=false \
+        --max-requests-inflight 1600 --max-mutating-requests-inflight 800 \
+        --event-ttl 1h --profiling=false --v 0 ;;
+    controller-manager)
+      echo "$TOOLS_BIN/kube-controller-manager" --kubeconfig "$STATE/controller-manager.kubeconfig" \
+        --authentication-kubeconfig "$STATE/controller-manager.kubeconfig" \
+        --authorization-kubeconfig "$STATE/controller-manager.kubeconfig" \
+        --bind-address 127.0.0.1 --secure-port "$KCM_PORT" --cert-dir "$STATE/run/kcm-certs" \
+        --leader-elect=false --use-service-account-credentials=true \
+        --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+        --controllers '*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route' \
+        --kube-api-qps 200 --kube-api-burst 400 --concurrent-gc-syncs 20 --v 0 ;;
+    kwok)
+      printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n' \
+        >"$STATE/run/kwok.yaml"
+      echo "$TOOLS_BIN/kwok" --kubeconfig "$STATE/kwok.kubeconfig" --config "$STATE/run/kwok.yaml" \
+        --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+        --manage-nodes-with-label-selector= --manage-single-node= \
+        --cidr 10.244.0.1/16 --node-ip 10.240.0.1 --node-lease-duration-seconds 40 \
+        --server-address "127.0.0.1:$KWOK_PORT" --v WARN ;;
+    *) die "unknown component $1" ;;
+  esac
+}
+
+start_component() {
+  local name="$1"
+  load_ports
+  # shellcheck disable=SC2207
+  local args=($(component_args "$name"))
+  setsid nohup "${args[@]}" >>"$STATE/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$STATE/pids/$name"
+}
+
+component_alive() {
+  local pidfile="$STATE/pids/$1"
+  [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null
+}
+
+stop_component() {
+  local name="$1" pidfile="$STATE/pids/$1"
+  [[ -f "$pidfile" ]] || return 0
+  local pid; pid="$(cat "$pidfile")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  fi
+  rm -f "$pidfile"
+}
+
+cluster_running() {
+  [[ -f "$STATE/ports.env" ]] || return 1
+  load_ports
+  for c in etcd apiserver controller-manager kwok; do component_alive "$c" || return 1; done
+  apiserver_ready
+}
+
+apiserver_ready() {
+  curl -sf --max-time 2 --cacert "$STATE/pki/ca.crt" --cert "$STATE/pki/admin.crt" \
+    --key "$STATE/pki/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
+}
+
+# wait_until DESCRIPTION SECONDS COMMAND...: polls COMMAND every 0.2 s. Gives up at once when a
+# started component has died, instead of waiting out the limit.
+wait_until() {
+  local what="$1" limit="$2"; shift 2
+  local deadline=$((SECONDS + limit))
+  until "$@"; do
+    local dead="" c
+    for c in etcd apiserver controller-manager kwok; do
+      if [[ -f "$STATE/pids/$c" ]] && ! component_alive "$c"; then dead="$c"; fi
+    done
+    if [[ -n "$dead" || SECONDS -ge deadline ]]; then
+      [[ -z "$dead" ]] || log "$dead exited"
+      log "gave up after $((SECONDS - deadline + limit))s waiting for $what; last log lines:"
+      tail -n 20 "$STATE/logs/"*.log >&2 || true
+      die "$what did not become ready"
+    fi
+    sleep 0.2
+  done
+}
+
+etcd_ready() { curl -sf --max-time 2 "http://127.0.0.1:$ETCD_CLIENT_PORT/health" >/dev/null 2>&1; }
+wait_etcd() { wait_until etcd 60 etcd_ready; }
+wait_apiserver() { wait_until kube-apiserver 120 apiserver_ready; }
+
+# The service-account controller creating `default` proves the controller manager is working.
+default_sa_exists() {
+  KUBECONFIG="$STATE/admin.kubeconfig" "$TOOLS_BIN/kubectl" get serviceaccount default \
+    -n default >/dev/null 2>&1
+}
+wait_controller_manager() { wait_until kube-controller-manager 120 default_sa_exists; }
