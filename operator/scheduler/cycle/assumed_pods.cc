@@ -1,0 +1,57 @@
+#include "operator/scheduler/cycle/assumed_pods.h"
+
+namespace lockstep::scheduler {
+
+void AssumedPods::Assume(const std::string& pod_key, const std::string& node,
+                         const Resources& requests) {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_[pod_key] = Entry{node, requests, false, {}};
+}
+
+void AssumedPods::Confirm(const std::string& pod_key, Steady now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(pod_key);
+  if (it == entries_.end()) return;
+  it->second.confirmed = true;
+  it->second.confirmed_at = now;
+}
+
+void AssumedPods::Forget(const std::string& pod_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.erase(pod_key);
+}
+
+void AssumedPods::ApplyTo(const std::unordered_map<std::string, PodPtr>& pods_by_key,
+                          std::map<std::string, NodeInfo>& nodes, Steady now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    auto pod = pods_by_key.find(it->first);
+    const bool caught_up = pod == pods_by_key.end() || !pod->second->node_name.empty();
+    const bool expired = it->second.confirmed && now - it->second.confirmed_at > ttl_;
+    // An entry still unconfirmed is in flight: the pod list may be older than the assume.
+    if ((caught_up && it->second.confirmed) || expired) {
+      it = entries_.erase(it);
+      continue;
+    }
+    if (caught_up) {  // the pod list already counts it (or it is gone): do not count twice
+      ++it;
+      continue;
+    }
+    if (auto node = nodes.find(it->second.node); node != nodes.end()) {
+      AddBoundPod(node->second, it->second.requests);
+    }
+    ++it;
+  }
+}
+
+bool AssumedPods::Contains(const std::string& pod_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.count(pod_key) != 0;
+}
+
+size_t AssumedPods::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+}  // namespace lockstep::scheduler

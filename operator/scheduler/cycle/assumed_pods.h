@@ -1,0 +1,53 @@
+#pragma once
+// Pods the scheduler has placed (phase 4) whose binding the informer has not shown yet. Each
+// cycle adds them to the snapshot so a cycle that runs before the watch catches up does not
+// hand the same capacity out twice. An entry is dropped when the pod list the cycle works from
+// shows the pod bound or gone, when its bind failed (Forget), or `ttl` after the bind succeeded
+// (a safety net should a watch event be lost; the informer's re-list repairs the cache).
+// Thread-safe: bind workers confirm and forget, the cycle thread applies.
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "operator/scheduler/cycle/gangs.h"
+#include "operator/scheduler/node_info.h"
+#include "operator/scheduler/resources.h"
+
+namespace lockstep::scheduler {
+
+class AssumedPods {
+ public:
+  using Steady = std::chrono::steady_clock::time_point;
+
+  explicit AssumedPods(std::chrono::steady_clock::duration ttl = std::chrono::seconds(30))
+      : ttl_(ttl) {}
+
+  void Assume(const std::string& pod_key, const std::string& node, const Resources& requests);
+  void Confirm(const std::string& pod_key, Steady now);
+  void Forget(const std::string& pod_key);
+
+  // Counts every still-assumed pod on its node in `nodes` (by name) and drops the entries the
+  // cycle's pod list (`pods_by_key`) has caught up with.
+  void ApplyTo(const std::unordered_map<std::string, PodPtr>& pods_by_key,
+               std::map<std::string, NodeInfo>& nodes, Steady now);
+
+  bool Contains(const std::string& pod_key) const;
+  size_t size() const;
+
+ private:
+  struct Entry {
+    std::string node;
+    Resources requests;
+    bool confirmed = false;
+    Steady confirmed_at{};
+  };
+
+  const std::chrono::steady_clock::duration ttl_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Entry> entries_;  // guarded by mu_
+};
+
+}  // namespace lockstep::scheduler

@@ -1,0 +1,69 @@
+#include "operator/scheduler/cycle/cluster_objects.h"
+
+#include <string>
+
+#include "operator/api/codec.h"
+#include "operator/api/conditions.h"
+
+namespace lockstep::scheduler {
+
+StatusOr<JobInfo> DecodeJobInfo(const nlohmann::json& object) {
+  if (!object.is_object()) return InvalidArgumentError("TrainingJob is not an object");
+  JobInfo job;
+  LS_ASSIGN_OR_RETURN(job.meta, kube::DecodeObjectMeta(object));
+  auto spec = object.find("spec");
+  LS_ASSIGN_OR_RETURN(job.spec,
+                      api::DecodeSpec(spec == object.end() ? nlohmann::json::object() : *spec));
+  auto status = object.find("status");
+  if (status != object.end() && status->is_object()) {
+    LS_ASSIGN_OR_RETURN(api::TrainingJobStatus decoded, api::DecodeStatus(*status));
+    job.status_replicas = decoded.replicas;
+    job.status_attempt = decoded.attempt;
+    if (const api::Condition* c =
+            api::FindCondition(decoded.conditions, api::kConditionScheduled)) {
+      job.scheduled = *c;
+    }
+  }
+  return job;
+}
+
+StatusOr<PriorityClassInfo> DecodePriorityClass(const nlohmann::json& object) {
+  if (!object.is_object()) return InvalidArgumentError("PriorityClass is not an object");
+  PriorityClassInfo pc;
+  LS_ASSIGN_OR_RETURN(pc.meta, kube::DecodeObjectMeta(object));
+  auto value = object.find("value");
+  if (value != object.end() && value->is_number_integer()) {
+    pc.value = value->get<int32_t>();
+  }
+  auto global = object.find("globalDefault");
+  pc.global_default = global != object.end() && global->is_boolean() && global->get<bool>();
+  return pc;
+}
+
+int32_t ExpectedPodCount(const JobInfo& job) {
+  int32_t workers = job.spec.replicas;
+  if (job.spec.elastic && job.status_replicas > 0) workers = job.status_replicas;
+  int32_t total = workers;
+  for (const api::Role& role : job.spec.roles) total += role.replicas;
+  return total;
+}
+
+std::vector<std::string> ExcludedNodes(const kube::ObjectMeta& meta) {
+  std::vector<std::string> out;
+  auto it = meta.annotations.find(std::string(kExcludedNodesAnnotation));
+  if (it == meta.annotations.end()) return out;
+  const std::string& list = it->second;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::string name = list.substr(start, end - start);
+    const size_t first = name.find_first_not_of(" \t");
+    const size_t last = name.find_last_not_of(" \t");
+    if (first != std::string::npos) out.push_back(name.substr(first, last - first + 1));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace lockstep::scheduler

@@ -1,0 +1,53 @@
+#pragma once
+// The compact cache types the scheduler keeps besides Pods and Nodes: the part of a TrainingJob
+// it reads (spec, the elastic world size, its own Scheduled condition) and PriorityClasses.
+// Decoders never throw (they run on informer threads).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "operator/api/types.h"
+#include "operator/kube/objects.h"
+#include "operator/kube/rest_client.h"
+
+namespace lockstep::scheduler {
+
+// Comma-separated node names the gang must avoid (failed nodes under cool-down). Written by the
+// failure detector, read by the scheduler on every cycle.
+inline constexpr std::string_view kExcludedNodesAnnotation = "lockstep.dev/excluded-nodes";
+
+struct JobInfo {
+  kube::ObjectMeta meta;
+  api::TrainingJobSpec spec;
+  int32_t status_replicas = 0;
+  int32_t status_attempt = 0;
+  std::optional<api::Condition> scheduled;  // status.conditions[type=Scheduled]
+};
+
+struct PriorityClassInfo {
+  kube::ObjectMeta meta;
+  int32_t value = 0;
+  bool global_default = false;
+};
+
+StatusOr<JobInfo> DecodeJobInfo(const nlohmann::json& object);
+StatusOr<PriorityClassInfo> DecodePriorityClass(const nlohmann::json& object);
+
+inline kube::ResourceRef PriorityClasses() {
+  return {"scheduling.k8s.io", "v1", "priorityclasses", false};
+}
+
+// Pods the gang of this job must have before it may be placed: the workers (status.replicas
+// when elastic has set the world size, else spec.replicas) plus every extra role's replicas.
+int32_t ExpectedPodCount(const JobInfo& job);
+
+// The annotation's node names, trimmed, empty entries dropped.
+std::vector<std::string> ExcludedNodes(const kube::ObjectMeta& meta);
+
+}  // namespace lockstep::scheduler

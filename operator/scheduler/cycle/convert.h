@@ -1,0 +1,29 @@
+#pragma once
+// Adapters from the Kubernetes client's cache types (operator/kube/objects.h) to the pure core's
+// model (node_info.h, gang_request.h). Quantities arrive in milli-units; the core counts cpu in
+// millicores and everything else in whole units, so non-cpu amounts are divided by 1000:
+// requests round up (never under-count what a pod uses), allocatable rounds down.
+
+#include "operator/kube/objects.h"
+#include "operator/scheduler/gang_request.h"
+#include "operator/scheduler/node_info.h"
+#include "operator/scheduler/resources.h"
+
+namespace lockstep::scheduler {
+
+Resources RequestsFromMilli(const kube::ResourceList& milli);
+Resources AllocatableFromMilli(const kube::ResourceList& milli);
+
+// Labels, taints, cordon, Ready and allocatable; `requested` is left empty (see AddBoundPod).
+NodeInfo ToNodeInfo(const kube::Node& node);
+
+// Requests, tolerations, nodeSelector and required node affinity. Unknown operators or effects
+// make the pod impossible to satisfy rather than silently looser.
+PodRequest ToPodRequest(const kube::Pod& pod);
+
+// A pod that holds node resources: bound (spec.nodeName set) and not Succeeded/Failed.
+inline bool HoldsResources(const kube::Pod& pod) {
+  return !pod.node_name.empty() && !pod.IsTerminal();
+}
+
+}  // namespace lockstep::scheduler

@@ -1,0 +1,353 @@
+#include "operator/scheduler/cycle/gang_scheduler.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "common/log.h"
+#include "operator/scheduler/cycle/convert.h"
+#include "operator/scheduler/cycle/placement_text.h"
+#include "operator/scheduler/fragmentation.h"
+
+namespace lockstep::scheduler {
+namespace {
+
+// Terminal pods hold nothing; the server filters them out (and sends a delete when a pod ends).
+constexpr char kNonTerminalPods[] = "status.phase!=Succeeded,status.phase!=Failed";
+
+double Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+std::string Millis(std::chrono::steady_clock::duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(d).count() / 1000.0);
+}
+
+kube::ReflectorOptions WithFieldSelector(const char* selector) {
+  kube::ReflectorOptions options;
+  options.field_selector = selector;
+  return options;
+}
+
+kube::RestOptions StatusRestOptions(const SchedulerOptions& options) {
+  kube::RestOptions rest;
+  rest.field_manager = options.field_manager;
+  // Status writes share the bind pool: a client-side limit would stall binds behind them.
+  // The apiserver's priority and fairness still applies.
+  rest.qps = 0;
+  return rest;
+}
+
+}  // namespace
+
+GangScheduler::GangScheduler(kube::RestClient& client, prometheus::Registry& registry,
+                             SchedulerOptions options, const Clock& clock)
+    : client_(client),
+      options_(std::move(options)),
+      clock_(clock),
+      metrics_(registry),
+      // Aliasing constructor: shares the client's transport without owning it.
+      status_client_(std::make_unique<kube::RestClient>(
+          std::shared_ptr<kube::Transport>(std::shared_ptr<kube::Transport>(),
+                                           &client.transport()),
+          StatusRestOptions(options_))),
+      conditions_(*status_client_, client_, clock_),
+      nodes_(client, kube::resources::Nodes(), "", kube::DecodeNode),
+      pods_(client, kube::resources::Pods(), "", kube::DecodePod,
+            WithFieldSelector(kNonTerminalPods)),
+      jobs_(client, kube::resources::TrainingJobs(), options_.namespace_filter, DecodeJobInfo),
+      priority_classes_(client, PriorityClasses(), "", DecodePriorityClass),
+      assumed_(options_.assume_ttl) {
+  AddHandlers();
+}
+
+GangScheduler::~GangScheduler() { Stop(); }
+
+void GangScheduler::AddHandlers() {
+  // Handlers run on reflector threads: they only mark the cluster dirty.
+  auto trigger = [this](auto&&...) { Trigger(); };
+  nodes_.AddEventHandler({trigger, trigger, trigger});
+  pods_.AddEventHandler({trigger, trigger, trigger});
+  jobs_.AddEventHandler({trigger, trigger, [this](const JobPtr& job, bool) {
+                           conditions_.Forget(job->meta.uid);
+                           Trigger();
+                         }});
+  priority_classes_.AddEventHandler({trigger, trigger, trigger});
+}
+
+void GangScheduler::Start() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (loop_.joinable()) return;
+    stopping_ = false;
+  }
+  pool_ = std::make_unique<ThreadPool>(options_.bind_workers);
+  binder_ = std::make_unique<Binder>(client_, *pool_, assumed_, clock_);
+  nodes_.Start();
+  pods_.Start();
+  jobs_.Start();
+  priority_classes_.Start();
+  loop_ = std::thread([this] { Loop(); });
+}
+
+void GangScheduler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+  // Binds in flight finish (or undo) before the informers they do not use go away.
+  binder_.reset();
+  pool_.reset();
+  priority_classes_.Stop();
+  jobs_.Stop();
+  pods_.Stop();
+  nodes_.Stop();
+}
+
+bool GangScheduler::HasSynced() const {
+  return nodes_.HasSynced() && pods_.HasSynced() && jobs_.HasSynced() &&
+         priority_classes_.HasSynced();
+}
+
+bool GangScheduler::WaitForSync(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (const kube::InformerBase* informer :
+       std::initializer_list<const kube::InformerBase*>{&nodes_, &pods_, &jobs_,
+                                                        &priority_classes_}) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!informer->WaitForSync(std::max(left, std::chrono::milliseconds(0)))) return false;
+  }
+  return true;
+}
+
+void GangScheduler::Trigger() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirty_ = true;
+  }
+  cv_.notify_all();
+}
+
+void GangScheduler::Loop() {
+  Steady last_cycle{};
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, options_.tick, [this] { return stopping_ || dirty_; });
+    // Debounce: a burst of events (a gang's pods arriving) becomes one cycle.
+    const Steady earliest = last_cycle + options_.debounce;
+    if (clock_.Now() < earliest) {
+      cv_.wait_for(lock, earliest - clock_.Now(), [this] { return stopping_; });
+    }
+    if (stopping_) break;
+    dirty_ = false;
+    lock.unlock();
+    last_cycle = clock_.Now();
+    if (HasSynced()) RunCycle();
+    lock.lock();
+  }
+}
+
+void GangScheduler::RunCycle() {
+  const Steady start = clock_.Now();
+  // Phase 1: pending gangs whose every pod exists.
+  const std::vector<PodPtr> pods = pods_.store().List();
+  GangCollection gangs = Collect(pods);
+  const Steady collected = clock_.Now();
+
+  // Phase 2: the cluster as bound and assumed pods leave it.
+  const Snapshot snapshot = BuildSnapshot(pods, collected);
+  const Steady snapped = clock_.Now();
+
+  // Phase 3: the decisions (order, backfill, reservation) as a pure function.
+  std::vector<PendingGang> pending;
+  std::unordered_map<const GangRequest*, const CollectedGang*> by_request;
+  for (const CollectedGang& gang : gangs.complete) {
+    pending.push_back({&gang.request, QueuedSince(gang.key, start)});
+    by_request.emplace(&gang.request, &gang);
+  }
+  CycleOptions cycle_options;
+  cycle_options.reserve_after = options_.reserve_after;
+  const CyclePlan plan = PlanCycle(snapshot, std::move(pending), start, cycle_options);
+  const Steady planned = clock_.Now();
+
+  // Phases 4 and 5: assume, then bind concurrently; explain the rest.
+  size_t placed = 0;
+  size_t waiting = 0;
+  for (const GangDecision& decision : plan.decisions) {
+    const CollectedGang& gang = *by_request.at(decision.gang);
+    if (decision.outcome == Outcome::kPlaced) {
+      AssumeAndBind(gang, decision.placement, first_seen_.at(gang.key),
+                    PlacedMessage(plan.assumed, gang.request, decision.placement));
+      ++placed;
+      continue;
+    }
+    ++waiting;
+    metrics_.attempts_unschedulable.Increment();
+    Explain(gang, decision);
+  }
+  const Steady dispatched = clock_.Now();
+
+  UpdateGauges(plan, pods, waiting);
+  ForgetStaleQueueEntries(gangs);
+  metrics_.cycle_duration.Observe(Seconds(dispatched - start));
+  ++cycles_;
+  if (!plan.decisions.empty()) {
+    log::Debug("scheduling cycle",
+               {{"gangs", std::to_string(plan.decisions.size())},
+                {"placed", std::to_string(placed)},
+                {"waiting", std::to_string(waiting)},
+                {"incomplete", std::to_string(gangs.incomplete)},
+                {"collect_ms", Millis(collected - start)},
+                {"snapshot_ms", Millis(snapped - collected)},
+                {"plan_ms", Millis(planned - snapped)},
+                {"dispatch_ms", Millis(dispatched - planned)}});
+  }
+}
+
+GangCollection GangScheduler::Collect(const std::vector<PodPtr>& pods) {
+  std::map<std::string, int32_t> priorities;
+  std::optional<int32_t> global_default;
+  for (const auto& pc : priority_classes_.store().List()) {
+    priorities[pc->meta.name] = pc->value;
+    if (pc->global_default) global_default = pc->value;
+  }
+  CollectInputs inputs;
+  inputs.find_job = [this](const std::string& key) { return jobs_.store().Get(key); };
+  inputs.priority_of = [&](const std::string& name) -> int32_t {
+    if (name.empty()) return global_default.value_or(0);
+    auto it = priorities.find(name);
+    // A class that does not exist (yet): the pods would be rejected by admission anyway.
+    return it == priorities.end() ? 0 : it->second;
+  };
+  std::set<std::string> in_flight;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight = in_flight_;
+  }
+  inputs.in_flight = [&](const std::string& key) { return in_flight.count(key) != 0; };
+  CollectOptions options;
+  options.scheduler_name = options_.scheduler_name;
+  options.namespace_filter = options_.namespace_filter;
+  // A pod whose bind succeeded but whose watch event has not arrived still looks pending: without
+  // it its gang is incomplete, so it is never placed twice.
+  std::vector<PodPtr> unassumed;
+  unassumed.reserve(pods.size());
+  for (const PodPtr& pod : pods) {
+    if (!assumed_.Contains(pod->meta.Key())) unassumed.push_back(pod);
+  }
+  return CollectGangs(unassumed, inputs, options);
+}
+
+Snapshot GangScheduler::BuildSnapshot(const std::vector<PodPtr>& pods, Steady now) {
+  std::map<std::string, NodeInfo> nodes;
+  for (const auto& node : nodes_.store().List()) nodes.emplace(node->meta.name, ToNodeInfo(*node));
+  std::unordered_map<std::string, PodPtr> by_key;
+  by_key.reserve(pods.size());
+  for (const PodPtr& pod : pods) {
+    by_key.emplace(pod->meta.Key(), pod);
+    if (!HoldsResources(*pod)) continue;
+    if (auto it = nodes.find(pod->node_name); it != nodes.end()) {
+      AddBoundPod(it->second, RequestsFromMilli(pod->requests));
+    }
+  }
+  assumed_.ApplyTo(by_key, nodes, now);
+  std::vector<NodeInfo> list;
+  list.reserve(nodes.size());
+  for (auto& [name, info] : nodes) list.push_back(std::move(info));
+  return Snapshot::Build(std::move(list));
+}
+
+void GangScheduler::AssumeAndBind(const CollectedGang& gang, const Placement& placement,
+                                  Steady queued_since, std::string placed_message) {
+  auto bind = std::make_shared<GangBind>();
+  bind->gang = gang;
+  bind->queued_since = queued_since;
+  bind->placed_message = std::move(placed_message);
+  for (const PodAssignment& a : placement.assignments) {
+    const PodPtr& pod = gang.pods[a.role][a.replica];
+    assumed_.Assume(pod->meta.Key(), a.node_name,
+                    gang.request.roles[a.role].pods[a.replica].requests);
+    bind->targets.emplace_back(pod, a.node_name);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.insert(gang.key);
+  }
+  binder_->Bind(std::move(bind),
+                [this](const GangBind& b, const BindOutcome& outcome) { OnGangBound(b, outcome); });
+}
+
+void GangScheduler::OnGangBound(const GangBind& bind, const BindOutcome& outcome) {
+  const JobInfo& job = *bind.gang.job;
+  if (outcome.error.ok()) {
+    metrics_.attempts_scheduled.Increment();
+    metrics_.gang_duration.Observe(Seconds(clock_.Now() - bind.queued_since));
+    ++gangs_bound_;
+    Status written =
+        conditions_.Write(job, {true, std::string(kReasonGangPlaced), bind.placed_message});
+    if (!written.ok()) {
+      log::Warning("cannot write Scheduled condition",
+                   {{"job", job.meta.Key()}, {"error", written.ToString()}});
+    }
+  } else {
+    metrics_.attempts_error.Increment();
+    const std::string message = "binding failed (" + outcome.error.ToString() + "); deleted " +
+                                std::to_string(outcome.deleted) +
+                                " pods so no partial gang holds capacity; it will be retried";
+    log::Warning("gang bind failed, undone", {{"gang", bind.gang.key}, {"message", message}});
+    conditions_.Event(job, kEventBindFailed, message).IgnoreError();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.erase(bind.gang.key);
+  }
+  Trigger();
+}
+
+void GangScheduler::Explain(const CollectedGang& gang, const GangDecision& decision) {
+  const ScheduledCondition condition = WaitingCondition(decision);
+  JobPtr job = gang.job;
+  pool_->Submit([this, job, condition] {
+    Status written = conditions_.Write(*job, condition);
+    if (!written.ok()) {
+      log::Warning("cannot write Scheduled condition",
+                   {{"job", job->meta.Key()}, {"error", written.ToString()}});
+    }
+  });
+}
+
+void GangScheduler::UpdateGauges(const CyclePlan& plan, const std::vector<PodPtr>& pods,
+                                 size_t waiting) {
+  metrics_.pending_gangs.Set(static_cast<double>(waiting));
+  const GpuTotals gpus = CountGpus(plan.assumed);
+  metrics_.gpus_allocatable.Set(static_cast<double>(gpus.allocatable));
+  metrics_.gpus_allocated.Set(static_cast<double>(gpus.allocated));
+  std::vector<int64_t> per_pod;
+  for (const PodPtr& pod : pods) {
+    auto it = pod->requests.find(std::string(kGpu));
+    if (it != pod->requests.end() && it->second > 0) per_pod.push_back(it->second / 1000);
+  }
+  metrics_.gpus_fragmented.Set(
+      static_cast<double>(FragmentedGpus(plan.assumed, MostCommonGpuRequest(per_pod))));
+}
+
+GangScheduler::Steady GangScheduler::QueuedSince(const std::string& gang_key, Steady now) {
+  return first_seen_.emplace(gang_key, now).first->second;
+}
+
+void GangScheduler::ForgetStaleQueueEntries(const GangCollection& gangs) {
+  std::set<std::string> live;
+  for (const CollectedGang& gang : gangs.complete) live.insert(gang.key);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = first_seen_.begin(); it != first_seen_.end();) {
+    if (live.count(it->first) == 0 && in_flight_.count(it->first) == 0) {
+      it = first_seen_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace lockstep::scheduler

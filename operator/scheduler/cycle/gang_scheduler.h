@@ -1,0 +1,124 @@
+#pragma once
+// GangScheduler: the Kubernetes side of Lockstep's gang scheduler. It keeps informers on Nodes,
+// every non-terminal Pod (bound ones count against capacity whoever scheduled them), TrainingJobs
+// and PriorityClasses, and runs the scheduling cycle (docs/scheduler-cycle.md):
+//   1 collect pending complete gangs   2 snapshot (bound + assumed pods)   3 PlanCycle
+//   4 assume placements                5 bind every pod of each placed gang concurrently
+//   6 undo a gang whose bind failed (delete its possibly-bound pods) and let it requeue
+// then explains every waiting gang in its Scheduled condition. Cycles run on one thread,
+// triggered by informer events (at most once per `debounce`) and by a periodic `tick`; binds
+// run on a pool and overlap the next cycles (their pods stay assumed).
+//
+// Lifecycle: construct, Start(), wait for HasSynced(), Stop() (also in the destructor).
+// Thread-safe. The RestClient and registry must outlive the scheduler.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <prometheus/registry.h>
+
+#include "common/clock.h"
+#include "operator/kube/informer.h"
+#include "operator/kube/objects.h"
+#include "operator/kube/rest_client.h"
+#include "operator/scheduler/cycle/assumed_pods.h"
+#include "operator/scheduler/cycle/binder.h"
+#include "operator/scheduler/cycle/cluster_objects.h"
+#include "operator/scheduler/cycle/condition_writer.h"
+#include "operator/scheduler/cycle/gangs.h"
+#include "operator/scheduler/cycle/placement_text.h"
+#include "operator/scheduler/cycle/scheduler_metrics.h"
+#include "operator/scheduler/cycle/thread_pool.h"
+#include "operator/scheduler/queue.h"
+
+namespace lockstep::scheduler {
+
+struct SchedulerOptions {
+  std::string scheduler_name = "lockstep";
+  // Only gangs (and TrainingJobs) in this namespace; empty = all. Nodes and bound pods are
+  // always cluster-wide. Tests use it to stay out of each other's way.
+  std::string namespace_filter;
+  std::chrono::milliseconds debounce{50};
+  std::chrono::milliseconds tick{1000};
+  // A gang at the head that has waited this long gets capacity reserved (queue.h).
+  std::chrono::seconds reserve_after{60};
+  int bind_workers = 32;  // concurrent pods/binding requests
+  std::chrono::seconds assume_ttl{30};
+  // Field manager of the Scheduled condition's server-side apply.
+  std::string field_manager = "lockstep-scheduler";
+};
+
+class GangScheduler {
+ public:
+  GangScheduler(kube::RestClient& client, prometheus::Registry& registry,
+                SchedulerOptions options = {}, const Clock& clock = RealClock::Get());
+  ~GangScheduler();
+  GangScheduler(const GangScheduler&) = delete;
+  GangScheduler& operator=(const GangScheduler&) = delete;
+
+  void Start();
+  // Stops the cycle loop and informers, then waits for binds in flight (and their undo).
+  void Stop();
+  bool HasSynced() const;
+  bool WaitForSync(std::chrono::milliseconds timeout) const;
+
+  // Counters for tests and logs.
+  int64_t cycles() const { return cycles_.load(); }
+  int64_t gangs_bound() const { return gangs_bound_.load(); }
+
+ private:
+  using Steady = Clock::Steady;
+
+  void AddHandlers();
+  void Trigger();
+  void Loop();
+  void RunCycle();
+
+  // Phase helpers.
+  GangCollection Collect(const std::vector<PodPtr>& pods);
+  Snapshot BuildSnapshot(const std::vector<PodPtr>& pods, Steady now);
+  void AssumeAndBind(const CollectedGang& gang, const Placement& placement, Steady queued_since,
+                     std::string placed_message);
+  void Explain(const CollectedGang& gang, const GangDecision& decision);
+  void UpdateGauges(const CyclePlan& plan, const std::vector<PodPtr>& pods, size_t waiting);
+  void OnGangBound(const GangBind& bind, const BindOutcome& outcome);
+  Steady QueuedSince(const std::string& gang_key, Steady now);
+  void ForgetStaleQueueEntries(const GangCollection& gangs);
+
+  kube::RestClient& client_;
+  const SchedulerOptions options_;
+  const Clock& clock_;
+  SchedulerMetrics metrics_;
+  // A second client on the same transport: server-side apply carries the field manager of the
+  // client, and the scheduler's must differ from the controller's.
+  std::unique_ptr<kube::RestClient> status_client_;
+  ConditionWriter conditions_;
+
+  kube::Informer<kube::Node> nodes_;
+  kube::Informer<kube::Pod> pods_;
+  kube::Informer<JobInfo> jobs_;
+  kube::Informer<PriorityClassInfo> priority_classes_;
+
+  AssumedPods assumed_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool dirty_ = false;                                // guarded by mu_
+  bool stopping_ = false;                             // guarded by mu_
+  std::set<std::string> in_flight_;                   // gang keys being bound; guarded by mu_
+  std::map<std::string, Steady> first_seen_;          // gang key -> queue entry; cycle thread
+
+  std::atomic<int64_t> cycles_{0};
+  std::atomic<int64_t> gangs_bound_{0};
+  std::unique_ptr<ThreadPool> pool_;  // binds and status writes
+  std::unique_ptr<Binder> binder_;
+  std::thread loop_;
+};
+
+}  // namespace lockstep::scheduler

@@ -1,0 +1,125 @@
+#include "operator/scheduler/cycle/gangs.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "common/log.h"
+#include "operator/api/children.h"
+#include "operator/scheduler/cycle/convert.h"
+
+namespace lockstep::scheduler {
+namespace {
+
+std::string Label(const kube::Pod& pod, std::string_view key) {
+  auto it = pod.meta.labels.find(std::string(key));
+  return it == pod.meta.labels.end() ? std::string() : it->second;
+}
+
+int32_t ReplicaIndex(const kube::Pod& pod) {
+  const std::string text = Label(pod, api::kLabelReplicaIndex);
+  int32_t value = -1;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return -1;
+  return value;
+}
+
+// Workers first, then the job's extra roles in spec order, then anything else by name: a stable
+// gang order, so replica indexes of the first role land first in topology order.
+int RoleRank(const JobInfo& job, const std::string& role) {
+  if (role == api::kWorkerRole) return 0;
+  for (size_t i = 0; i < job.spec.roles.size(); ++i) {
+    if (job.spec.roles[i].name == role) return static_cast<int>(i) + 1;
+  }
+  return static_cast<int>(job.spec.roles.size()) + 1;
+}
+
+std::chrono::system_clock::time_point CreationTime(const kube::ObjectMeta& meta) {
+  StatusOr<std::chrono::system_clock::time_point> t = kube::ParseTime(meta.creation_timestamp);
+  return t.ok() ? *t : std::chrono::system_clock::time_point{};
+}
+
+// Builds the request for one group of pods; false when the group is not a complete gang.
+bool BuildGang(const std::string& key, std::vector<PodPtr> pods, const JobPtr& job,
+               const CollectInputs& inputs, CollectedGang* out) {
+  // Pods of an earlier job with the same name are not this job's gang.
+  for (const PodPtr& pod : pods) {
+    const kube::OwnerRef* owner = pod->meta.ControllerRef();
+    if (owner != nullptr && owner->uid != job->meta.uid) return false;
+  }
+  if (static_cast<int64_t>(pods.size()) != ExpectedPodCount(*job)) return false;
+  std::set<std::pair<std::string, int32_t>> seen;
+  for (const PodPtr& pod : pods) {
+    const int32_t index = ReplicaIndex(*pod);
+    if (index < 0 || !seen.emplace(Label(*pod, api::kLabelRole), index).second) return false;
+  }
+  std::sort(pods.begin(), pods.end(), [&](const PodPtr& a, const PodPtr& b) {
+    const std::string ra = Label(*a, api::kLabelRole), rb = Label(*b, api::kLabelRole);
+    const int ka = RoleRank(*job, ra), kb = RoleRank(*job, rb);
+    if (ka != kb) return ka < kb;
+    if (ra != rb) return ra < rb;
+    return ReplicaIndex(*a) < ReplicaIndex(*b);
+  });
+
+  out->key = key;
+  out->job = job;
+  GangRequest& req = out->request;
+  req.job_key = job->meta.Key();
+  req.priority = inputs.priority_of(job->spec.priority_class_name);
+  req.creation_time = CreationTime(job->meta);
+  if (job->spec.placement) {
+    req.topology_keys = job->spec.placement->topology_keys;
+    req.required_topology_key = job->spec.placement->required_topology_key.value_or("");
+  }
+  req.excluded_nodes = ExcludedNodes(job->meta);
+  for (const PodPtr& pod : pods) {
+    const std::string role = Label(*pod, api::kLabelRole);
+    if (req.roles.empty() || req.roles.back().name != role) {
+      req.roles.push_back({role, {}});
+      out->pods.emplace_back();
+    }
+    req.roles.back().pods.push_back(ToPodRequest(*pod));
+    out->pods.back().push_back(pod);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool IsPendingFor(const kube::Pod& pod, const CollectOptions& options) {
+  if (pod.scheduler_name != options.scheduler_name || !pod.node_name.empty()) return false;
+  if (pod.meta.deletion_timestamp || pod.IsTerminal()) return false;
+  if (!options.namespace_filter.empty() && pod.meta.namespace_ != options.namespace_filter) {
+    return false;
+  }
+  return pod.meta.labels.count(std::string(api::kLabelJobName)) != 0;
+}
+
+GangCollection CollectGangs(const std::vector<PodPtr>& pods, const CollectInputs& inputs,
+                            const CollectOptions& options) {
+  std::map<std::string, std::vector<PodPtr>> groups;
+  for (const PodPtr& pod : pods) {
+    if (!IsPendingFor(*pod, options)) continue;
+    const std::string key = pod->meta.namespace_ + "/" + Label(*pod, api::kLabelJobName) + "/" +
+                            Label(*pod, api::kLabelAttempt);
+    groups[key].push_back(pod);
+  }
+  GangCollection out;
+  for (auto& [key, members] : groups) {
+    if (inputs.in_flight(key)) continue;
+    const kube::Pod& first = *members.front();
+    JobPtr job = inputs.find_job(first.meta.namespace_ + "/" + Label(first, api::kLabelJobName));
+    CollectedGang gang;
+    if (job == nullptr || job->meta.deletion_timestamp || job->spec.run_policy.suspend ||
+        !BuildGang(key, std::move(members), job, inputs, &gang)) {
+      ++out.incomplete;
+      continue;
+    }
+    out.complete.push_back(std::move(gang));
+  }
+  return out;
+}
+
+}  // namespace lockstep::scheduler

@@ -1,0 +1,53 @@
+#pragma once
+// Phase 1 of the cycle: pending pods of this scheduler, grouped into gangs by (namespace,
+// lockstep.dev/job-name, lockstep.dev/attempt) and turned into GangRequests. A gang is complete
+// only when every pod its TrainingJob expects exists, unbound, exactly once per (role, index);
+// anything else waits (a partial gang is never placed). Pure, thread-safe.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "operator/kube/objects.h"
+#include "operator/scheduler/cycle/cluster_objects.h"
+#include "operator/scheduler/gang_request.h"
+
+namespace lockstep::scheduler {
+
+using PodPtr = std::shared_ptr<const kube::Pod>;
+using JobPtr = std::shared_ptr<const JobInfo>;
+
+struct CollectedGang {
+  std::string key;  // "namespace/job/attempt": one attempt of one job
+  JobPtr job;
+  GangRequest request;
+  std::vector<std::vector<PodPtr>> pods;  // parallel to request.roles, replica-index order
+};
+
+struct CollectOptions {
+  std::string scheduler_name = "lockstep";
+  std::string namespace_filter;  // empty: every namespace
+};
+
+struct CollectInputs {
+  std::function<JobPtr(const std::string& job_key)> find_job;
+  // PriorityClass name ("" = the cluster's global default, if any) -> value.
+  std::function<int32_t(const std::string& class_name)> priority_of;
+  // Gangs already being bound (their pods are assumed, not pending).
+  std::function<bool(const std::string& gang_key)> in_flight;
+};
+
+struct GangCollection {
+  std::vector<CollectedGang> complete;  // sorted by key
+  int64_t incomplete = 0;               // gangs still missing pods, or without their job
+};
+
+// A pod this scheduler must place: ours, unbound, not terminating, not finished.
+bool IsPendingFor(const kube::Pod& pod, const CollectOptions& options);
+
+GangCollection CollectGangs(const std::vector<PodPtr>& pods, const CollectInputs& inputs,
+                            const CollectOptions& options = {});
+
+}  // namespace lockstep::scheduler

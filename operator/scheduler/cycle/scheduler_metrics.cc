@@ -1,0 +1,61 @@
+#include "operator/scheduler/cycle/scheduler_metrics.h"
+
+namespace lockstep::scheduler {
+namespace {
+
+prometheus::Family<prometheus::Counter>& Attempts(prometheus::Registry& r) {
+  return prometheus::BuildCounter()
+      .Name("lockstep_scheduling_attempts_total")
+      .Help("Gang scheduling attempts by result (a gang counts once per cycle it is considered).")
+      .Register(r);
+}
+
+prometheus::Family<prometheus::Gauge>& Gpus(prometheus::Registry& r) {
+  return prometheus::BuildGauge()
+      .Name("lockstep_gpus")
+      .Help("nvidia.com/gpu of all nodes: allocatable, and requested by bound pods.")
+      .Register(r);
+}
+
+// 10 ms .. ~1.5 h: a gang may wait for capacity a long time.
+prometheus::Histogram::BucketBoundaries GangBuckets() {
+  return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 5400};
+}
+
+prometheus::Histogram::BucketBoundaries CycleBuckets() {
+  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+}
+
+}  // namespace
+
+SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
+    : attempts_family(Attempts(registry)),
+      gpus_family(Gpus(registry)),
+      attempts_scheduled(attempts_family.Add({{"result", "scheduled"}})),
+      attempts_unschedulable(attempts_family.Add({{"result", "unschedulable"}})),
+      attempts_error(attempts_family.Add({{"result", "error"}})),
+      gang_duration(prometheus::BuildHistogram()
+                        .Name("lockstep_gang_scheduling_duration_seconds")
+                        .Help("From the first cycle that saw the gang complete to all pods bound.")
+                        .Register(registry)
+                        .Add({}, GangBuckets())),
+      cycle_duration(prometheus::BuildHistogram()
+                         .Name("lockstep_scheduling_cycle_duration_seconds")
+                         .Help("One scheduling cycle: collect, snapshot, plan, assume, dispatch.")
+                         .Register(registry)
+                         .Add({}, CycleBuckets())),
+      pending_gangs(prometheus::BuildGauge()
+                        .Name("lockstep_pending_gangs")
+                        .Help("Complete gangs waiting for placement at the last cycle.")
+                        .Register(registry)
+                        .Add({})),
+      gpus_allocatable(gpus_family.Add({{"state", "allocatable"}})),
+      gpus_allocated(gpus_family.Add({{"state", "allocated"}})),
+      gpus_fragmented(prometheus::BuildGauge()
+                          .Name("lockstep_gpus_fragmented")
+                          .Help("Free GPUs on nodes that cannot fit the most common per-pod GPU "
+                                "request.")
+                          .Register(registry)
+                          .Add({})) {}
+
+}  // namespace lockstep::scheduler

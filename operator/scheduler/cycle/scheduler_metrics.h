@@ -1,0 +1,37 @@
+#pragma once
+// The gang scheduler's metrics on a caller-owned registry (which must outlive this object):
+//   lockstep_scheduling_attempts_total{result="scheduled|unschedulable|error"}
+//   lockstep_gang_scheduling_duration_seconds   first seen complete -> every pod bound
+//   lockstep_scheduling_cycle_duration_seconds  one cycle, phases 1-5 (binds run on)
+//   lockstep_pending_gangs                      complete gangs not placed at the last cycle
+//   lockstep_gpus{state="allocatable|allocated"}
+//   lockstep_gpus_fragmented                    free GPUs on nodes that cannot fit the most
+//                                               common per-pod GPU request
+// Thread-safe (prometheus-cpp metrics are).
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace lockstep::scheduler {
+
+struct SchedulerMetrics {
+  explicit SchedulerMetrics(prometheus::Registry& registry);
+
+  // Families first: the members below are their children.
+  prometheus::Family<prometheus::Counter>& attempts_family;
+  prometheus::Family<prometheus::Gauge>& gpus_family;
+
+  prometheus::Counter& attempts_scheduled;
+  prometheus::Counter& attempts_unschedulable;
+  prometheus::Counter& attempts_error;
+  prometheus::Histogram& gang_duration;
+  prometheus::Histogram& cycle_duration;
+  prometheus::Gauge& pending_gangs;
+  prometheus::Gauge& gpus_allocatable;
+  prometheus::Gauge& gpus_allocated;
+  prometheus::Gauge& gpus_fragmented;
+};
+
+}  // namespace lockstep::scheduler

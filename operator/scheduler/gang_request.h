@@ -1,0 +1,74 @@
+#pragma once
+// What a gang (one TrainingJob, all roles) asks of the cluster, independent of the Kubernetes
+// client. The driver builds it from the job and its pod templates.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "operator/scheduler/node_info.h"
+#include "operator/scheduler/resources.h"
+
+namespace lockstep::scheduler {
+
+enum class TolerationOperator { kEqual, kExists };
+
+struct Toleration {
+  std::string key;  // empty with kExists tolerates every taint
+  TolerationOperator op = TolerationOperator::kEqual;
+  std::string value;
+  std::optional<TaintEffect> effect;  // empty matches every effect
+  friend bool operator==(const Toleration&, const Toleration&) = default;
+};
+
+enum class SelectorOperator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
+
+struct NodeSelectorRequirement {
+  std::string key;
+  SelectorOperator op = SelectorOperator::kIn;
+  std::vector<std::string> values;
+  friend bool operator==(const NodeSelectorRequirement&, const NodeSelectorRequirement&) = default;
+};
+
+// Expressions are ANDed. `match_fields` supports the one field Kubernetes allows,
+// "metadata.name". A term with neither matches no node, as in Kubernetes.
+struct NodeSelectorTerm {
+  std::vector<NodeSelectorRequirement> match_expressions;
+  std::vector<NodeSelectorRequirement> match_fields;
+  friend bool operator==(const NodeSelectorTerm&, const NodeSelectorTerm&) = default;
+};
+
+struct PodRequest {
+  Resources requests;  // effective requests (max of init containers and sum of containers)
+  std::vector<Toleration> tolerations;
+  std::map<std::string, std::string> node_selector;
+  // requiredDuringSchedulingIgnoredDuringExecution: terms ORed; empty = no constraint.
+  std::vector<NodeSelectorTerm> required_affinity;
+  friend bool operator==(const PodRequest&, const PodRequest&) = default;
+};
+
+struct Role {
+  std::string name;
+  std::vector<PodRequest> pods;  // in replica-index order
+};
+
+struct GangRequest {
+  std::string job_key;  // "namespace/name"
+  int32_t priority = 0;
+  std::chrono::system_clock::time_point creation_time;
+  std::vector<Role> roles;
+  std::vector<std::string> topology_keys;   // coarse -> fine, soft: pack into few domains
+  std::string required_topology_key;        // hard: the whole gang in one domain; empty = none
+  std::vector<std::string> excluded_nodes;  // e.g. failed nodes under cool-down
+
+  size_t PodCount() const {
+    size_t n = 0;
+    for (const Role& r : roles) n += r.pods.size();
+    return n;
+  }
+};
+
+}  // namespace lockstep::scheduler

@@ -1,0 +1,34 @@
+#pragma once
+// Kubernetes resource quantities ("500m", "2Gi", "1.5", "1e3", "8") parsed exactly into int64 in
+// canonical units. Pure functions, thread-safe.
+//
+// Grammar (k8s.io/apimachinery resource.Quantity):
+//   <quantity> ::= <sign>? <digits> ( "." <digits>? )? <suffix> | <sign>? "." <digits> <suffix>
+//   <suffix>   ::= "" | Ki|Mi|Gi|Ti|Pi|Ei | n|u|m|k|M|G|T|P|E | (e|E) <sign>? <digits>
+// Values are computed with exact integer arithmetic and rounded up (towards +infinity) to the
+// requested unit, as Quantity.Value()/MilliValue() do; results beyond int64 are OutOfRange.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace lockstep::scheduler {
+
+// The quantity in whole units, rounded up: "1.5" -> 2, "2Gi" -> 2147483648, "100m" -> 1.
+StatusOr<int64_t> ParseQuantity(std::string_view text);
+
+// The quantity in thousandths, rounded up: "500m" -> 500, "1.5" -> 1500, "1u" -> 1.
+StatusOr<int64_t> ParseMilliQuantity(std::string_view text);
+
+// Canonical units per resource: "cpu" in millicores, everything else (memory, ephemeral-storage,
+// nvidia.com/gpu, extended resources, pods) in whole units. Negative quantities are rejected:
+// a request or capacity is never negative.
+StatusOr<int64_t> ParseResourceQuantity(std::string_view resource, std::string_view text);
+
+// The inverse for messages: "cpu" 1500 -> "1500m", 2000 -> "2"; memory 2147483648 -> "2Gi";
+// other resources as plain integers.
+std::string FormatResourceQuantity(std::string_view resource, int64_t value);
+
+}  // namespace lockstep::scheduler
