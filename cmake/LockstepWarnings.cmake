@@ -3,7 +3,9 @@
 function(lockstep_target_defaults target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
                                            -Wold-style-cast -Wcast-align -Wunused -Woverloaded-virtual
-                                           -Wnull-dereference -Wimplicit-fallthrough)
+                                           -Wimplicit-fallthrough)
+  # Not -Wnull-dereference: with -O2, GCC 12 reports it inside nlohmann-json's iterators after
+  # inlining, where the system-header exemption no longer applies (false positives).
   if(LOCKSTEP_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()

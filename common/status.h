@@ -118,10 +118,14 @@ class [[nodiscard]] StatusOr {
 #define LS_STATUS_CONCAT(a, b) LS_STATUS_CONCAT_INNER(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define LS_RETURN_IF_ERROR(expr)                          \
-  do {                                                    \
-    ::lockstep::Status ls_status_tmp_ = (expr);           \
-    if (!ls_status_tmp_.ok()) return ls_status_tmp_;      \
+// The temporary's name carries the line number so nested uses (e.g. in a lambda inside another
+// LS_RETURN_IF_ERROR) do not shadow each other.
+#define LS_RETURN_IF_ERROR(expr) \
+  LS_RETURN_IF_ERROR_IMPL(LS_STATUS_CONCAT(ls_status_tmp_, __LINE__), expr)
+#define LS_RETURN_IF_ERROR_IMPL(tmp, expr) \
+  do {                                     \
+    ::lockstep::Status tmp = (expr);       \
+    if (!tmp.ok()) return tmp;             \
   } while (0)
 
 // LS_ASSIGN_OR_RETURN(auto x, Fallible()); declares/assigns the value or returns the error.

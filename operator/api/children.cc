@@ -1,0 +1,264 @@
+#include "operator/api/children.h"
+
+#include <openssl/evp.h>
+
+#include <set>
+
+#include "launcher/contract.h"
+#include "operator/api/ranks.h"
+
+namespace lockstep::api {
+
+using nlohmann::json;
+namespace contract = launcher::contract;
+
+namespace {
+
+// Facts every pod of the attempt shares.
+struct AttemptContext {
+  std::string rdzv_endpoint;  // node rank 0's DNS name and port
+  std::string nnodes;         // "N", or "MIN:MAX" when elastic
+  int32_t in_place_restarts = 0;
+};
+
+std::string Base64(std::string_view in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()),
+                                static_cast<int>(in.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+json JobLabels(const TrainingJob& job) { return {{kLabelJobName, job.metadata.name}}; }
+
+json ChildMetadata(const TrainingJob& job, std::string name) {
+  return {{"name", std::move(name)},
+          {"namespace", job.metadata.namespace_name},
+          {"labels", JobLabels(job)},
+          {"ownerReferences", json::array({ControllerOwnerReference(job)})}};
+}
+
+// "<pod>.<job>.<ns>.svc": resolvable through the headless Service from any pod of the cluster.
+std::string PodDnsName(const TrainingJob& job, const std::string& pod_name) {
+  return pod_name + "." + job.metadata.name + "." + job.metadata.namespace_name + ".svc";
+}
+
+AttemptContext MakeAttemptContext(const TrainingJob& job, const std::vector<PodSlot>& slots,
+                                  int32_t workers) {
+  AttemptContext ctx;
+  const PodSlot& rank0 = slots.front();
+  ctx.rdzv_endpoint = PodDnsName(job, PodName(job.metadata.name, rank0.role, rank0.index)) + ":" +
+                      std::to_string(kRdzvPort);
+  const int32_t fixed = static_cast<int32_t>(slots.size()) - workers;
+  if (job.spec.elastic) {
+    ctx.nnodes = std::to_string(fixed + job.spec.elastic->min_replicas) + ":" +
+                 std::to_string(fixed + job.spec.elastic->max_replicas);
+  } else {
+    ctx.nnodes = std::to_string(slots.size());
+  }
+  // Recreate mode: the launcher must not restart in place; it exits and the operator re-places.
+  ctx.in_place_restarts = job.spec.failure_policy.restart_mode == RestartMode::kInPlace
+                              ? job.spec.failure_policy.max_restarts
+                              : 0;
+  return ctx;
+}
+
+json EnvVar(std::string_view name, std::string value) {
+  return {{"name", name}, {"value", std::move(value)}};
+}
+
+json LauncherEnv(const TrainingJob& job, const PodSlot& slot, const AttemptContext& ctx,
+                 const ChildrenOptions& options) {
+  const std::string pod_name = PodName(job.metadata.name, slot.role, slot.index);
+  return json::array({
+      EnvVar(contract::kEnvFramework, std::string(LauncherFrameworkName(job.spec.framework))),
+      EnvVar(contract::kEnvJobName, job.metadata.name),
+      EnvVar(contract::kEnvRole, slot.role),
+      EnvVar(contract::kEnvRoleIndex, std::to_string(slot.index)),
+      EnvVar(contract::kEnvNodeRank, std::to_string(slot.node_rank)),
+      EnvVar(contract::kEnvNnodes, ctx.nnodes),
+      EnvVar(contract::kEnvNprocPerNode, std::to_string(slot.procs_per_pod)),
+      EnvVar(contract::kEnvRdzvEndpoint, ctx.rdzv_endpoint),
+      // The run id is the job's uid: pods kept across InPlace restarts keep their env, so the
+      // attempt travels separately (LOCKSTEP_ATTEMPT) and the launcher refuses older rounds.
+      EnvVar(contract::kEnvRdzvId, job.metadata.uid),
+      EnvVar(contract::kEnvAttempt, std::to_string(options.attempt)),
+      EnvVar(contract::kEnvTokenFile, std::string(kTokenDir) + "/" + std::string(kTokenKey)),
+      EnvVar(contract::kEnvMaxRestarts, std::to_string(ctx.in_place_restarts)),
+      EnvVar(contract::kEnvHangTimeout,
+             std::to_string(job.spec.failure_policy.hang_timeout_seconds)),
+      EnvVar(contract::kEnvAdvertiseAddr, PodDnsName(job, pod_name)),
+  });
+}
+
+// User env first, minus names the operator sets (the launcher contract wins), then ours.
+json MergeEnv(const json& user_env, const json& ours) {
+  std::set<std::string> reserved;
+  for (const json& e : ours) reserved.insert(e["name"].get<std::string>());
+  json merged = json::array();
+  if (user_env.is_array()) {
+    for (const json& e : user_env) {
+      if (e.is_object() && e.contains("name") && e["name"].is_string() &&
+          reserved.count(e["name"].get<std::string>()) > 0) {
+        continue;
+      }
+      merged.push_back(e);
+    }
+  }
+  for (const json& e : ours) merged.push_back(e);
+  return merged;
+}
+
+json InstallContainer(const ChildrenOptions& options) {
+  json c = {
+      {"name", kInitContainerName},
+      {"image", options.launcher_image},
+      {"command", {"cp", kLauncherInImage, kLauncherPath}},
+      {"resources",
+       {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}},
+        {"limits", {{"cpu", "500m"}, {"memory", "64Mi"}}}}},
+      {"volumeMounts", json::array({{{"name", kLauncherVolume}, {"mountPath", kLauncherDir}}})}};
+  if (!options.launcher_image_pull_policy.empty()) {
+    c["imagePullPolicy"] = options.launcher_image_pull_policy;
+  }
+  return c;
+}
+
+Status WrapTrainer(json* trainer, json env) {
+  if (!trainer->is_object() || !trainer->contains("command") || !(*trainer)["command"].is_array() ||
+      (*trainer)["command"].empty()) {
+    return InvalidArgumentError("the first container (the trainer) has no command to wrap");
+  }
+  json command = json::array({kLauncherPath, "--"});
+  for (const json& part : (*trainer)["command"]) command.push_back(part);
+  if (trainer->contains("args") && (*trainer)["args"].is_array()) {
+    for (const json& part : (*trainer)["args"]) command.push_back(part);
+  }
+  (*trainer)["command"] = std::move(command);
+  trainer->erase("args");
+  (*trainer)["env"] = MergeEnv(trainer->value("env", json::array()), env);
+  json& mounts = (*trainer)["volumeMounts"];
+  if (!mounts.is_array()) mounts = json::array();
+  mounts.push_back({{"name", kLauncherVolume}, {"mountPath", kLauncherDir}, {"readOnly", true}});
+  mounts.push_back({{"name", kTokenVolume}, {"mountPath", kTokenDir}, {"readOnly", true}});
+  return Status::Ok();
+}
+
+void AddVolumes(const TrainingJob& job, json* pod_spec) {
+  json& volumes = (*pod_spec)["volumes"];
+  if (!volumes.is_array()) volumes = json::array();
+  volumes.push_back({{"name", kLauncherVolume}, {"emptyDir", json::object()}});
+  volumes.push_back({{"name", kTokenVolume},
+                     {"secret",
+                      {{"secretName", RdzvSecretName(job.metadata.name)},
+                       {"defaultMode", 0444},
+                       {"items", json::array({{{"key", kTokenKey}, {"path", kTokenKey}}})}}}});
+}
+
+json PodMetadata(const TrainingJob& job, const PodSlot& slot, const ChildrenOptions& options) {
+  const json& tmpl_meta = slot.pod_template->value("metadata", json::object());
+  json labels = tmpl_meta.is_object() ? tmpl_meta.value("labels", json::object()) : json::object();
+  if (!labels.is_object()) labels = json::object();
+  labels[kLabelJobName] = job.metadata.name;
+  labels[kLabelRole] = slot.role;
+  labels[kLabelReplicaIndex] = std::to_string(slot.index);
+  labels[kLabelAttempt] = std::to_string(options.attempt);
+  json meta = ChildMetadata(job, PodName(job.metadata.name, slot.role, slot.index));
+  meta["labels"] = std::move(labels);
+  if (tmpl_meta.is_object() && tmpl_meta.contains("annotations") &&
+      tmpl_meta["annotations"].is_object() && !tmpl_meta["annotations"].empty()) {
+    meta["annotations"] = tmpl_meta["annotations"];
+  }
+  return meta;
+}
+
+StatusOr<json> BuildPod(const TrainingJob& job, const PodSlot& slot, const AttemptContext& ctx,
+                        const ChildrenOptions& options) {
+  const std::string pod_name = PodName(job.metadata.name, slot.role, slot.index);
+  if (!slot.pod_template->is_object()) {
+    return InvalidArgumentError("role " + slot.role + ": the pod template is not an object");
+  }
+  json spec = slot.pod_template->value("spec", json::object());
+  if (!spec.is_object() || !spec.contains("containers") || !spec["containers"].is_array() ||
+      spec["containers"].empty()) {
+    return InvalidArgumentError("role " + slot.role + ": the pod template has no containers");
+  }
+  LS_RETURN_IF_ERROR(WrapTrainer(&spec["containers"][0], LauncherEnv(job, slot, ctx, options))
+                         .WithContext("role " + slot.role));
+  json init = json::array({InstallContainer(options)});
+  if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
+    for (const json& c : spec["initContainers"]) init.push_back(c);
+  }
+  spec["initContainers"] = std::move(init);
+  AddVolumes(job, &spec);
+  spec["schedulerName"] = kSchedulerName;
+  spec["hostname"] = pod_name;
+  spec["subdomain"] = job.metadata.name;
+  spec["restartPolicy"] = "Never";
+  if (!job.spec.priority_class_name.empty() && !spec.contains("priorityClassName")) {
+    spec["priorityClassName"] = job.spec.priority_class_name;
+  }
+  return json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", PodMetadata(job, slot, options)},
+              {"spec", std::move(spec)}};
+}
+
+}  // namespace
+
+std::string JobSelector(std::string_view job_name) {
+  return std::string(kLabelJobName) + "=" + std::string(job_name);
+}
+
+std::string RdzvSecretName(std::string_view job_name) { return std::string(job_name) + "-rdzv"; }
+
+json ControllerOwnerReference(const TrainingJob& job) {
+  return {{"apiVersion", kApiVersion}, {"kind", kKind},      {"name", job.metadata.name},
+          {"uid", job.metadata.uid},   {"controller", true}, {"blockOwnerDeletion", true}};
+}
+
+json BuildService(const TrainingJob& job) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", ChildMetadata(job, job.metadata.name)},
+          {"spec",
+           {{"clusterIP", "None"},
+            // Peers must resolve each other before they are Ready: readiness comes after the
+            // rendezvous these names are needed for.
+            {"publishNotReadyAddresses", true},
+            {"selector", JobLabels(job)},
+            {"ports", json::array({{{"name", "rdzv"},
+                                    {"port", kRdzvPort},
+                                    {"targetPort", kRdzvPort},
+                                    {"protocol", "TCP"}}})}}}};
+}
+
+json BuildRdzvSecret(const TrainingJob& job, std::string_view token) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata", ChildMetadata(job, RdzvSecretName(job.metadata.name))},
+          {"type", "Opaque"},
+          {"immutable", true},
+          {"data", {{kTokenKey, Base64(token)}}}};
+}
+
+StatusOr<std::vector<json>> BuildPods(const TrainingJob& job, const ChildrenOptions& options) {
+  if (options.launcher_image.empty()) {
+    return InvalidArgumentError("no launcher image: set the operator's --launcher-image");
+  }
+  const int32_t workers = options.worker_replicas.value_or(job.spec.replicas);
+  if (workers < 0) return InvalidArgumentError("negative worker count");
+  const std::vector<PodSlot> slots = PodSlots(job.spec, workers);
+  std::vector<json> pods;
+  if (slots.empty()) return pods;
+  const AttemptContext ctx = MakeAttemptContext(job, slots, workers);
+  pods.reserve(slots.size());
+  for (const PodSlot& slot : slots) {
+    LS_ASSIGN_OR_RETURN(json pod, BuildPod(job, slot, ctx, options));
+    pods.push_back(std::move(pod));
+  }
+  return pods;
+}
+
+}  // namespace lockstep::api

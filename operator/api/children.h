@@ -1,0 +1,66 @@
+#pragma once
+// The desired children of a TrainingJob (architecture.md section 4), as a pure function of the job
+// and a few operator options: the headless Service `<job>`, the Secret `<job>-rdzv`, and one Pod
+// per (role, index) in node-rank order (ranks.h). The controller compares these with what exists
+// and creates what is missing; nothing here talks to the API. The job must have passed
+// Validate() (validation.h); a shape the builder cannot use is still an error, never a crash.
+//
+// Pod anatomy (docs/api.md): the user's template, plus
+//   - labels lockstep.dev/{job-name, role, replica-index, attempt}; a controller ownerReference;
+//   - schedulerName lockstep (the gang scheduler binds), hostname <pod>, subdomain <job>,
+//     restartPolicy Never (the launcher restarts processes; the operator restarts pods);
+//   - init container `lockstep-launcher-install` (image --launcher-image) that copies
+//     /lockstep-launcher from its image into the emptyDir `lockstep-bin` at /lockstep/bin;
+//   - the trainer (first container) runs `/lockstep/bin/lockstep-launcher -- <command> <args>`
+//     with LOCKSTEP_* env (launcher/contract.h) and the token Secret mounted read-only at
+//     /var/run/lockstep/rdzv/token. Resources are untouched.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "operator/api/types.h"
+
+namespace lockstep::api {
+
+inline constexpr std::string_view kLabelJobName = "lockstep.dev/job-name";
+inline constexpr std::string_view kLabelRole = "lockstep.dev/role";
+inline constexpr std::string_view kLabelReplicaIndex = "lockstep.dev/replica-index";
+inline constexpr std::string_view kLabelAttempt = "lockstep.dev/attempt";
+
+inline constexpr std::string_view kSchedulerName = "lockstep";
+inline constexpr int32_t kRdzvPort = 29400;
+inline constexpr std::string_view kInitContainerName = "lockstep-launcher-install";
+inline constexpr std::string_view kLauncherInImage = "/lockstep-launcher";
+inline constexpr std::string_view kLauncherVolume = "lockstep-bin";
+inline constexpr std::string_view kLauncherDir = "/lockstep/bin";
+inline constexpr std::string_view kLauncherPath = "/lockstep/bin/lockstep-launcher";
+inline constexpr std::string_view kTokenVolume = "lockstep-rdzv";
+inline constexpr std::string_view kTokenDir = "/var/run/lockstep/rdzv";
+inline constexpr std::string_view kTokenKey = "token";
+
+struct ChildrenOptions {
+  std::string launcher_image;              // the operator's --launcher-image
+  std::string launcher_image_pull_policy;  // empty: the cluster's default
+  int32_t attempt = 0;                     // written into labels and LOCKSTEP_ATTEMPT
+  // Workers in this attempt; unset: spec.replicas. An elastic restart may run smaller.
+  std::optional<int32_t> worker_replicas;
+};
+
+// "lockstep.dev/job-name=<job>": status.selector and the Service's selector.
+std::string JobSelector(std::string_view job_name);
+std::string RdzvSecretName(std::string_view job_name);
+nlohmann::json ControllerOwnerReference(const TrainingJob& job);
+
+nlohmann::json BuildService(const TrainingJob& job);
+// `token` comes from GenerateRdzvToken() (token.h).
+nlohmann::json BuildRdzvSecret(const TrainingJob& job, std::string_view token);
+// Every pod of the attempt, in node-rank order.
+StatusOr<std::vector<nlohmann::json>> BuildPods(const TrainingJob& job,
+                                                const ChildrenOptions& options);
+
+}  // namespace lockstep::api

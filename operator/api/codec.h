@@ -1,0 +1,27 @@
+#pragma once
+// The one JSON <-> C++ codec for TrainingJob. Decoding validates shapes and types only (each
+// error names the field by its full path); the semantic rules the CRD's CEL expressions enforce
+// live in validation.h. Nothing here throws.
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "operator/api/types.h"
+
+namespace lockstep::api {
+
+StatusOr<TrainingJob> DecodeTrainingJob(const nlohmann::json& object);
+StatusOr<TrainingJobSpec> DecodeSpec(const nlohmann::json& spec);
+StatusOr<TrainingJobStatus> DecodeStatus(const nlohmann::json& status);
+StatusOr<ObjectMeta> DecodeObjectMeta(const nlohmann::json& metadata);
+
+// Encodes the whole object (apiVersion, kind, metadata, spec, status). Unset optionals and empty
+// strings/lists are omitted, so encode(decode(x)) is x plus the schema defaults.
+nlohmann::json EncodeTrainingJob(const TrainingJob& job);
+nlohmann::json EncodeSpec(const TrainingJobSpec& spec);
+// The status as the /status subresource stores it.
+nlohmann::json EncodeStatus(const TrainingJobStatus& status);
+nlohmann::json EncodeObjectMeta(const ObjectMeta& meta);
+nlohmann::json EncodeCondition(const Condition& condition);
+
+}  // namespace lockstep::api

@@ -1,0 +1,37 @@
+#pragma once
+// metav1.Condition helpers with the apimachinery semantics (meta.SetStatusCondition):
+// lastTransitionTime moves only when the status changes; reason, message and observedGeneration
+// are updated in place. Conditions are keyed by type (the CRD's list-map key).
+
+#include <string_view>
+#include <vector>
+
+#include "operator/api/types.h"
+
+namespace lockstep::api {
+
+// Condition types. Scheduled..Suspended describe the job; Reconciling and Stalled are the kstatus
+// pair tools like Flux and Argo CD read (Stalled=True: the operator cannot make progress).
+inline constexpr std::string_view kConditionScheduled = "Scheduled";
+inline constexpr std::string_view kConditionRunning = "Running";
+inline constexpr std::string_view kConditionRestarting = "Restarting";
+inline constexpr std::string_view kConditionSucceeded = "Succeeded";
+inline constexpr std::string_view kConditionFailed = "Failed";
+inline constexpr std::string_view kConditionSuspended = "Suspended";
+inline constexpr std::string_view kConditionReconciling = "Reconciling";
+inline constexpr std::string_view kConditionStalled = "Stalled";
+
+// Reason for Stalled=True when the stored spec breaks a rule (it bypassed validation).
+inline constexpr std::string_view kReasonInvalidSpec = "InvalidSpec";
+
+const Condition* FindCondition(const std::vector<Condition>& conditions, std::string_view type);
+bool IsConditionTrue(const std::vector<Condition>& conditions, std::string_view type);
+
+// Adds or updates `condition` (matched by type). Its lastTransitionTime is `now` when the type is
+// new or its status changed, else the stored one is kept. Returns true if anything changed.
+bool SetCondition(std::vector<Condition>* conditions, Condition condition, Time now);
+
+// Removes the condition of `type`; returns true if one was there.
+bool RemoveCondition(std::vector<Condition>* conditions, std::string_view type);
+
+}  // namespace lockstep::api

@@ -1,0 +1,24 @@
+#pragma once
+// The defaults the CRD schema declares (`default:` in crds/lockstep.dev_trainingjobs.yaml). The
+// C++ types use them as member initializers so objects stored before a default existed decode to
+// today's value; tests/unit/api/defaults_test.cc checks this file against the CRD.
+
+#include <cstdint>
+#include <string_view>
+
+#include "operator/api/enums.h"
+
+namespace lockstep::api {
+
+inline constexpr int32_t kDefaultReplicas = 1;
+inline constexpr int32_t kDefaultMaxRestarts = 3;
+inline constexpr int32_t kDefaultMaxDisruptions = 10;
+inline constexpr RestartMode kDefaultRestartMode = RestartMode::kInPlace;
+inline constexpr int32_t kDefaultBackoffInitialSeconds = 10;
+inline constexpr int32_t kDefaultBackoffMaxSeconds = 300;
+inline constexpr int32_t kDefaultBackoffResetAfterSeconds = 600;
+inline constexpr bool kDefaultSuspend = false;
+inline constexpr CleanPodPolicy kDefaultCleanPodPolicy = CleanPodPolicy::kRunning;
+inline constexpr SuccessOperator kDefaultSuccessOperator = SuccessOperator::kAll;
+
+}  // namespace lockstep::api

@@ -1,0 +1,121 @@
+// TrainingJobStatus <-> JSON (see codec.h).
+
+#include "operator/api/codec.h"
+#include "operator/api/json_fields.h"
+#include "operator/api/time.h"
+
+namespace lockstep::api {
+
+using internal::ForEachElement;
+using internal::Member;
+using internal::MissingError;
+using internal::ReadEnum;
+using internal::ReadInt32;
+using internal::ReadInt64;
+using internal::ReadOptTime;
+using internal::ReadString;
+using internal::TypeError;
+using nlohmann::json;
+
+namespace {
+
+Status DecodeCondition(const json& c, const std::string& path, Condition* out) {
+  if (!c.is_object()) return TypeError(path, "an object", c);
+  LS_RETURN_IF_ERROR(ReadString(c, "type", path, &out->type));
+  if (out->type.empty()) return MissingError(path + ".type");
+  LS_RETURN_IF_ERROR(ReadEnum(c, "status", path, &ParseConditionStatus, &out->status));
+  LS_RETURN_IF_ERROR(ReadInt64(c, "observedGeneration", path, &out->observed_generation));
+  std::optional<Time> when;
+  LS_RETURN_IF_ERROR(ReadOptTime(c, "lastTransitionTime", path, &when));
+  if (when) out->last_transition_time = *when;
+  LS_RETURN_IF_ERROR(ReadString(c, "reason", path, &out->reason));
+  return ReadString(c, "message", path, &out->message);
+}
+
+Status DecodeRestarts(const json& status, TrainingJobStatus* out) {
+  if (const json* r = Member(status, "restarts")) {
+    if (!r->is_object()) return TypeError("status.restarts", "an object", *r);
+    LS_RETURN_IF_ERROR(ReadInt32(*r, "failures", "status.restarts", &out->restarts.failures));
+    LS_RETURN_IF_ERROR(ReadInt32(*r, "disruptions", "status.restarts", &out->restarts.disruptions));
+  }
+  if (const json* l = Member(status, "lastRestart")) {
+    if (!l->is_object()) return TypeError("status.lastRestart", "an object", *l);
+    LastRestart last;
+    std::optional<Time> when;
+    LS_RETURN_IF_ERROR(ReadOptTime(*l, "time", "status.lastRestart", &when));
+    if (when) last.time = *when;
+    LS_RETURN_IF_ERROR(ReadString(*l, "reason", "status.lastRestart", &last.reason));
+    LS_RETURN_IF_ERROR(ReadString(*l, "message", "status.lastRestart", &last.message));
+    out->last_restart = std::move(last);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<TrainingJobStatus> DecodeStatus(const json& status) {
+  TrainingJobStatus out;
+  if (status.is_null()) return out;
+  if (!status.is_object()) return TypeError("status", "an object", status);
+  LS_RETURN_IF_ERROR(ReadInt64(status, "observedGeneration", "status", &out.observed_generation));
+  if (Member(status, "state") != nullptr) {
+    JobState state = JobState::kPending;
+    LS_RETURN_IF_ERROR(ReadEnum(status, "state", "status", &ParseJobState, &state));
+    out.state = state;
+  }
+  LS_RETURN_IF_ERROR(ReadString(status, "reason", "status", &out.reason));
+  LS_RETURN_IF_ERROR(ReadString(status, "message", "status", &out.message));
+  auto decode_condition = [&out](const json& c, const std::string& path) {
+    Condition condition;
+    LS_RETURN_IF_ERROR(DecodeCondition(c, path, &condition));
+    out.conditions.push_back(std::move(condition));
+    return Status::Ok();
+  };
+  LS_RETURN_IF_ERROR(ForEachElement(status, "conditions", "status", decode_condition));
+  LS_RETURN_IF_ERROR(ReadInt32(status, "replicas", "status", &out.replicas));
+  LS_RETURN_IF_ERROR(ReadInt32(status, "readyReplicas", "status", &out.ready_replicas));
+  LS_RETURN_IF_ERROR(ReadString(status, "workersReady", "status", &out.workers_ready));
+  LS_RETURN_IF_ERROR(ReadString(status, "selector", "status", &out.selector));
+  LS_RETURN_IF_ERROR(ReadInt32(status, "attempt", "status", &out.attempt));
+  LS_RETURN_IF_ERROR(DecodeRestarts(status, &out));
+  LS_RETURN_IF_ERROR(ReadOptTime(status, "startTime", "status", &out.start_time));
+  LS_RETURN_IF_ERROR(ReadOptTime(status, "completionTime", "status", &out.completion_time));
+  return out;
+}
+
+json EncodeCondition(const Condition& c) {
+  json out = {{"type", c.type},
+              {"status", ToString(c.status)},
+              {"lastTransitionTime", FormatTime(c.last_transition_time)},
+              {"reason", c.reason},
+              {"message", c.message}};
+  if (c.observed_generation != 0) out["observedGeneration"] = c.observed_generation;
+  return out;
+}
+
+json EncodeStatus(const TrainingJobStatus& s) {
+  json out = {
+      {"observedGeneration", s.observed_generation},
+      {"replicas", s.replicas},
+      {"readyReplicas", s.ready_replicas},
+      {"attempt", s.attempt},
+      {"restarts", {{"failures", s.restarts.failures}, {"disruptions", s.restarts.disruptions}}}};
+  if (s.state) out["state"] = ToString(*s.state);
+  if (!s.reason.empty()) out["reason"] = s.reason;
+  if (!s.message.empty()) out["message"] = s.message;
+  if (!s.workers_ready.empty()) out["workersReady"] = s.workers_ready;
+  if (!s.selector.empty()) out["selector"] = s.selector;
+  // Always written (possibly empty) so a merge patch of the whole status replaces the list.
+  out["conditions"] = json::array();
+  for (const Condition& c : s.conditions) out["conditions"].push_back(EncodeCondition(c));
+  if (s.start_time) out["startTime"] = FormatTime(*s.start_time);
+  if (s.completion_time) out["completionTime"] = FormatTime(*s.completion_time);
+  if (s.last_restart) {
+    out["lastRestart"] = {{"time", FormatTime(s.last_restart->time)},
+                          {"reason", s.last_restart->reason},
+                          {"message", s.last_restart->message}};
+  }
+  return out;
+}
+
+}  // namespace lockstep::api

@@ -1,0 +1,159 @@
+#pragma once
+// TrainingJob (lockstep.dev/v1alpha1) as C++ values. Field names follow the CRD
+// (crds/lockstep.dev_trainingjobs.yaml) in snake_case; member initializers are the schema's
+// defaults (defaults.h names them), so an object stored before a default existed decodes to the
+// same value the apiserver would give it today. Pod templates stay nlohmann::json: they are
+// opaque PodTemplateSpecs the operator copies, never interprets beyond the trainer container.
+// Plain values: copy freely, thread-compatible.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "operator/api/enums.h"
+#include "operator/api/schema_defaults.h"
+
+namespace lockstep::api {
+
+inline constexpr std::string_view kGroup = "lockstep.dev";
+inline constexpr std::string_view kVersion = "v1alpha1";
+inline constexpr std::string_view kApiVersion = "lockstep.dev/v1alpha1";
+inline constexpr std::string_view kKind = "TrainingJob";
+inline constexpr std::string_view kPlural = "trainingjobs";
+// The implicit role of the pods built from spec.replicas and spec.template.
+inline constexpr std::string_view kWorkerRole = "worker";
+
+// Wall-clock instants as the API writes them (RFC 3339, second precision; see time.h).
+using Time = std::chrono::system_clock::time_point;
+
+struct ObjectMeta {
+  std::string name;
+  std::string namespace_name;
+  std::string uid;
+  std::string resource_version;
+  int64_t generation = 0;
+  std::optional<Time> creation_timestamp;
+  std::optional<Time> deletion_timestamp;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+};
+
+struct Role {
+  std::string name;
+  int32_t replicas = 0;
+  std::optional<int32_t> procs_per_pod;
+  nlohmann::json pod_template = nlohmann::json::object();  // a PodTemplateSpec
+};
+
+struct ElasticPolicy {
+  int32_t min_replicas = 0;
+  int32_t max_replicas = 0;
+};
+
+struct Placement {
+  std::vector<std::string> topology_keys;  // coarse to fine
+  std::optional<std::string> required_topology_key;
+};
+
+struct SuccessPolicy {
+  SuccessOperator op = kDefaultSuccessOperator;
+  std::vector<std::string> target_roles;  // empty: the default rule (see defaults.h)
+};
+
+struct ExitCodeMatcher {
+  std::optional<std::string> container_name;  // unset: the trainer (first container)
+  ExitCodeOperator op = ExitCodeOperator::kIn;
+  std::vector<int32_t> values;
+};
+
+struct FailureRule {
+  std::string name;
+  RuleAction action = RuleAction::kRestartJob;
+  ExitCodeMatcher on_exit_codes;
+};
+
+struct Backoff {
+  int32_t initial_seconds = kDefaultBackoffInitialSeconds;
+  int32_t max_seconds = kDefaultBackoffMaxSeconds;
+  int32_t reset_after_seconds = kDefaultBackoffResetAfterSeconds;
+};
+
+struct FailurePolicy {
+  int32_t max_restarts = kDefaultMaxRestarts;
+  int32_t max_disruptions = kDefaultMaxDisruptions;
+  RestartMode restart_mode = kDefaultRestartMode;
+  int32_t hang_timeout_seconds = 0;  // 0: hang detection off
+  Backoff backoff;
+  std::vector<FailureRule> rules;  // first match wins
+};
+
+struct RunPolicy {
+  std::optional<int64_t> active_deadline_seconds;
+  std::optional<int32_t> ttl_seconds_after_finished;
+  bool suspend = kDefaultSuspend;
+  CleanPodPolicy clean_pod_policy = kDefaultCleanPodPolicy;
+};
+
+struct TrainingJobSpec {
+  Framework framework = Framework::kGeneric;
+  int32_t replicas = kDefaultReplicas;
+  std::optional<int32_t> procs_per_pod;  // unset: GPUs of the trainer, else 1 (defaults.h)
+  nlohmann::json pod_template = nlohmann::json::object();  // the workers' PodTemplateSpec
+  std::vector<Role> roles;
+  std::optional<ElasticPolicy> elastic;
+  std::optional<Placement> placement;
+  std::string priority_class_name;
+  std::optional<SuccessPolicy> success_policy;
+  FailurePolicy failure_policy;
+  RunPolicy run_policy;
+};
+
+struct Condition {
+  std::string type;
+  ConditionStatus status = ConditionStatus::kUnknown;
+  int64_t observed_generation = 0;
+  Time last_transition_time{};
+  std::string reason;
+  std::string message;
+};
+
+struct RestartCounts {
+  int32_t failures = 0;
+  int32_t disruptions = 0;
+};
+
+struct LastRestart {
+  Time time{};
+  std::string reason;
+  std::string message;
+};
+
+struct TrainingJobStatus {
+  int64_t observed_generation = 0;
+  std::optional<JobState> state;
+  std::string reason;
+  std::string message;
+  std::vector<Condition> conditions;
+  int32_t replicas = 0;
+  int32_t ready_replicas = 0;
+  std::string workers_ready;
+  std::string selector;
+  int32_t attempt = 0;
+  RestartCounts restarts;
+  std::optional<Time> start_time;
+  std::optional<Time> completion_time;
+  std::optional<LastRestart> last_restart;
+};
+
+struct TrainingJob {
+  ObjectMeta metadata;
+  TrainingJobSpec spec;
+  TrainingJobStatus status;
+};
+
+}  // namespace lockstep::api

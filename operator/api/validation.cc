@@ -1,0 +1,253 @@
+#include "operator/api/validation.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <regex>
+#include <set>
+
+namespace lockstep::api {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxJobNameLength = 40;  // <job>-<role(16)>-<index(4)> fits a 63-char hostname
+constexpr size_t kMaxRoleNameLength = 16;
+constexpr int32_t kMaxReplicas = 10000;
+constexpr int32_t kMaxRoleReplicas = 1024;
+constexpr int32_t kMaxProcsPerPod = 1024;
+constexpr size_t kMaxRoles = 8;
+
+bool IsDns1035Label(const std::string& s) {
+  static const std::regex kLabel("^[a-z]([-a-z0-9]*[a-z0-9])?$");
+  return std::regex_match(s, kLabel);
+}
+
+// The string member `key` of `obj`, or "" when absent or not a string (never throws).
+std::string StringMember(const json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+class Errors {
+ public:
+  void Add(std::string field, std::string message) {
+    list_.push_back(FieldError{std::move(field), std::move(message)});
+  }
+  void Range(const std::string& field, int64_t value, int64_t min, int64_t max) {
+    if (value < min || value > max) {
+      Add(field, "must be in " + std::to_string(min) + ".." + std::to_string(max) + ", got " +
+                     std::to_string(value));
+    }
+  }
+  std::vector<FieldError> Take() { return std::move(list_); }
+
+ private:
+  std::vector<FieldError> list_;
+};
+
+void ValidateName(const ObjectMeta& meta, Errors* errors) {
+  if (meta.name.size() > kMaxJobNameLength || !IsDns1035Label(meta.name)) {
+    errors->Add("metadata.name",
+                "metadata.name must be a DNS-1035 label (lower case letters, digits, '-', starting "
+                "with a letter) of at most 40 characters: it names the Service and prefixes every "
+                "pod hostname");
+  }
+}
+
+void ValidatePodTemplate(const json& tmpl, const std::string& path, Errors* errors) {
+  const std::string containers_path = path + ".spec.containers";
+  const json* containers = nullptr;
+  if (tmpl.is_object() && tmpl.contains("spec") && tmpl["spec"].is_object() &&
+      tmpl["spec"].contains("containers")) {
+    containers = &tmpl["spec"]["containers"];
+  }
+  if (containers == nullptr || !containers->is_array() || containers->empty()) {
+    errors->Add(containers_path, "at least one container is required");
+    return;
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < containers->size(); ++i) {
+    const json& c = (*containers)[i];
+    const std::string c_path = containers_path + "[" + std::to_string(i) + "]";
+    const std::string name = StringMember(c, "name");
+    if (name.empty()) errors->Add(c_path + ".name", "required");
+    if (StringMember(c, "image").empty()) errors->Add(c_path + ".image", "required");
+    if (!name.empty() && !names.insert(name).second) {
+      errors->Add(c_path + ".name", "duplicate container name \"" + name + "\"");
+    }
+  }
+  const json& trainer = (*containers)[0];
+  const bool has_command = trainer.is_object() && trainer.contains("command") &&
+                           trainer["command"].is_array() && !trainer["command"].empty();
+  if (!has_command) {
+    errors->Add(containers_path,
+                "the first container (the trainer) must have a non-empty command: the launcher "
+                "wraps it");
+  }
+}
+
+void ValidateWorkers(const TrainingJobSpec& spec, Errors* errors) {
+  errors->Range("spec.replicas", spec.replicas, 0, kMaxReplicas);
+  if (spec.replicas == 0 && spec.roles.empty()) {
+    errors->Add("spec.replicas", "spec.replicas must be >= 1 unless spec.roles defines other pods");
+  }
+  if (spec.procs_per_pod)
+    errors->Range("spec.procsPerPod", *spec.procs_per_pod, 1, kMaxProcsPerPod);
+  ValidatePodTemplate(spec.pod_template, "spec.template", errors);
+  if (spec.elastic) {
+    const ElasticPolicy& e = *spec.elastic;
+    errors->Range("spec.elastic.minReplicas", e.min_replicas, 1, kMaxReplicas);
+    errors->Range("spec.elastic.maxReplicas", e.max_replicas, 1, kMaxReplicas);
+    if (e.min_replicas > e.max_replicas) {
+      errors->Add("spec.elastic.minReplicas", "spec.elastic.minReplicas must be <= maxReplicas");
+    }
+    if (spec.replicas < e.min_replicas || spec.replicas > e.max_replicas) {
+      errors->Add("spec.replicas",
+                  "spec.replicas must be within [spec.elastic.minReplicas, "
+                  "spec.elastic.maxReplicas]");
+    }
+  }
+}
+
+void ValidateRoles(const TrainingJobSpec& spec, Errors* errors) {
+  if (spec.roles.size() > kMaxRoles) {
+    errors->Add("spec.roles", "at most " + std::to_string(kMaxRoles) + " roles");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < spec.roles.size(); ++i) {
+    const Role& role = spec.roles[i];
+    const std::string path = "spec.roles[" + std::to_string(i) + "]";
+    if (role.name.size() > kMaxRoleNameLength || !IsDns1035Label(role.name)) {
+      errors->Add(path + ".name", "must be a DNS-1035 label of at most 16 characters");
+    }
+    if (role.name == kWorkerRole) {
+      errors->Add(path + ".name",
+                  "spec.roles[].name must not be 'worker': spec.replicas and spec.template "
+                  "define the workers");
+    }
+    if (!names.insert(role.name).second) {
+      errors->Add(path + ".name", "duplicate role name \"" + role.name + "\"");
+    }
+    errors->Range(path + ".replicas", role.replicas, 1, kMaxRoleReplicas);
+    if (role.procs_per_pod)
+      errors->Range(path + ".procsPerPod", *role.procs_per_pod, 1, kMaxProcsPerPod);
+    ValidatePodTemplate(role.pod_template, path + ".template", errors);
+  }
+}
+
+void ValidatePlacementAndSuccess(const TrainingJobSpec& spec, Errors* errors) {
+  if (spec.placement && spec.placement->required_topology_key) {
+    const auto& keys = spec.placement->topology_keys;
+    if (std::find(keys.begin(), keys.end(), *spec.placement->required_topology_key) == keys.end()) {
+      errors->Add("spec.placement.requiredTopologyKey",
+                  "spec.placement.requiredTopologyKey must be one of spec.placement.topologyKeys");
+    }
+  }
+  if (!spec.success_policy) return;
+  for (const std::string& target : spec.success_policy->target_roles) {
+    const bool known =
+        target == kWorkerRole || std::any_of(spec.roles.begin(), spec.roles.end(),
+                                             [&target](const Role& r) { return r.name == target; });
+    if (!known) {
+      errors->Add("spec.successPolicy.targetRoles",
+                  "spec.successPolicy.targetRoles must name 'worker' or a role in spec.roles");
+    }
+  }
+}
+
+void ValidateFailurePolicy(const FailurePolicy& f, Errors* errors) {
+  const std::string path = "spec.failurePolicy";
+  errors->Range(path + ".maxRestarts", f.max_restarts, 0, INT32_MAX);
+  errors->Range(path + ".maxDisruptions", f.max_disruptions, 0, INT32_MAX);
+  errors->Range(path + ".hangTimeoutSeconds", f.hang_timeout_seconds, 0, INT32_MAX);
+  errors->Range(path + ".backoff.initialSeconds", f.backoff.initial_seconds, 0, INT32_MAX);
+  errors->Range(path + ".backoff.maxSeconds", f.backoff.max_seconds, 0, INT32_MAX);
+  errors->Range(path + ".backoff.resetAfterSeconds", f.backoff.reset_after_seconds, 0, INT32_MAX);
+  if (f.backoff.initial_seconds > f.backoff.max_seconds) {
+    errors->Add(path + ".backoff.initialSeconds",
+                "spec.failurePolicy.backoff.initialSeconds must be <= maxSeconds");
+  }
+  for (size_t i = 0; i < f.rules.size(); ++i) {
+    const ExitCodeMatcher& m = f.rules[i].on_exit_codes;
+    const std::string values_path = path + ".rules[" + std::to_string(i) + "].onExitCodes.values";
+    if (m.values.empty()) errors->Add(values_path, "at least one exit code is required");
+    std::set<int32_t> seen;
+    for (int32_t v : m.values) {
+      if (v < 0 || v > 255) errors->Add(values_path, "exit codes must be in 0..255");
+      if (!seen.insert(v).second) {
+        errors->Add(values_path, "duplicate exit code " + std::to_string(v));
+      }
+    }
+  }
+}
+
+void ValidateRunPolicy(const RunPolicy& r, Errors* errors) {
+  if (r.active_deadline_seconds) {
+    errors->Range("spec.runPolicy.activeDeadlineSeconds", *r.active_deadline_seconds, 1, INT64_MAX);
+  }
+  if (r.ttl_seconds_after_finished) {
+    errors->Range("spec.runPolicy.ttlSecondsAfterFinished", *r.ttl_seconds_after_finished, 0,
+                  INT32_MAX);
+  }
+}
+
+bool SamePlacement(const std::optional<Placement>& a, const std::optional<Placement>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  if (!a) return true;
+  return a->topology_keys == b->topology_keys &&
+         a->required_topology_key == b->required_topology_key;
+}
+
+std::vector<std::string> RoleNames(const TrainingJobSpec& spec) {
+  std::vector<std::string> names;
+  for (const Role& r : spec.roles) names.push_back(r.name);
+  return names;
+}
+
+}  // namespace
+
+std::vector<FieldError> Validate(const TrainingJob& job) {
+  Errors errors;
+  ValidateName(job.metadata, &errors);
+  ValidateWorkers(job.spec, &errors);
+  ValidateRoles(job.spec, &errors);
+  ValidatePlacementAndSuccess(job.spec, &errors);
+  ValidateFailurePolicy(job.spec.failure_policy, &errors);
+  ValidateRunPolicy(job.spec.run_policy, &errors);
+  return errors.Take();
+}
+
+std::vector<FieldError> ValidateUpdate(const TrainingJob& old_job, const TrainingJob& new_job) {
+  Errors errors;
+  const TrainingJobSpec& o = old_job.spec;
+  const TrainingJobSpec& n = new_job.spec;
+  if (o.framework != n.framework) errors.Add("spec.framework", "spec.framework is immutable");
+  if (o.procs_per_pod != n.procs_per_pod) {
+    errors.Add("spec.procsPerPod", "spec.procsPerPod is immutable");
+  }
+  if (!SamePlacement(o.placement, n.placement)) {
+    errors.Add("spec.placement", "spec.placement is immutable");
+  }
+  if (o.elastic.has_value() != n.elastic.has_value()) {
+    errors.Add("spec.elastic", "spec.elastic cannot be added or removed after creation");
+  }
+  if (RoleNames(o) != RoleNames(n)) {
+    errors.Add("spec.roles",
+               "spec.roles names are immutable (roles cannot be added, removed or renamed)");
+  }
+  return errors.Take();
+}
+
+Status ToStatus(const std::vector<FieldError>& errors) {
+  if (errors.empty()) return Status::Ok();
+  std::string message;
+  for (const FieldError& e : errors) {
+    if (!message.empty()) message += "; ";
+    message += e.field + ": " + e.message;
+  }
+  return InvalidArgumentError(std::move(message));
+}
+
+}  // namespace lockstep::api

@@ -1,0 +1,239 @@
+#include "operator/api/children.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+
+#include "operator/api/token.h"
+#include "operator/api/validation.h"
+#include "tests/unit/api/test_util.h"
+
+namespace lockstep::api {
+namespace {
+
+using nlohmann::json;
+
+ChildrenOptions Options(int32_t attempt = 0) {
+  ChildrenOptions o;
+  o.launcher_image = "lockstep/launcher:dev";
+  o.attempt = attempt;
+  return o;
+}
+
+std::map<std::string, std::string> EnvOf(const json& container) {
+  std::map<std::string, std::string> env;
+  for (const json& e : container["env"]) {
+    env[e["name"].get<std::string>()] = e.value("value", std::string("<from>"));
+  }
+  return env;
+}
+
+std::vector<json> Pods(const TrainingJob& job, const ChildrenOptions& options = Options()) {
+  StatusOr<std::vector<json>> pods = BuildPods(job, options);
+  EXPECT_TRUE(pods.ok()) << pods.status();
+  return pods.ok() ? *pods : std::vector<json>{};
+}
+
+TEST(ChildrenTest, HeadlessService) {
+  const json svc = BuildService(testing::MinimalJob());
+  EXPECT_EQ(svc["metadata"]["name"], "demo");
+  EXPECT_EQ(svc["metadata"]["namespace"], "ns");
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  EXPECT_EQ(svc["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(svc["spec"]["selector"], json({{"lockstep.dev/job-name", "demo"}}));
+  const json& owner = svc["metadata"]["ownerReferences"][0];
+  EXPECT_EQ(owner["kind"], "TrainingJob");
+  EXPECT_EQ(owner["apiVersion"], "lockstep.dev/v1alpha1");
+  EXPECT_EQ(owner["uid"], "uid-1");
+  EXPECT_EQ(owner["controller"], true);
+  EXPECT_EQ(owner["blockOwnerDeletion"], true);
+}
+
+TEST(ChildrenTest, RdzvSecretHoldsTheTokenBase64) {
+  const json secret = BuildRdzvSecret(testing::MinimalJob(), "abc123");
+  EXPECT_EQ(secret["metadata"]["name"], "demo-rdzv");
+  EXPECT_EQ(secret["data"]["token"], "YWJjMTIz");
+  EXPECT_EQ(secret["immutable"], true);
+  EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["name"], "demo");
+}
+
+TEST(ChildrenTest, TokensAreRandomHex) {
+  StatusOr<std::string> a = GenerateRdzvToken();
+  StatusOr<std::string> b = GenerateRdzvToken();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(std::regex_match(*a, std::regex("^[0-9a-f]{64}$"))) << *a;
+  EXPECT_NE(*a, *b);
+}
+
+TEST(ChildrenTest, FourWorkerPyTorchPods) {
+  TrainingJob job = testing::MinimalJob();
+  job.spec.replicas = 4;
+  job.spec.procs_per_pod = 8;
+  job.spec.failure_policy.hang_timeout_seconds = 900;
+  job.spec.pod_template["spec"]["containers"][0]["resources"] = {
+      {"limits", {{"nvidia.com/gpu", "8"}}}};
+  const std::vector<json> pods = Pods(job, Options(2));
+  ASSERT_EQ(pods.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    const json& pod = pods[static_cast<size_t>(i)];
+    const std::string name = "demo-worker-" + std::to_string(i);
+    EXPECT_EQ(pod["metadata"]["name"], name);
+    EXPECT_EQ(pod["metadata"]["labels"], json({{"lockstep.dev/job-name", "demo"},
+                                               {"lockstep.dev/role", "worker"},
+                                               {"lockstep.dev/replica-index", std::to_string(i)},
+                                               {"lockstep.dev/attempt", "2"}}));
+    EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["controller"], true);
+    const json& spec = pod["spec"];
+    EXPECT_EQ(spec["schedulerName"], "lockstep");
+    EXPECT_EQ(spec["hostname"], name);
+    EXPECT_EQ(spec["subdomain"], "demo");
+    EXPECT_EQ(spec["restartPolicy"], "Never");
+    const json& trainer = spec["containers"][0];
+    EXPECT_EQ(trainer["command"], json({"/lockstep/bin/lockstep-launcher", "--", "python",
+                                        "train.py", "--epochs", "3"}));
+    EXPECT_FALSE(trainer.contains("args"));
+    EXPECT_EQ(trainer["resources"], json({{"limits", {{"nvidia.com/gpu", "8"}}}}));  // untouched
+    const auto env = EnvOf(trainer);
+    EXPECT_EQ(env.at("LOCKSTEP_FRAMEWORK"), "pytorch");
+    EXPECT_EQ(env.at("LOCKSTEP_JOB_NAME"), "demo");
+    EXPECT_EQ(env.at("LOCKSTEP_ROLE"), "worker");
+    EXPECT_EQ(env.at("LOCKSTEP_ROLE_INDEX"), std::to_string(i));
+    EXPECT_EQ(env.at("LOCKSTEP_NODE_RANK"), std::to_string(i));
+    EXPECT_EQ(env.at("LOCKSTEP_NNODES"), "4");
+    EXPECT_EQ(env.at("LOCKSTEP_NPROC_PER_NODE"), "8");
+    EXPECT_EQ(env.at("LOCKSTEP_RDZV_ENDPOINT"), "demo-worker-0.demo.ns.svc:29400");
+    EXPECT_EQ(env.at("LOCKSTEP_RDZV_ID"), "uid-1");
+    EXPECT_EQ(env.at("LOCKSTEP_ATTEMPT"), "2");
+    EXPECT_EQ(env.at("LOCKSTEP_TOKEN_FILE"), "/var/run/lockstep/rdzv/token");
+    EXPECT_EQ(env.at("LOCKSTEP_MAX_RESTARTS"), "3");
+    EXPECT_EQ(env.at("LOCKSTEP_HANG_TIMEOUT"), "900");
+    EXPECT_EQ(env.at("LOCKSTEP_ADVERTISE_ADDR"), name + ".demo.ns.svc");
+    EXPECT_EQ(env.count("LOCKSTEP_TOKEN"), 0u);  // the token is only in the mounted file
+
+    const json& init = spec["initContainers"][0];
+    EXPECT_EQ(init["name"], "lockstep-launcher-install");
+    EXPECT_EQ(init["image"], "lockstep/launcher:dev");
+    EXPECT_EQ(init["command"],
+              json({"cp", "/lockstep-launcher", "/lockstep/bin/lockstep-launcher"}));
+    EXPECT_THAT(spec["volumes"].dump(), ::testing::HasSubstr(R"("secretName":"demo-rdzv")"));
+    EXPECT_THAT(spec["volumes"].dump(), ::testing::HasSubstr(R"("emptyDir":{})"));
+    EXPECT_THAT(trainer["volumeMounts"].dump(),
+                ::testing::HasSubstr(R"("mountPath":"/var/run/lockstep/rdzv")"));
+  }
+}
+
+TEST(ChildrenTest, TensorFlowChiefIsRankZeroAndHostsRendezvous) {
+  TrainingJob job = testing::MinimalJob();
+  job.spec.framework = Framework::kTensorFlow;
+  const json tmpl = job.spec.pod_template;
+  job.spec.roles = {Role{"ps", 2, std::nullopt, tmpl}, Role{"chief", 1, std::nullopt, tmpl}};
+  const std::vector<json> pods = Pods(job);
+  std::vector<std::string> names;
+  for (const json& p : pods) names.push_back(p["metadata"]["name"]);
+  EXPECT_THAT(names, ::testing::ElementsAre("demo-chief-0", "demo-worker-0", "demo-worker-1",
+                                            "demo-ps-0", "demo-ps-1"));
+  const auto ps1 = EnvOf(pods[4]["spec"]["containers"][0]);
+  EXPECT_EQ(ps1.at("LOCKSTEP_ROLE"), "ps");
+  EXPECT_EQ(ps1.at("LOCKSTEP_ROLE_INDEX"), "1");
+  EXPECT_EQ(ps1.at("LOCKSTEP_NODE_RANK"), "4");
+  EXPECT_EQ(ps1.at("LOCKSTEP_NNODES"), "5");
+  EXPECT_EQ(ps1.at("LOCKSTEP_FRAMEWORK"), "tensorflow");
+  EXPECT_EQ(ps1.at("LOCKSTEP_RDZV_ENDPOINT"), "demo-chief-0.demo.ns.svc:29400");
+  EXPECT_EQ(pods[4]["metadata"]["labels"]["lockstep.dev/role"], "ps");
+}
+
+TEST(ChildrenTest, ElasticNnodesIsARangeAndAttemptSizeIsHonoured) {
+  TrainingJob job = testing::MinimalJob();
+  job.spec.replicas = 4;
+  job.spec.elastic = ElasticPolicy{2, 6};
+  job.spec.roles = {Role{"head", 1, std::nullopt, job.spec.pod_template}};
+  ChildrenOptions options = Options();
+  options.worker_replicas = 3;  // capacity was short this attempt
+  const std::vector<json> pods = Pods(job, options);
+  ASSERT_EQ(pods.size(), 4u);
+  EXPECT_EQ(EnvOf(pods[0]["spec"]["containers"][0]).at("LOCKSTEP_NNODES"), "3:7");
+}
+
+TEST(ChildrenTest, RecreateModeDisablesInPlaceRestarts) {
+  TrainingJob job = testing::MinimalJob();
+  job.spec.failure_policy.restart_mode = RestartMode::kRecreate;
+  EXPECT_EQ(EnvOf(Pods(job)[0]["spec"]["containers"][0]).at("LOCKSTEP_MAX_RESTARTS"), "0");
+}
+
+TEST(ChildrenTest, KeepsUserFieldsAndLetsTheContractWin) {
+  TrainingJob job = testing::MinimalJob();
+  job.spec.priority_class_name = "high";
+  json& tmpl = job.spec.pod_template;
+  tmpl["metadata"] = {{"labels", {{"team", "a"}, {"lockstep.dev/role", "spoofed"}}},
+                      {"annotations", {{"note", "x"}}}};
+  tmpl["spec"]["nodeSelector"] = {{"gpu", "h100"}};
+  tmpl["spec"]["schedulerName"] = "default-scheduler";
+  tmpl["spec"]["initContainers"] = json::array({{{"name", "fetch"}, {"image", "busybox"}}});
+  tmpl["spec"]["volumes"] = json::array({{{"name", "data"}, {"emptyDir", json::object()}}});
+  tmpl["spec"]["containers"][0]["env"] =
+      json::array({{{"name", "NCCL_DEBUG"}, {"value", "INFO"}},
+                   {{"name", "LOCKSTEP_NNODES"}, {"value", "99"}}});
+  tmpl["spec"]["containers"].push_back({{"name", "sidecar"}, {"image", "s"}});
+  const json pod = Pods(job)[0];
+  EXPECT_EQ(pod["metadata"]["labels"]["team"], "a");
+  EXPECT_EQ(pod["metadata"]["labels"]["lockstep.dev/role"], "worker");
+  EXPECT_EQ(pod["metadata"]["annotations"]["note"], "x");
+  EXPECT_EQ(pod["spec"]["nodeSelector"]["gpu"], "h100");
+  EXPECT_EQ(pod["spec"]["schedulerName"], "lockstep");
+  EXPECT_EQ(pod["spec"]["priorityClassName"], "high");
+  ASSERT_EQ(pod["spec"]["initContainers"].size(), 2u);
+  EXPECT_EQ(pod["spec"]["initContainers"][1]["name"], "fetch");
+  EXPECT_EQ(pod["spec"]["volumes"][0]["name"], "data");
+  EXPECT_EQ(pod["spec"]["volumes"].size(), 3u);
+  const auto env = EnvOf(pod["spec"]["containers"][0]);
+  EXPECT_EQ(env.at("NCCL_DEBUG"), "INFO");
+  EXPECT_EQ(env.at("LOCKSTEP_NNODES"), "2");
+  EXPECT_EQ(pod["spec"]["containers"][1], json({{"name", "sidecar"}, {"image", "s"}}));
+}
+
+TEST(ChildrenTest, ErrorsInsteadOfCrashing) {
+  TrainingJob job = testing::MinimalJob();
+  EXPECT_FALSE(BuildPods(job, ChildrenOptions{}).ok());  // no launcher image
+  job.spec.pod_template["spec"]["containers"][0].erase("command");
+  StatusOr<std::vector<json>> pods = BuildPods(job, Options());
+  ASSERT_FALSE(pods.ok());
+  EXPECT_THAT(pods.status().message(), ::testing::HasSubstr("no command"));
+}
+
+TEST(ChildrenTest, JobSelector) { EXPECT_EQ(JobSelector("demo"), "lockstep.dev/job-name=demo"); }
+
+}  // namespace
+}  // namespace lockstep::api
+
+namespace lockstep::api {
+namespace {
+
+// Specs that bypassed every check (built in code, not decoded): the builder and the validator
+// must answer with errors, never throw or crash.
+class MalformedTemplateTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(MalformedTemplateTest, ValidateAndBuildReturnErrors) {
+  TrainingJob job = testing::MinimalJob();
+  job.spec.pod_template = nlohmann::json::parse(GetParam());
+  std::vector<FieldError> errors;
+  EXPECT_NO_THROW(errors = Validate(job));
+  EXPECT_FALSE(errors.empty());
+  ChildrenOptions options;
+  options.launcher_image = "l";
+  EXPECT_NO_THROW({
+    StatusOr<std::vector<nlohmann::json>> pods = BuildPods(job, options);
+    EXPECT_FALSE(pods.ok());
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, MalformedTemplateTest,
+                         ::testing::Values(R"("x")", R"({"spec": "x"})", R"({"spec": {}})",
+                                           R"({"spec": {"containers": [5]}})",
+                                           R"({"spec": {"containers": [{"name": 5, "image": 7,
+                                                "command": "x"}]}})",
+                                           R"({"metadata": 3, "spec": {"containers": []}})"));
+
+}  // namespace
+}  // namespace lockstep::api
