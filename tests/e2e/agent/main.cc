@@ -1,0 +1,100 @@
+// lockstep-test-node-agent: flags, signals and the main loop (see agent.h, docs/e2e.md).
+//
+// Signals: SIGTERM/SIGINT = clean exit (everything removed, Nodes deleted); SIGUSR1 = partition
+// every node (heartbeats stop, pods keep running); SIGUSR2 = fail every node (pods killed,
+// heartbeats stop). `--partition-node N` / `--fail-node N` with --state-dir do it for one node
+// of a running agent.
+
+#include <signal.h>
+
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "operator/kube/config.h"
+#include "operator/kube/curl_transport.h"
+#include "operator/kube/rest_client.h"
+#include "tests/e2e/agent/agent.h"
+#include "tests/e2e/agent/options.h"
+#include "tests/e2e/agent/state_dir.h"
+
+namespace {
+
+using lockstep::Status;
+using lockstep::StatusOr;
+
+int Control(const lockstep::e2e::AgentOptions& options) {
+  const bool fail = !options.fail_node.empty();
+  Status s = lockstep::e2e::RequestNodeControl(options.state_dir,
+                                               fail ? options.fail_node : options.partition_node,
+                                               fail ? "fail" : "partition");
+  if (!s.ok()) {
+    std::fprintf(stderr, "lockstep-test-node-agent: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+StatusOr<std::unique_ptr<lockstep::kube::RestClient>> Connect(const std::string& kubeconfig) {
+  LS_ASSIGN_OR_RETURN(lockstep::kube::ClusterConfig config,
+                      lockstep::kube::LoadDefaultConfig(kubeconfig));
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<lockstep::kube::Transport> transport,
+                      lockstep::kube::NewCurlTransport(config));
+  lockstep::kube::RestOptions rest;
+  rest.qps = 0;  // a handful of nodes and pods; the apiserver's own limits suffice
+  rest.field_manager = "lockstep-test-node-agent";
+  return std::make_unique<lockstep::kube::RestClient>(
+      std::shared_ptr<lockstep::kube::Transport>(std::move(transport)), rest);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lockstep::log::SetComponent("test-node-agent");
+  StatusOr<lockstep::e2e::AgentOptions> options =
+      lockstep::e2e::ParseOptions(std::vector<std::string>(argv + 1, argv + argc));
+  if (!options.ok()) {
+    std::fprintf(stderr, "%s\n%s", options.status().ToString().c_str(),
+                 lockstep::e2e::Usage().c_str());
+    return 2;
+  }
+  if (!options->partition_node.empty() || !options->fail_node.empty()) return Control(*options);
+
+  // Blocked before any thread starts, so they are delivered only to sigtimedwait below
+  // (children unblock them before exec).
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) sigaddset(&signals, sig);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  StatusOr<std::unique_ptr<lockstep::kube::RestClient>> client = Connect(options->kubeconfig);
+  if (!client.ok()) {
+    lockstep::log::Error("cannot connect", {{"error", client.status().ToString()}});
+    return 1;
+  }
+  const int heartbeat_ms = options->heartbeat_ms;
+  lockstep::e2e::Agent agent(*options, std::move(client).value());
+  if (Status s = agent.Start(); !s.ok()) {
+    lockstep::log::Error("start failed", {{"error", s.ToString()}});
+    agent.Shutdown();
+    return 1;
+  }
+  // Ready line for scripts and tests that start the agent.
+  std::printf("ready\n");
+  std::fflush(stdout);
+  const timespec tick{heartbeat_ms / 1000, static_cast<long>(heartbeat_ms % 1000) * 1000000};
+  while (true) {
+    siginfo_t info{};
+    const int sig = sigtimedwait(&signals, &info, &tick);
+    if (sig == SIGTERM || sig == SIGINT) break;
+    if (sig == SIGUSR1) agent.Partition("");
+    if (sig == SIGUSR2) agent.Fail("");
+    agent.Tick();
+  }
+  agent.Shutdown();
+  return 0;
+}

@@ -1,0 +1,243 @@
+#include "tests/e2e/agent/pod_volumes.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <tuple>
+
+#include "tests/e2e/agent/pod_json.h"
+
+namespace lockstep::e2e {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+Status WriteHostFile(const std::string& path, const std::string& data, int mode) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+  out.close();
+  if (!out) return InternalError("cannot write " + path);
+  if (chmod(path.c_str(), static_cast<mode_t>(mode)) != 0) {
+    return InternalError("chmod " + path);
+  }
+  return Status::Ok();
+}
+
+PodVolumes::PodVolumes(kube::RestClient& client, StateDir& state, json pod, std::string dir,
+                       PodRuntimeFields rt)
+    : client_(client),
+      state_(state),
+      pod_(std::move(pod)),
+      ns_(Str(pod_, "/metadata/namespace")),
+      name_(Str(pod_, "/metadata/name")),
+      uid_(Str(pod_, "/metadata/uid")),
+      dir_(std::move(dir)),
+      rt_(std::move(rt)) {}
+
+StatusOr<std::map<std::string, std::string>> FetchConfigData(kube::RestClient& client,
+                                                             const std::string& ns,
+                                                             const std::string& kind,
+                                                             const std::string& name) {
+  const bool secret = kind == "Secret";
+  LS_ASSIGN_OR_RETURN(
+      json obj,
+      client.Get(secret ? kube::resources::Secrets() : kube::resources::ConfigMaps(), ns, name));
+  std::map<std::string, std::string> out;
+  const json data = obj.value("data", json::object());
+  for (auto it = data.begin(); it != data.end(); ++it) {
+    if (!it.value().is_string()) continue;
+    if (secret) {
+      LS_ASSIGN_OR_RETURN(out[it.key()], Base64Decode(it.value().get<std::string>()));
+    } else {
+      out[it.key()] = it.value().get<std::string>();
+    }
+  }
+  if (!secret) {
+    const json binary = obj.value("binaryData", json::object());
+    for (auto it = binary.begin(); it != binary.end(); ++it) {
+      if (!it.value().is_string()) continue;
+      LS_ASSIGN_OR_RETURN(out[it.key()], Base64Decode(it.value().get<std::string>()));
+    }
+  }
+  return out;
+}
+
+Status PodVolumes::WriteKeyFiles(const std::string& dir, const json& src,
+                                 const std::map<std::string, std::string>& data, int default_mode) {
+  std::vector<std::tuple<std::string, std::string, int>> files;  // key, relative path, mode
+  const json items = Array(src, "items");
+  for (const json& item : items) {
+    files.emplace_back(item.value("key", ""), item.value("path", ""),
+                       item.value("mode", default_mode));
+  }
+  if (items.empty()) {
+    for (const auto& [key, value] : data) files.emplace_back(key, key, default_mode);
+  }
+  for (const auto& [key, rel, mode] : files) {
+    auto it = data.find(key);
+    if (it == data.end()) {
+      if (src.value("optional", false)) continue;
+      return NotFoundError("no key " + key);
+    }
+    LS_RETURN_IF_ERROR(WriteVolumeFile(dir, rel, it->second, mode));
+  }
+  return Status::Ok();
+}
+
+Status PodVolumes::WriteVolumeFile(const std::string& dir, const std::string& rel,
+                                   const std::string& data, int mode) {
+  if (rel.empty() || rel[0] == '/' || rel.find("..") != std::string::npos) {
+    return InvalidArgumentError("bad volume file path " + rel);
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(dir + "/" + rel).parent_path(), ec);
+  return WriteHostFile(dir + "/" + rel, data, mode);
+}
+
+Status PodVolumes::WriteObjectSource(const std::string& dir, const std::string& kind,
+                                     const json& src, int default_mode) {
+  const std::string object =
+      src.value(kind == "Secret" ? "secretName" : "name", src.value("name", ""));
+  StatusOr<std::map<std::string, std::string>> data = FetchConfigData(client_, ns_, kind, object);
+  if (!data.ok()) {
+    if (src.value("optional", false) && IsNotFound(data.status())) return Status::Ok();
+    return data.status();
+  }
+  return WriteKeyFiles(dir, src, *data, default_mode);
+}
+
+Status PodVolumes::WriteDownwardApi(const std::string& dir, const json& src, int default_mode) {
+  const json& pod = pod_;
+  for (const json& item : Array(src, "items")) {
+    if (!item.contains("fieldRef")) {
+      return UnimplementedError("downwardAPI: only fieldRef items are supported");
+    }
+    LS_ASSIGN_OR_RETURN(std::string value,
+                        ResolveFieldPath(pod, rt_, item["fieldRef"].value("fieldPath", "")));
+    LS_RETURN_IF_ERROR(
+        WriteVolumeFile(dir, item.value("path", ""), value, item.value("mode", default_mode)));
+  }
+  return Status::Ok();
+}
+
+// A bound service-account token from the TokenRequest API, as the kubelet projects it.
+Status PodVolumes::WriteServiceAccountToken(const std::string& dir, const json& src,
+                                            int default_mode) {
+  const json& pod = pod_;
+  std::string account = Str(pod, "/spec/serviceAccountName");
+  if (account.empty()) account = "default";
+  json spec = {
+      {"expirationSeconds", src.value("expirationSeconds", int64_t{3600})},
+      {"boundObjectRef", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", name_}, {"uid", uid_}}}};
+  if (src.contains("audience")) spec["audiences"] = json::array({src["audience"]});
+  const json request = {{"apiVersion", "authentication.k8s.io/v1"},
+                        {"kind", "TokenRequest"},
+                        {"spec", std::move(spec)}};
+  LS_ASSIGN_OR_RETURN(json response, client_.CreateSubresource(kube::resources::ServiceAccounts(),
+                                                               ns_, account, "token", request));
+  return WriteVolumeFile(dir, src.value("path", "token"), Str(response, "/status/token"),
+                         src.value("mode", default_mode));
+}
+
+Status PodVolumes::PrepareVolume(const json& v, const std::string& dir) {
+  if (v.contains("emptyDir")) return Status::Ok();
+  if (v.contains("secret")) {
+    return WriteObjectSource(dir, "Secret", v["secret"], v["secret"].value("defaultMode", 0644));
+  }
+  if (v.contains("configMap")) {
+    return WriteObjectSource(dir, "ConfigMap", v["configMap"],
+                             v["configMap"].value("defaultMode", 0644));
+  }
+  if (v.contains("downwardAPI")) {
+    return WriteDownwardApi(dir, v["downwardAPI"], v["downwardAPI"].value("defaultMode", 0644));
+  }
+  if (v.contains("projected")) {
+    const int mode = v["projected"].value("defaultMode", 0644);
+    for (const json& source : Array(v["projected"], "sources")) {
+      if (source.contains("secret")) {
+        LS_RETURN_IF_ERROR(WriteObjectSource(dir, "Secret", source["secret"], mode));
+      } else if (source.contains("configMap")) {
+        LS_RETURN_IF_ERROR(WriteObjectSource(dir, "ConfigMap", source["configMap"], mode));
+      } else if (source.contains("downwardAPI")) {
+        LS_RETURN_IF_ERROR(WriteDownwardApi(dir, source["downwardAPI"], mode));
+      } else if (source.contains("serviceAccountToken")) {
+        LS_RETURN_IF_ERROR(WriteServiceAccountToken(dir, source["serviceAccountToken"], mode));
+      } else {
+        return UnimplementedError("unsupported projected volume source " + source.dump());
+      }
+    }
+    return Status::Ok();
+  }
+  return UnimplementedError(
+      "only emptyDir, secret, configMap, downwardAPI, projected and "
+      "hostPath volumes are supported by the test node agent");
+}
+
+StatusOr<VolumeDirs> PodVolumes::Prepare() {
+  VolumeDirs volume_dirs;
+  const json& pod = pod_;
+  for (const json& v : Array(pod.value("spec", json::object()), "volumes")) {
+    const std::string name = v.value("name", "");
+    if (v.contains("hostPath")) {
+      volume_dirs[name] = Str(v, "/hostPath/path");
+      continue;
+    }
+    const std::string dir = dir_ + "/volumes/" + name;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return InternalError("create " + dir + ": " + ec.message());
+    volume_dirs[name] = dir;
+    LS_RETURN_IF_ERROR(PrepareVolume(v, dir).WithContext("volume " + name));
+  }
+  return volume_dirs;
+}
+
+StatusOr<std::vector<BindMount>> PodVolumes::Mounts(const VolumeDirs& dirs) {
+  // One filesystem view per pod: the union of every container's volumeMounts.
+  const json& pod = pod_;
+  const json spec = pod.value("spec", json::object());
+  std::map<std::string, BindMount> by_target;
+  for (const char* list : {"initContainers", "containers"}) {
+    for (const json& c : Array(spec, list)) {
+      for (const json& m : Array(c, "volumeMounts")) {
+        const std::string volume = m.value("name", "");
+        auto dir = dirs.find(volume);
+        if (dir == dirs.end())
+          return InvalidArgumentError("volumeMount of unknown volume " + volume);
+        std::string source = dir->second;
+        const std::string sub = m.value("subPath", "");
+        if (!sub.empty()) {
+          if (sub[0] == '/' || sub.find("..") != std::string::npos) {
+            return InvalidArgumentError("bad subPath " + sub);
+          }
+          source += "/" + sub;
+          std::error_code ec;
+          if (!fs::exists(source, ec)) fs::create_directories(source, ec);
+        }
+        const std::string target = m.value("mountPath", "");
+        if (target.empty() || target[0] != '/') {
+          return InvalidArgumentError("mountPath must be absolute: " + target);
+        }
+        BindMount mount{source, target, m.value("readOnly", false)};
+        auto [it, inserted] = by_target.emplace(target, mount);
+        if (!inserted) {
+          if (it->second.source != source) {
+            return InvalidArgumentError("two volumes mounted at " + target +
+                                        " (the agent gives a pod one filesystem view)");
+          }
+          it->second.read_only = it->second.read_only && mount.read_only;
+        }
+      }
+    }
+  }
+  std::vector<BindMount> mounts;
+  for (auto& [target, mount] : by_target) {
+    std::error_code ec;
+    LS_RETURN_IF_ERROR(state_.EnsurePath(target, !fs::is_directory(mount.source, ec)));
+    mounts.push_back(mount);  // std::map order: a parent path sorts before its children
+  }
+  return mounts;
+}
+
+}  // namespace lockstep::e2e

@@ -1,0 +1,66 @@
+#pragma once
+// A pod's volumes on the host, as the kubelet would lay them out: emptyDir (a directory under
+// the pod's state dir), secret / configMap / downwardAPI / projected (files written from the
+// API objects, projected service-account tokens from the TokenRequest API) and hostPath; and the
+// pod's one filesystem view, the union of its containers' volumeMounts.
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "operator/kube/rest_client.h"
+#include "tests/e2e/agent/pod_env.h"
+#include "tests/e2e/agent/sandbox.h"
+#include "tests/e2e/agent/state_dir.h"
+
+namespace lockstep::e2e {
+
+// Volume name -> host directory (or hostPath).
+using VolumeDirs = std::map<std::string, std::string>;
+
+// A Secret's or ConfigMap's data, decoded (key -> bytes).
+StatusOr<std::map<std::string, std::string>> FetchConfigData(kube::RestClient& client,
+                                                             const std::string& ns,
+                                                             const std::string& kind,
+                                                             const std::string& name);
+
+// Writes `data` to `path` with permission bits `mode`.
+Status WriteHostFile(const std::string& path, const std::string& data, int mode);
+
+class PodVolumes {
+ public:
+  // `dir` is the pod's state directory; volumes live in dir/volumes/<name>.
+  PodVolumes(kube::RestClient& client, StateDir& state, nlohmann::json pod, std::string dir,
+             PodRuntimeFields rt);
+
+  // Creates every volume and its content.
+  StatusOr<VolumeDirs> Prepare();
+  // The bind mounts for the pod's mount namespace, parents first; missing mount targets are
+  // created on the host through the state dir (which removes them again).
+  StatusOr<std::vector<BindMount>> Mounts(const VolumeDirs& dirs);
+
+ private:
+  Status PrepareVolume(const nlohmann::json& volume, const std::string& dir);
+  Status WriteObjectSource(const std::string& dir, const std::string& kind,
+                           const nlohmann::json& src, int default_mode);
+  Status WriteKeyFiles(const std::string& dir, const nlohmann::json& src,
+                       const std::map<std::string, std::string>& data, int default_mode);
+  Status WriteVolumeFile(const std::string& dir, const std::string& rel, const std::string& data,
+                         int mode);
+  Status WriteDownwardApi(const std::string& dir, const nlohmann::json& src, int default_mode);
+  Status WriteServiceAccountToken(const std::string& dir, const nlohmann::json& src,
+                                  int default_mode);
+
+  kube::RestClient& client_;
+  StateDir& state_;
+  const nlohmann::json pod_;
+  const std::string ns_;
+  const std::string name_;
+  const std::string uid_;
+  const std::string dir_;
+  const PodRuntimeFields rt_;
+};
+
+}  // namespace lockstep::e2e
