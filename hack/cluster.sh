@@ -79,6 +79,13 @@ cmd_up() {
 
 cmd_down() {
   if [[ ! -d "$STATE" ]]; then log "no cluster '$CLUSTER_NAME'"; return 0; fi
+  # Processes that scripts started against this cluster (the demo's operator, ...) register in
+  # pids/ too; they go first, then the control plane in reverse start order.
+  local extra
+  for extra in "$STATE"/pids/*; do
+    [[ -e "$extra" ]] || continue
+    case "$(basename "$extra")" in etcd|apiserver|controller-manager|kwok) ;; *) stop_component "$(basename "$extra")" ;; esac
+  done
   for c in kwok controller-manager apiserver etcd; do stop_component "$c"; done
   rm -rf "$STATE"
   log "cluster '$CLUSTER_NAME' stopped and removed"

@@ -23,6 +23,33 @@ if (( ${#crds[@]} > 0 )); then
   kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
 fi
 
+# The operator and the examples (section kept by the job controller's owner).
+STATE_DIR="$LOCKSTEP_CACHE/clusters/$CLUSTER"
+OPERATOR_PID="$STATE_DIR/pids/operator"  # hack/cluster.sh down stops it
+if [[ -f "$OPERATOR_PID" ]] && kill -0 "$(cat "$OPERATOR_PID")" 2>/dev/null; then
+  kill "$(cat "$OPERATOR_PID")" && sleep 1
+fi
+log "starting lockstep-operator (log: $STATE_DIR/logs/operator.log)"
+nohup build/bin/lockstep-operator --kubeconfig "$KUBECONFIG" \
+  --metrics-bind-address 127.0.0.1:38080 --health-probe-bind-address 127.0.0.1:38081 \
+  --launcher-image lockstep/launcher:dev >"$STATE_DIR/logs/operator.log" 2>&1 &
+echo $! >"$OPERATOR_PID"
+for _ in $(seq 1 100); do
+  curl -fsS http://127.0.0.1:38081/readyz >/dev/null 2>&1 && break
+  sleep 0.2
+done
+curl -fsS http://127.0.0.1:38081/readyz >/dev/null || die "the operator did not become ready"
+examples=(examples/*.yaml)
+if (( ${#examples[@]} > 0 )); then
+  log "applying the examples"
+  kubectl apply -f examples/ >/dev/null
+  sleep 3
+  echo
+  kubectl get tj
+  echo
+  kubectl get pods -L lockstep.dev/role | head -20
+fi
+
 echo
 echo "The local cluster '$CLUSTER' is up:"
 kubectl get nodes -L topology.lockstep.dev/block,topology.lockstep.dev/rack | head -6
@@ -31,4 +58,5 @@ echo
 echo "Use it from this shell with:"
 echo "  eval \"\$(hack/cluster.sh env --name $CLUSTER)\""
 echo "  kubectl get nodes; kubectl get trainingjobs"
-echo "Stop it with: hack/cluster.sh down --name $CLUSTER"
+echo "Operator metrics: curl -s 127.0.0.1:38080/metrics | grep ^lockstep_"
+echo "Stop everything (operator included) with: hack/cluster.sh down --name $CLUSTER"

@@ -1,0 +1,186 @@
+#include "operator/app/app.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include "common/log.h"
+#include "operator/app/http_server.h"
+#include "operator/controller/controller.h"
+#include "operator/controller/controller_metrics.h"
+#include "operator/kube/config.h"
+#include "operator/kube/curl_transport.h"
+#include "operator/kube/leader_elector.h"
+#include "operator/kube/metrics.h"
+#include "operator/kube/rest_client.h"
+
+namespace lockstep::app {
+
+struct OperatorApp::Parts {
+  std::shared_ptr<kube::Transport> transport;
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<kube::KubeMetrics> kube_metrics;
+  std::unique_ptr<controller::ControllerMetrics> metrics;
+  std::unique_ptr<kube::RestClient> client;
+  std::unique_ptr<controller::TrainingJobController> controller;
+  std::unique_ptr<kube::LeaderElector> elector;
+  std::thread elector_thread;
+  HttpServer metrics_server;
+  HttpServer health_server;
+};
+
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+std::string Identity() {
+  std::string base = Env("POD_NAME");
+  if (base.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    base = host;
+  }
+  std::random_device rd;
+  std::ostringstream out;
+  out << base << "_" << std::hex << rd() << rd();
+  return out.str();
+}
+
+std::string LeaseNamespace(const OperatorOptions& o) {
+  if (!o.leader_election_namespace.empty()) return o.leader_election_namespace;
+  if (std::string ns = Env("POD_NAMESPACE"); !ns.empty()) return ns;
+  std::ifstream in("/var/run/secrets/kubernetes.io/serviceaccount/namespace");
+  std::string ns;
+  if (in && std::getline(in, ns) && !ns.empty()) return ns;
+  return "default";
+}
+
+HttpResponse Metrics(prometheus::Registry& registry,
+                     controller::TrainingJobController& controller) {
+  controller.RefreshJobGauge();
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry.Collect());
+  return {200, "text/plain; version=0.0.4; charset=utf-8", out.str()};
+}
+
+}  // namespace
+
+OperatorApp::OperatorApp(OperatorOptions options)
+    : options_(std::move(options)), parts_(std::make_unique<Parts>()) {}
+
+OperatorApp::~OperatorApp() = default;
+
+void OperatorApp::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_ = true;
+  }
+  cv_.notify_all();
+}
+
+void OperatorApp::WaitForShutdown() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return shutdown_; });
+}
+
+Status OperatorApp::Start() {
+  Parts& p = *parts_;
+  LS_ASSIGN_OR_RETURN(kube::ClusterConfig config, kube::LoadDefaultConfig(options_.kubeconfig));
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<kube::Transport> transport,
+                      kube::NewCurlTransport(config));
+  p.transport = std::move(transport);
+  p.kube_metrics = std::make_unique<kube::KubeMetrics>(*p.registry);
+  p.metrics = std::make_unique<controller::ControllerMetrics>(*p.registry);
+  kube::RestOptions rest;
+  rest.qps = options_.qps;
+  rest.burst = options_.burst;
+  p.client = std::make_unique<kube::RestClient>(p.transport, rest, p.kube_metrics.get());
+
+  controller::ControllerOptions copts;
+  copts.namespaces = options_.namespaces;
+  copts.workers = options_.workers;
+  copts.launcher_image = options_.launcher_image;
+  copts.events.instance = Identity();
+  p.controller = std::make_unique<controller::TrainingJobController>(
+      *p.client, copts, p.kube_metrics.get(), p.metrics.get());
+
+  if (options_.metrics_bind_address != "0") {
+    p.metrics_server.Handle("/metrics", [&p] { return Metrics(*p.registry, *p.controller); });
+    LS_RETURN_IF_ERROR(p.metrics_server.Start(options_.metrics_bind_address));
+    log::Info("serving metrics", {{"address", options_.metrics_bind_address}});
+  }
+  if (options_.health_probe_bind_address != "0") {
+    p.health_server.Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+    p.health_server.Handle("/readyz", [&p] {
+      return p.controller->CachesSynced()
+                 ? HttpResponse{200, "text/plain", "ok\n"}
+                 : HttpResponse{503, "text/plain", "informer caches not synced\n"};
+    });
+    LS_RETURN_IF_ERROR(p.health_server.Start(options_.health_probe_bind_address));
+  }
+
+  p.controller->StartCaches();
+  if (!options_.leader_elect) {
+    p.controller->StartWorkers();
+    return Status::Ok();
+  }
+  kube::LeaderElectionConfig le;
+  le.lease_namespace = LeaseNamespace(options_);
+  le.lease_name = options_.leader_election_id;
+  le.identity = copts.events.instance;
+  LS_RETURN_IF_ERROR(kube::ValidateLeaderElectionConfig(le));
+  kube::LeaderCallbacks cb;
+  cb.on_started_leading = [&p, id = le.identity] {
+    log::Info("became leader; starting workers", {{"identity", id}});
+    p.controller->StartWorkers();
+  };
+  cb.on_stopped_leading = [this] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (shutdown_) return;  // a requested stop released the Lease
+    }
+    log::Error("lost leadership; exiting so a fresh process rejoins the election");
+    std::fflush(stderr);
+    std::_Exit(1);
+  };
+  p.elector = std::make_unique<kube::LeaderElector>(p.transport, le, cb, p.kube_metrics.get());
+  p.elector_thread = std::thread([&p] { p.elector->Run(); });
+  log::Info("leader election started", {{"lease", le.lease_namespace + "/" + le.lease_name}});
+  return Status::Ok();
+}
+
+int OperatorApp::Run() {
+  if (Status s = Start(); !s.ok()) {
+    log::Error("cannot start the operator", {{"error", s.ToString()}});
+    Shutdown();
+    parts_->controller.reset();
+    return 1;
+  }
+  log::Info("operator started",
+            {{"workers", std::to_string(options_.workers)},
+             {"namespaces", options_.namespaces.empty() ? "all" : std::to_string(
+                                                                      options_.namespaces.size())}});
+  WaitForShutdown();
+  log::Info("shutting down");
+  Parts& p = *parts_;
+  p.controller->Stop();
+  if (p.elector) {
+    p.elector->Stop();
+    p.elector_thread.join();
+  }
+  p.metrics_server.Stop();
+  p.health_server.Stop();
+  return 0;
+}
+
+}  // namespace lockstep::app

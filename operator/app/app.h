@@ -1,0 +1,42 @@
+#pragma once
+// OperatorApp: wires lockstep-operator together: config and transport, one RestClient, the
+// metrics registry (client, work-queue, leader-election and controller metrics in one), the
+// TrainingJob controller, the /metrics and /healthz /readyz servers, and leader election.
+//
+// With --leader-elect the caches start at once (a standby is warm) but workers start only on
+// winning the Lease; losing it ends the process at once (exit status 1, after flushing logs), as
+// controller-runtime does: a new leader may already be acting, and a restart is the simplest
+// way to drop every in-flight decision.
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+
+#include "common/status.h"
+#include "operator/app/options.h"
+
+namespace lockstep::app {
+
+class OperatorApp {
+ public:
+  explicit OperatorApp(OperatorOptions options);
+  ~OperatorApp();
+
+  // Runs until Shutdown(); returns the process exit status.
+  int Run();
+  // Thread-safe; async-signal-unsafe (call from a signal-waiting thread, not a handler).
+  void Shutdown();
+
+ private:
+  struct Parts;
+  Status Start();
+  void WaitForShutdown();
+
+  const OperatorOptions options_;
+  std::unique_ptr<Parts> parts_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool shutdown_ = false;  // guarded by mu_
+};
+
+}  // namespace lockstep::app

@@ -1,0 +1,166 @@
+#include "operator/app/options.h"
+
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+#include "operator/app/http_server.h"
+
+namespace lockstep::app {
+namespace {
+
+Status ParseInt(const std::string& flag, const std::string& v, int min, int* out) {
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || n < min || n > 1000000) {
+    return InvalidArgumentError("--" + flag + ": want an integer >= " + std::to_string(min) +
+                                ", got \"" + v + "\"");
+  }
+  *out = static_cast<int>(n);
+  return Status::Ok();
+}
+
+Status ParseDouble(const std::string& flag, const std::string& v, double* out) {
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0') {
+    return InvalidArgumentError("--" + flag + ": want a number, got \"" + v + "\"");
+  }
+  *out = d;
+  return Status::Ok();
+}
+
+Status ParseBool(const std::string& flag, const std::string& v, bool* out) {
+  if (v == "true" || v == "1") {
+    *out = true;
+  } else if (v == "false" || v == "0") {
+    *out = false;
+  } else {
+    return InvalidArgumentError("--" + flag + ": want true or false, got \"" + v + "\"");
+  }
+  return Status::Ok();
+}
+
+Status CheckAddress(const std::string& flag, const std::string& v) {
+  if (v == "0") return Status::Ok();
+  std::string host;
+  int port = 0;
+  return ParseBindAddress(v, &host, &port).WithContext("--" + flag);
+}
+
+using Setter = std::function<Status(const std::string&, OperatorOptions*)>;
+
+const std::map<std::string, Setter>& Setters() {
+  static const auto* setters = new std::map<std::string, Setter>{
+      {"kubeconfig", [](const std::string& v, OperatorOptions* o) {
+         o->kubeconfig = v;
+         return Status::Ok();
+       }},
+      {"namespace", [](const std::string& v, OperatorOptions* o) {
+         if (v.empty()) return InvalidArgumentError("--namespace: empty value");
+         o->namespaces.push_back(v);
+         return Status::Ok();
+       }},
+      {"leader-elect", [](const std::string& v, OperatorOptions* o) {
+         return ParseBool("leader-elect", v, &o->leader_elect);
+       }},
+      {"leader-election-namespace", [](const std::string& v, OperatorOptions* o) {
+         o->leader_election_namespace = v;
+         return Status::Ok();
+       }},
+      {"leader-election-id", [](const std::string& v, OperatorOptions* o) {
+         if (v.empty()) return InvalidArgumentError("--leader-election-id: empty value");
+         o->leader_election_id = v;
+         return Status::Ok();
+       }},
+      {"metrics-bind-address", [](const std::string& v, OperatorOptions* o) {
+         o->metrics_bind_address = v;
+         return CheckAddress("metrics-bind-address", v);
+       }},
+      {"health-probe-bind-address", [](const std::string& v, OperatorOptions* o) {
+         o->health_probe_bind_address = v;
+         return CheckAddress("health-probe-bind-address", v);
+       }},
+      {"qps", [](const std::string& v, OperatorOptions* o) { return ParseDouble("qps", v, &o->qps); }},
+      {"burst", [](const std::string& v, OperatorOptions* o) {
+         return ParseInt("burst", v, 1, &o->burst);
+       }},
+      {"workers", [](const std::string& v, OperatorOptions* o) {
+         return ParseInt("workers", v, 1, &o->workers);
+       }},
+      {"log-format", [](const std::string& v, OperatorOptions* o) {
+         if (!log::ParseFormat(v, &o->log_format)) {
+           return InvalidArgumentError("--log-format: want json or text, got \"" + v + "\"");
+         }
+         return Status::Ok();
+       }},
+      {"launcher-image", [](const std::string& v, OperatorOptions* o) {
+         if (v.empty()) return InvalidArgumentError("--launcher-image: empty value");
+         o->launcher_image = v;
+         return Status::Ok();
+       }},
+  };
+  return *setters;
+}
+
+bool IsBoolFlag(const std::string& name) { return name == "leader-elect"; }
+
+}  // namespace
+
+StatusOr<OperatorOptions> ParseFlags(const std::vector<std::string>& args) {
+  OperatorOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) return InvalidArgumentError("unexpected argument \"" + arg + "\"");
+    std::string name = arg.substr(2);
+    std::string value;
+    bool has_value = false;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    auto it = Setters().find(name);
+    if (it == Setters().end()) return InvalidArgumentError("unknown flag --" + name);
+    if (!has_value) {
+      if (IsBoolFlag(name)) {
+        value = "true";
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return InvalidArgumentError("flag --" + name + " needs a value");
+      }
+    }
+    LS_RETURN_IF_ERROR(it->second(value, &o));
+  }
+  return o;
+}
+
+std::string Usage() {
+  return R"(Usage: lockstep-operator [flags]
+
+Runs the Lockstep TrainingJob controller.
+
+Flags:
+  --kubeconfig PATH                  kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)
+  --namespace NS                     watch only NS; repeatable (default: all namespaces)
+  --leader-elect                     run leader election; only the leader reconciles
+  --leader-election-namespace NS     namespace of the Lease (default: $POD_NAMESPACE or in-cluster)
+  --leader-election-id NAME          name of the Lease (default lockstep-operator)
+  --metrics-bind-address ADDR        Prometheus /metrics on host:port (default :8080; 0 disables)
+  --health-probe-bind-address ADDR   /healthz and /readyz on host:port (default :8081; 0 disables)
+  --qps N                            client-side API requests per second (default 50; <=0 off)
+  --burst N                          client-side API burst (default 100)
+  --workers N                        concurrent reconciles (default 4)
+  --log-format json|text             log format (default text)
+  --launcher-image IMAGE             image holding /lockstep-launcher (default lockstep/launcher:0.1.0)
+  --help                             show this help
+)";
+}
+
+}  // namespace lockstep::app

@@ -1,0 +1,33 @@
+#pragma once
+// lockstep-operator's command-line flags. Accepts `--flag=value` and `--flag value`; booleans
+// also as bare `--flag`. A bad flag is an error value whose one-line message main prints before
+// exiting with status 2.
+
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+
+namespace lockstep::app {
+
+struct OperatorOptions {
+  std::string kubeconfig;               // empty: $KUBECONFIG, in-cluster, ~/.kube/config
+  std::vector<std::string> namespaces;  // empty: all namespaces
+  bool leader_elect = false;
+  std::string leader_election_namespace;  // empty: $POD_NAMESPACE, else in-cluster, else default
+  std::string leader_election_id = "lockstep-operator";
+  std::string metrics_bind_address = ":8080";       // "0" disables
+  std::string health_probe_bind_address = ":8081";  // "0" disables
+  double qps = 50;
+  int burst = 100;
+  int workers = 4;
+  log::Format log_format = log::Format::kText;
+  std::string launcher_image = "lockstep/launcher:0.1.0";
+  bool help = false;
+};
+
+StatusOr<OperatorOptions> ParseFlags(const std::vector<std::string>& args);
+std::string Usage();
+
+}  // namespace lockstep::app

@@ -1,0 +1,112 @@
+#include "operator/controller/controller.h"
+
+#include "common/log.h"
+#include "operator/api/enums.h"
+
+namespace lockstep::controller {
+
+TrainingJobController::TrainingJobController(kube::RestClient& client, ControllerOptions options,
+                                             kube::KubeMetrics* kube_metrics,
+                                             ControllerMetrics* metrics, const Clock& clock)
+    : options_(std::move(options)),
+      metrics_(metrics),
+      clock_(clock),
+      caches_(client, options_.namespaces),
+      expectations_(clock),
+      events_(client, options_.events, clock),
+      queue_(kControllerName, kube::DefaultControllerRateLimiter(clock), clock, kube_metrics),
+      reconciler_(client, caches_, expectations_, events_, metrics,
+                  PlanOptions{options_.launcher_image}, clock) {
+  CacheHandlers h;
+  h.job_changed = [this](const std::string& key) { queue_.Add(key); };
+  h.job_deleted = [this](const std::string& key) {
+    expectations_.Forget(key);
+    queue_.Add(key);
+  };
+  h.pod_added = [this](const std::string& key, const kube::Pod& pod) {
+    expectations_.CreationObserved(key, pod.meta.name);
+    if (pod.meta.deletion_timestamp) expectations_.DeletionObserved(key, pod.meta.uid);
+    queue_.Add(key);
+  };
+  h.pod_updated = [this](const std::string& key, const kube::Pod& pod) {
+    // A pod marked for deletion counts as deleted, like the Job controller's rule.
+    if (pod.meta.deletion_timestamp) expectations_.DeletionObserved(key, pod.meta.uid);
+    queue_.Add(key);
+  };
+  h.pod_deleted = [this](const std::string& key, const kube::Pod& pod) {
+    expectations_.DeletionObserved(key, pod.meta.uid);
+    queue_.Add(key);
+  };
+  h.child_changed = [this](const std::string& key) { queue_.Add(key); };
+  caches_.SetHandlers(std::move(h));
+}
+
+TrainingJobController::~TrainingJobController() { Stop(); }
+
+void TrainingJobController::StartCaches() { caches_.Start(); }
+
+void TrainingJobController::StartWorkers() {
+  std::lock_guard<std::mutex> lock(workers_mu_);
+  if (stopped_ || !workers_.empty()) return;
+  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Worker(); });
+}
+
+void TrainingJobController::Stop() {
+  std::vector<std::thread> workers;
+  {
+    std::lock_guard<std::mutex> lock(workers_mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    workers.swap(workers_);
+  }
+  queue_.ShutDown();
+  for (std::thread& t : workers) t.join();
+  caches_.Stop();
+  events_.Flush(std::chrono::seconds(2));
+}
+
+void TrainingJobController::Worker() {
+  // Acting on a partial cache would recreate children that exist.
+  while (!caches_.WaitForSync(std::chrono::milliseconds(200))) {
+    if (queue_.ShuttingDown()) return;
+  }
+  while (std::optional<std::string> key = queue_.Get()) {
+    ProcessKey(*key);
+    queue_.Done(*key);
+  }
+}
+
+void TrainingJobController::ProcessKey(const std::string& key) {
+  const auto start = clock_.Now();
+  StatusOr<ReconcileResult> r = reconciler_.Reconcile(key);
+  const double seconds = std::chrono::duration<double>(clock_.Now() - start).count();
+  std::string result = "success";
+  if (!r.ok()) {
+    result = "error";
+    // Conflicts and AlreadyExists are the normal price of optimistic writes on a stale cache.
+    const bool expected = kube::IsConflict(r.status()) || IsAlreadyExists(r.status());
+    (expected ? log::Debug : log::Warning)(
+        "reconcile failed", {{"job", key}, {"error", r.status().ToString()}});
+    queue_.AddRateLimited(key);
+  } else {
+    queue_.Forget(key);
+    if (r->requeue_after) {
+      result = "requeue_after";
+      queue_.AddAfter(key, *r->requeue_after);
+    }
+  }
+  if (metrics_ != nullptr) metrics_->ObserveReconcile(result, seconds);
+}
+
+void TrainingJobController::RefreshJobGauge() {
+  if (metrics_ == nullptr) return;
+  ControllerMetrics::JobCounts counts;
+  for (const auto& job : caches_.ListJobs()) {
+    const std::string state =
+        job->job.status.state ? std::string(api::ToString(*job->job.status.state)) : "Pending";
+    ++counts[{job->meta.namespace_, std::string(api::ToString(job->job.spec.framework)), state}];
+  }
+  metrics_->SetJobCounts(counts);
+}
+
+}  // namespace lockstep::controller

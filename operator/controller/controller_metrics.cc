@@ -1,0 +1,74 @@
+#include "operator/controller/controller_metrics.h"
+
+namespace lockstep::controller {
+
+ControllerMetrics::ControllerMetrics(prometheus::Registry& registry)
+    : reconcile_total_(prometheus::BuildCounter()
+                           .Name("controller_runtime_reconcile_total")
+                           .Help("Total number of reconciliations per controller")
+                           .Register(registry)),
+      reconcile_errors_(prometheus::BuildCounter()
+                            .Name("controller_runtime_reconcile_errors_total")
+                            .Help("Total number of reconciliation errors per controller")
+                            .Register(registry)),
+      reconcile_time_(prometheus::BuildHistogram()
+                          .Name("controller_runtime_reconcile_time_seconds")
+                          .Help("Length of time per reconciliation per controller")
+                          .Register(registry)),
+      jobs_(prometheus::BuildGauge()
+                .Name("lockstep_jobs")
+                .Help("TrainingJobs by namespace, framework and state")
+                .Register(registry)),
+      outcomes_(prometheus::BuildCounter()
+                    .Name("lockstep_job_outcomes_total")
+                    .Help("TrainingJobs that finished, by outcome (Succeeded, Failed)")
+                    .Register(registry)),
+      time_to_running_(prometheus::BuildHistogram()
+                           .Name("lockstep_job_time_to_running_seconds")
+                           .Help("Seconds from a TrainingJob's creation to all its pods running")
+                           .Register(registry)),
+      errors_(reconcile_errors_.Add({{"controller", kControllerName}})),
+      reconcile_seconds_(reconcile_time_.Add(
+          {{"controller", kControllerName}},
+          prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                                  2.5, 5, 10, 30, 60})) {}
+
+prometheus::Histogram::BucketBoundaries ControllerMetrics::TimeToRunningBuckets() {
+  return {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 43200,
+          86400};
+}
+
+void ControllerMetrics::ObserveReconcile(const std::string& result, double seconds) {
+  reconcile_total_.Add({{"controller", kControllerName}, {"result", result}}).Increment();
+  if (result == "error") errors_.Increment();
+  reconcile_seconds_.Observe(seconds);
+}
+
+void ControllerMetrics::ObserveOutcome(const std::string& ns, const std::string& framework,
+                                       const std::string& outcome) {
+  outcomes_.Add({{"namespace", ns}, {"framework", framework}, {"outcome", outcome}}).Increment();
+}
+
+void ControllerMetrics::ObserveTimeToRunning(const std::string& ns, const std::string& framework,
+                                             double seconds) {
+  time_to_running_.Add({{"namespace", ns}, {"framework", framework}}, TimeToRunningBuckets())
+      .Observe(seconds);
+}
+
+void ControllerMetrics::SetJobCounts(const JobCounts& counts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [labels, n] : last_counts_) {
+    if (counts.count(labels) == 0) {
+      const auto& [ns, framework, state] = labels;
+      jobs_.Add({{"namespace", ns}, {"framework", framework}, {"state", state}}).Set(0);
+    }
+  }
+  for (const auto& [labels, n] : counts) {
+    const auto& [ns, framework, state] = labels;
+    jobs_.Add({{"namespace", ns}, {"framework", framework}, {"state", state}})
+        .Set(static_cast<double>(n));
+  }
+  last_counts_ = counts;
+}
+
+}  // namespace lockstep::controller

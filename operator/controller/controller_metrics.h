@@ -1,0 +1,56 @@
+#pragma once
+// The job controller's metrics, registered on a caller-owned prometheus::Registry:
+//   controller_runtime_reconcile_total{controller,result}   result: success|error|requeue_after
+//   controller_runtime_reconcile_errors_total{controller}
+//   controller_runtime_reconcile_time_seconds{controller}   (histogram)
+//   lockstep_jobs{namespace,framework,state}                (gauge; set from the job cache)
+//   lockstep_job_outcomes_total{namespace,framework,outcome}
+//   lockstep_job_time_to_running_seconds{namespace,framework}  creation -> all pods Running,
+//                                                           buckets 0.1 s .. 24 h
+// Thread-safe.
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace lockstep::controller {
+
+inline constexpr char kControllerName[] = "trainingjob";
+
+class ControllerMetrics {
+ public:
+  explicit ControllerMetrics(prometheus::Registry& registry);
+
+  void ObserveReconcile(const std::string& result, double seconds);
+  void ObserveOutcome(const std::string& ns, const std::string& framework,
+                      const std::string& outcome);
+  void ObserveTimeToRunning(const std::string& ns, const std::string& framework, double seconds);
+
+  using JobCounts = std::map<std::tuple<std::string, std::string, std::string>, int64_t>;
+  // Replaces the lockstep_jobs gauge values: (namespace, framework, state) -> count. Label sets
+  // that disappeared are set to 0.
+  void SetJobCounts(const JobCounts& counts);
+
+  static prometheus::Histogram::BucketBoundaries TimeToRunningBuckets();
+
+ private:
+  prometheus::Family<prometheus::Counter>& reconcile_total_;
+  prometheus::Family<prometheus::Counter>& reconcile_errors_;
+  prometheus::Family<prometheus::Histogram>& reconcile_time_;
+  prometheus::Family<prometheus::Gauge>& jobs_;
+  prometheus::Family<prometheus::Counter>& outcomes_;
+  prometheus::Family<prometheus::Histogram>& time_to_running_;
+  prometheus::Counter& errors_;
+  prometheus::Histogram& reconcile_seconds_;
+  std::mutex mu_;
+  JobCounts last_counts_;  // guarded by mu_
+};
+
+}  // namespace lockstep::controller

@@ -1,0 +1,185 @@
+#include "operator/controller/job_caches.h"
+
+#include "operator/api/children.h"
+
+namespace lockstep::controller {
+namespace {
+
+std::vector<std::string> IndexByJob(const kube::ObjectMeta& meta) {
+  std::string key = JobKeyOf(meta);
+  if (key.empty()) return {};
+  return {std::move(key)};
+}
+
+bool ControlledBy(const kube::ObjectMeta& meta, const std::string& uid) {
+  const kube::OwnerRef* ref = meta.ControllerRef();
+  return ref != nullptr && ref->uid == uid;
+}
+
+kube::ReflectorOptions ChildOptions() {
+  kube::ReflectorOptions o;
+  o.label_selector = std::string(api::kLabelJobName);
+  return o;
+}
+
+template <typename T>
+std::function<StatusOr<T>(const nlohmann::json&)> Decoder(StatusOr<T> (*fn)(
+    const nlohmann::json&)) {
+  return [fn](const nlohmann::json& j) { return fn(j); };
+}
+
+}  // namespace
+
+std::string JobKeyOf(const kube::ObjectMeta& meta) {
+  auto it = meta.labels.find(std::string(api::kLabelJobName));
+  if (it == meta.labels.end()) return "";
+  return JobKey(meta.namespace_, it->second);
+}
+
+JobCaches::JobCaches(kube::RestClient& client, const std::vector<std::string>& namespaces) {
+  std::vector<std::string> list = namespaces;
+  if (list.empty()) list.push_back("");
+  for (const std::string& ns : list) {
+    Namespace& n = namespaces_[ns];
+    n.jobs = std::make_unique<kube::Informer<CachedJob>>(client, kube::resources::TrainingJobs(),
+                                                         ns, Decoder(&DecodeCachedJob));
+    n.pods = std::make_unique<kube::Informer<kube::Pod>>(
+        client, kube::resources::Pods(), ns, Decoder(&kube::DecodePod), ChildOptions());
+    n.services = std::make_unique<kube::Informer<kube::MetaObject>>(
+        client, kube::resources::Services(), ns, Decoder(&kube::DecodeMetaObject),
+        ChildOptions());
+    n.secrets = std::make_unique<kube::Informer<kube::MetaObject>>(
+        client, kube::resources::Secrets(), ns, Decoder(&kube::DecodeMetaObject),
+        ChildOptions());
+    n.pods->AddIndexer(kJobIndex, [](const kube::Pod& p) { return IndexByJob(p.meta); });
+    n.services->AddIndexer(kJobIndex,
+                           [](const kube::MetaObject& o) { return IndexByJob(o.meta); });
+    n.secrets->AddIndexer(kJobIndex,
+                          [](const kube::MetaObject& o) { return IndexByJob(o.meta); });
+  }
+}
+
+JobCaches::~JobCaches() { Stop(); }
+
+void JobCaches::SetHandlers(CacheHandlers handlers) {
+  handlers_ = std::move(handlers);
+  for (auto& [ns, n] : namespaces_) Wire(n);
+}
+
+void JobCaches::Wire(Namespace& n) {
+  const CacheHandlers& h = handlers_;
+  kube::EventHandlers<CachedJob> jobs;
+  jobs.on_add = [&h](const auto& j) { h.job_changed(j->meta.Key()); };
+  jobs.on_update = [&h](const auto&, const auto& j) { h.job_changed(j->meta.Key()); };
+  jobs.on_delete = [&h](const auto& j, bool) { h.job_deleted(j->meta.Key()); };
+  n.jobs->AddEventHandler(std::move(jobs));
+
+  kube::EventHandlers<kube::Pod> pods;
+  pods.on_add = [&h](const auto& p) {
+    if (std::string key = JobKeyOf(p->meta); !key.empty()) h.pod_added(key, *p);
+  };
+  pods.on_update = [&h](const auto&, const auto& p) {
+    if (std::string key = JobKeyOf(p->meta); !key.empty()) h.pod_updated(key, *p);
+  };
+  pods.on_delete = [&h](const auto& p, bool) {
+    if (std::string key = JobKeyOf(p->meta); !key.empty()) h.pod_deleted(key, *p);
+  };
+  n.pods->AddEventHandler(std::move(pods));
+
+  kube::EventHandlers<kube::MetaObject> children;
+  children.on_add = [&h](const auto& o) {
+    if (std::string key = JobKeyOf(o->meta); !key.empty()) h.child_changed(key);
+  };
+  children.on_delete = [&h](const auto& o, bool) {
+    if (std::string key = JobKeyOf(o->meta); !key.empty()) h.child_changed(key);
+  };
+  n.services->AddEventHandler(children);
+  n.secrets->AddEventHandler(children);
+}
+
+void JobCaches::Start() {
+  for (auto& [ns, n] : namespaces_) {
+    n.pods->Start();
+    n.services->Start();
+    n.secrets->Start();
+    n.jobs->Start();
+  }
+}
+
+void JobCaches::Stop() {
+  for (auto& [ns, n] : namespaces_) {
+    n.jobs->Stop();
+    n.pods->Stop();
+    n.services->Stop();
+    n.secrets->Stop();
+  }
+}
+
+bool JobCaches::HasSynced() const {
+  for (const auto& [ns, n] : namespaces_) {
+    if (!n.jobs->HasSynced() || !n.pods->HasSynced() || !n.services->HasSynced() ||
+        !n.secrets->HasSynced()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool JobCaches::WaitForSync(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (const auto& [ns, n] : namespaces_) {
+    for (auto wait : {std::function<bool(std::chrono::milliseconds)>(
+                          [&](auto t) { return n.jobs->WaitForSync(t); }),
+                      std::function<bool(std::chrono::milliseconds)>(
+                          [&](auto t) { return n.pods->WaitForSync(t); }),
+                      std::function<bool(std::chrono::milliseconds)>(
+                          [&](auto t) { return n.services->WaitForSync(t); }),
+                      std::function<bool(std::chrono::milliseconds)>(
+                          [&](auto t) { return n.secrets->WaitForSync(t); })}) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() < 0 || !wait(left)) return false;
+    }
+  }
+  return true;
+}
+
+const JobCaches::Namespace* JobCaches::For(const std::string& ns) const {
+  if (auto it = namespaces_.find(""); it != namespaces_.end()) return &it->second;
+  auto it = namespaces_.find(ns);
+  return it == namespaces_.end() ? nullptr : &it->second;
+}
+
+std::shared_ptr<const CachedJob> JobCaches::GetJob(const std::string& key) const {
+  std::string ns, name;
+  if (!SplitKey(key, &ns, &name)) return nullptr;
+  const Namespace* n = For(ns);
+  return n == nullptr ? nullptr : n->jobs->store().Get(key);
+}
+
+std::vector<std::shared_ptr<const CachedJob>> JobCaches::ListJobs() const {
+  std::vector<std::shared_ptr<const CachedJob>> out;
+  for (const auto& [ns, n] : namespaces_) {
+    for (auto& j : n.jobs->store().List()) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Observed JobCaches::ObserveChildren(const CachedJob& job) const {
+  Observed out;
+  const Namespace* n = For(job.meta.namespace_);
+  if (n == nullptr) return out;
+  const std::string key = job.meta.Key();
+  for (const auto& pod : n->pods->store().ByIndex(kJobIndex, key)) {
+    if (ControlledBy(pod->meta, job.meta.uid)) out.pods.push_back(*pod);
+  }
+  for (const auto& svc : n->services->store().ByIndex(kJobIndex, key)) {
+    if (ControlledBy(svc->meta, job.meta.uid)) out.service_exists = true;
+  }
+  for (const auto& secret : n->secrets->store().ByIndex(kJobIndex, key)) {
+    if (ControlledBy(secret->meta, job.meta.uid)) out.secret_exists = true;
+  }
+  return out;
+}
+
+}  // namespace lockstep::controller

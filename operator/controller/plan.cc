@@ -1,0 +1,284 @@
+#include "operator/controller/plan.h"
+
+#include <set>
+
+#include "operator/api/children.h"
+#include "operator/api/conditions.h"
+#include "operator/api/enums.h"
+#include "operator/api/validation.h"
+#include "operator/controller/clean_pod_policy.h"
+#include "operator/controller/failure_policy.h"
+#include "operator/controller/job_status.h"
+#include "operator/controller/success_policy.h"
+#include "operator/controller/timers.h"
+
+namespace lockstep::controller {
+namespace {
+
+using api::ConditionStatus;
+using api::JobState;
+
+// The inputs of one pass, so the named steps below take one argument.
+struct Pass {
+  const api::TrainingJob& job;
+  const Observed& observed;
+  api::Time now;
+  bool settled;
+  const PlanOptions& options;
+  Plan* plan;
+
+  int64_t gen() const { return job.metadata.generation; }
+  api::TrainingJobStatus& status() { return plan->status; }
+  void Condition(std::string_view type, bool value, std::string reason, std::string message) {
+    SetJobCondition(&plan->status, type, value, std::move(reason), std::move(message), gen(), now);
+  }
+  void State(JobState state, std::string reason, std::string message) {
+    plan->status.state = state;
+    plan->status.reason = std::move(reason);
+    plan->status.message = std::move(message);
+  }
+  void Event(std::string type, std::string reason, std::string message) {
+    plan->events.push_back({std::move(type), std::move(reason), std::move(message)});
+  }
+  void RequeueIn(std::chrono::seconds d) {
+    if (!plan->requeue_after || d < *plan->requeue_after) plan->requeue_after = d;
+  }
+};
+
+bool WasTrue(const api::TrainingJob& job, std::string_view type) {
+  return api::IsConditionTrue(job.status.conditions, type);
+}
+
+// Stalled/InvalidSpec: report, never act.
+void PlanInvalid(Pass& p, const std::string& message) {
+  const api::Condition* stalled = api::FindCondition(p.job.status.conditions,
+                                                     api::kConditionStalled);
+  const bool already = stalled != nullptr && stalled->status == ConditionStatus::kTrue &&
+                       stalled->reason == api::kReasonInvalidSpec && stalled->message == message;
+  p.Condition(api::kConditionStalled, true, std::string(api::kReasonInvalidSpec), message);
+  p.Condition(api::kConditionReconciling, false, std::string(api::kReasonInvalidSpec),
+              "the operator does not act on an invalid spec");
+  p.status().reason = std::string(api::kReasonInvalidSpec);
+  p.status().message = message;
+  if (!already) p.Event("Warning", std::string(api::kReasonInvalidSpec), message);
+}
+
+std::string ValidationMessage(const std::vector<api::FieldError>& errors) {
+  std::string out;
+  for (const api::FieldError& e : errors) {
+    out += (out.empty() ? "" : "; ") + e.field + ": " + e.message;
+  }
+  return out;
+}
+
+std::vector<PodDeletion> FinishedDeletes(const Pass& p) {
+  const api::CleanPodPolicy policy = p.job.spec.run_policy.clean_pod_policy;
+  // Roles a success leaves running (ps, evaluator) cannot do anything useful: stop them even
+  // under cleanPodPolicy None, which then only keeps the pods that ended by themselves.
+  if (api::IsConditionTrue(p.plan->status.conditions, api::kConditionSucceeded) &&
+      policy == api::CleanPodPolicy::kNone) {
+    return ActivePods(p.observed.pods);
+  }
+  return PodsToClean(policy, p.observed.pods);
+}
+
+// A finished job: clean its pods per cleanPodPolicy and run its TTL.
+void PlanFinished(Pass& p) {
+  if (p.settled) p.plan->pod_deletes = FinishedDeletes(p);
+  p.Condition(api::kConditionReconciling, false, "Finished", "the job has finished");
+  api::TrainingJob view = p.job;
+  view.status = p.status();
+  if (auto ttl = CheckTtlAfterFinished(view, p.now)) {
+    if (ttl->expired) {
+      p.plan->delete_job = true;
+    } else {
+      p.RequeueIn(ttl->remaining);
+    }
+  }
+}
+
+void Finish(Pass& p, Outcome outcome, const std::string& reason, const std::string& message) {
+  const bool ok = outcome == Outcome::kSucceeded;
+  p.Condition(ok ? api::kConditionSucceeded : api::kConditionFailed, true, reason, message);
+  p.Condition(api::kConditionRunning, false, reason, "the job has finished");
+  p.State(ok ? JobState::kSucceeded : JobState::kFailed, reason, message);
+  p.status().completion_time = p.now;
+  p.Event(ok ? "Normal" : "Warning", reason, message);
+  p.plan->outcome = outcome;
+  PlanFinished(p);
+}
+
+void PlanSuspended(Pass& p) {
+  if (p.settled) p.plan->pod_deletes = ActivePods(p.observed.pods);
+  const int32_t left = CountPods(p.observed.pods).existing;
+  p.Condition(api::kConditionSuspended, true, "Suspended", "spec.runPolicy.suspend is true");
+  p.Condition(api::kConditionRunning, false, "Suspended", "the job is suspended");
+  p.Condition(api::kConditionReconciling, left > 0, "Suspended",
+              left > 0 ? "deleting " + std::to_string(left) + " pods" : "all pods deleted");
+  p.State(JobState::kSuspended, "Suspended", "spec.runPolicy.suspend is true; pods deleted");
+  // The active deadline restarts from the resume, like the Kubernetes Job's.
+  p.status().start_time.reset();
+  if (!WasTrue(p.job, api::kConditionSuspended)) {
+    p.Event("Normal", "Suspended", "job suspended; deleting its pods");
+  }
+}
+
+// The children that are missing. Pods are created only when the cache is settled; a pod name
+// still held by a terminating pod waits for that pod to go.
+Status PlanCreates(Pass& p) {
+  p.plan->create_service = !p.observed.service_exists;
+  p.plan->create_secret = !p.observed.secret_exists;
+  if (!p.settled) return Status::Ok();
+  api::ChildrenOptions opts;
+  opts.launcher_image = p.options.launcher_image;
+  opts.attempt = p.job.status.attempt;
+  LS_ASSIGN_OR_RETURN(std::vector<nlohmann::json> desired, api::BuildPods(p.job, opts));
+  std::set<std::string> present;
+  for (const kube::Pod& pod : p.observed.pods) present.insert(pod.meta.name);
+  for (nlohmann::json& pod : desired) {
+    if (present.count(pod["metadata"]["name"].get<std::string>()) == 0) {
+      p.plan->pod_creates.push_back(std::move(pod));
+    }
+  }
+  return Status::Ok();
+}
+
+void PlanScheduled(Pass& p, const PodCounts& c, int32_t desired) {
+  if (c.bound >= desired) {
+    p.Condition(api::kConditionScheduled, true, "AllPodsBound",
+                "all " + std::to_string(desired) + " pods are bound to nodes");
+    return;
+  }
+  // The gang scheduler explains a wait (e.g. the capacity it lacks) in its own Scheduled=False
+  // condition; keep its words rather than overwrite them with a vaguer one.
+  const api::Condition* sched = api::FindCondition(p.status().conditions,
+                                                   api::kConditionScheduled);
+  if (sched != nullptr && sched->status == ConditionStatus::kFalse &&
+      sched->reason != "WaitingForScheduler") {
+    return;
+  }
+  p.Condition(api::kConditionScheduled, false, "WaitingForScheduler",
+              std::to_string(c.bound) + " of " + std::to_string(desired) +
+                  " pods bound; waiting for the lockstep gang scheduler");
+}
+
+// Conditions, state and counters of a job that is neither finished nor suspended.
+void PlanProgress(Pass& p) {
+  const PodCounts c = CountPods(p.observed.pods);
+  const int32_t desired = DesiredPodCount(p.job.spec);
+  PlanScheduled(p, c, desired);
+  const bool running = c.running > 0 && c.running + c.succeeded >= desired;
+  if (running) {
+    p.Condition(api::kConditionRunning, true, "AllPodsRunning",
+                "all " + std::to_string(desired) + " pods are running");
+    p.Condition(api::kConditionReconciling, false, "Running", "the gang is running");
+    p.State(JobState::kRunning, "AllPodsRunning",
+            std::to_string(c.running) + " of " + std::to_string(desired) + " pods running");
+    if (!WasTrue(p.job, api::kConditionRunning)) {
+      p.plan->became_running = true;
+      p.Event("Normal", "Running", "all " + std::to_string(desired) + " pods are running");
+    }
+    return;
+  }
+  std::string reason;
+  std::string message;
+  JobState state = JobState::kScheduling;
+  if (c.existing < desired) {
+    state = JobState::kPending;
+    reason = "CreatingPods";
+    message = std::to_string(c.existing) + " of " + std::to_string(desired) + " pods created";
+  } else if (c.bound < desired) {
+    const api::Condition* sched = api::FindCondition(p.status().conditions,
+                                                     api::kConditionScheduled);
+    reason = sched != nullptr ? sched->reason : "WaitingForScheduler";
+    message = sched != nullptr ? sched->message : "waiting for the gang scheduler";
+  } else {
+    reason = "StartingPods";
+    message = std::to_string(c.running) + " of " + std::to_string(desired) + " pods running";
+  }
+  p.Condition(api::kConditionRunning, false, reason, message);
+  p.Condition(api::kConditionReconciling, true, reason, message);
+  p.State(state, reason, message);
+}
+
+void PlanCounters(Pass& p) {
+  const PodCounts c = CountPods(p.observed.pods);
+  p.status().replicas = c.workers;
+  p.status().ready_replicas = c.ready;
+  p.status().workers_ready =
+      std::to_string(c.ready) + "/" + std::to_string(DesiredPodCount(p.job.spec));
+  p.status().selector = api::JobSelector(p.job.metadata.name);
+  p.status().observed_generation = p.gen();
+}
+
+void ClearStalled(Pass& p) {
+  if (api::FindCondition(p.status().conditions, api::kConditionStalled) != nullptr) {
+    p.Condition(api::kConditionStalled, false, "SpecValid", "the spec is valid");
+  }
+}
+
+// The job is active: check its timers and pods, then create what is missing.
+void PlanActive(Pass& p) {
+  if (WasTrue(p.job, api::kConditionSuspended)) {
+    p.Condition(api::kConditionSuspended, false, "Resumed", "spec.runPolicy.suspend is false");
+    p.Event("Normal", "Resumed", "job resumed; creating its pods");
+  }
+  if (auto deadline = CheckActiveDeadline(p.job, p.now)) {
+    if (deadline->expired) {
+      Finish(p, Outcome::kFailed, "DeadlineExceeded",
+             "the job was active longer than spec.runPolicy.activeDeadlineSeconds (" +
+                 std::to_string(*p.job.spec.run_policy.active_deadline_seconds) + "s)");
+      return;
+    }
+    p.RequeueIn(deadline->remaining);
+  } else if (p.job.spec.run_policy.active_deadline_seconds) {
+    p.RequeueIn(std::chrono::seconds(*p.job.spec.run_policy.active_deadline_seconds));
+  }
+  const FailureDecision failure = DecideFailure(p.job.spec, p.observed.pods);
+  if (failure.action == FailureAction::kFailJob) {
+    Finish(p, Outcome::kFailed, failure.reason, failure.message);
+    return;
+  }
+  if (std::optional<std::string> success = EvaluateSuccess(p.job.spec, p.observed.pods)) {
+    Finish(p, Outcome::kSucceeded, "Succeeded", *success);
+    return;
+  }
+  if (!p.status().start_time) p.status().start_time = p.now;
+  if (Status s = PlanCreates(p); !s.ok()) {
+    PlanInvalid(p, "cannot build the pods: " + s.message());
+    return;
+  }
+  PlanProgress(p);
+}
+
+}  // namespace
+
+Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time now, bool settled,
+                 const PlanOptions& options) {
+  Plan plan;
+  plan.status = cached.job.status;
+  if (cached.job.metadata.deletion_timestamp) return plan;  // the garbage collector's turn
+  Pass p{cached.job, observed, now, settled, options, &plan};
+  p.status().observed_generation = p.gen();
+  p.status().selector = api::JobSelector(cached.job.metadata.name);
+  if (!cached.spec_error.empty()) {
+    PlanInvalid(p, "the spec cannot be decoded: " + cached.spec_error);
+    return plan;
+  }
+  if (std::vector<api::FieldError> errors = api::Validate(cached.job); !errors.empty()) {
+    PlanInvalid(p, ValidationMessage(errors));
+    return plan;
+  }
+  ClearStalled(p);
+  PlanCounters(p);
+  if (IsFinished(cached.job.status)) {
+    PlanFinished(p);
+  } else if (cached.job.spec.run_policy.suspend) {
+    PlanSuspended(p);
+  } else {
+    PlanActive(p);
+  }
+  return plan;
+}
+
+}  // namespace lockstep::controller

@@ -1,0 +1,71 @@
+#pragma once
+// ComputePlan: the decision half of a reconcile, as a pure function of the job, what the caches
+// show of its children, the time and whether the caches can be trusted (expectations settled).
+// It never talks to the API; the reconciler carries the plan out (reconciler.h). Table-tested in
+// tests/unit/controller/plan_test.cc.
+//
+// Order of precedence in one pass: being deleted (nothing to do) > invalid spec (Stalled, never
+// act) > already finished (cleanPodPolicy, TTL) > suspended > deadline > pod failure > success >
+// create what is missing and report progress.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "operator/api/types.h"
+#include "operator/controller/cached_job.h"
+#include "operator/kube/objects.h"
+
+namespace lockstep::controller {
+
+// What the informer caches hold of the job's children (only objects it controls).
+struct Observed {
+  std::vector<kube::Pod> pods;
+  bool service_exists = false;
+  bool secret_exists = false;
+};
+
+struct PodDeletion {
+  std::string name;
+  std::string uid;  // a precondition: never delete a newer pod of the same name
+};
+
+struct EventSpec {
+  std::string type;  // "Normal" or "Warning"
+  std::string reason;
+  std::string message;
+  friend bool operator==(const EventSpec&, const EventSpec&) = default;
+};
+
+enum class Outcome { kNone, kSucceeded, kFailed };
+
+struct Plan {
+  bool create_service = false;
+  bool create_secret = false;
+  std::vector<nlohmann::json> pod_creates;  // full Pod objects, in node-rank order
+  std::vector<PodDeletion> pod_deletes;
+  bool delete_job = false;  // TTL after finished expired
+
+  // The status to persist (written only if it differs from the stored one).
+  api::TrainingJobStatus status;
+  // Emitted only after the status write succeeded.
+  std::vector<EventSpec> events;
+  // Reconcile again after this long even without an event (deadline, TTL).
+  std::optional<std::chrono::seconds> requeue_after;
+
+  // Transitions of this pass, for metrics (recorded after the status write).
+  bool became_running = false;
+  Outcome outcome = Outcome::kNone;
+};
+
+struct PlanOptions {
+  std::string launcher_image;
+};
+
+Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time now, bool settled,
+                 const PlanOptions& options);
+
+}  // namespace lockstep::controller

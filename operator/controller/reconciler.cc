@@ -1,0 +1,193 @@
+#include "operator/controller/reconciler.h"
+
+#include <future>
+
+#include "common/log.h"
+#include "operator/api/children.h"
+#include "operator/api/codec.h"
+#include "operator/api/enums.h"
+#include "operator/api/token.h"
+
+namespace lockstep::controller {
+namespace {
+
+InvolvedObject Involved(const CachedJob& job) {
+  return {std::string(api::kApiVersion), std::string(api::kKind), job.meta.namespace_,
+          job.meta.name, job.meta.uid, job.meta.resource_version};
+}
+
+std::string PodName(const nlohmann::json& pod) {
+  return pod["metadata"]["name"].get<std::string>();
+}
+
+}  // namespace
+
+TrainingJobReconciler::TrainingJobReconciler(kube::RestClient& client, const JobCaches& caches,
+                                             Expectations& expectations, EventRecorder& events,
+                                             ControllerMetrics* metrics, PlanOptions options,
+                                             const Clock& clock)
+    : client_(client),
+      caches_(caches),
+      expectations_(expectations),
+      events_(events),
+      metrics_(metrics),
+      options_(std::move(options)),
+      clock_(clock) {}
+
+StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& key) {
+  std::shared_ptr<const CachedJob> cached = caches_.GetJob(key);
+  if (cached == nullptr) {
+    expectations_.Forget(key);  // deleted: its children go with the garbage collector
+    return ReconcileResult{};
+  }
+  const CachedJob job = *cached;  // never mutate the shared cache
+  const bool settled = expectations_.Satisfied(key);  // before listing pods
+  const Observed observed = caches_.ObserveChildren(job);
+  const Plan plan = ComputePlan(job, observed, clock_.WallNow(), settled, options_);
+  Status acted = Act(job, plan);
+  if (plan.delete_job) return ReconcileResult{};
+  LS_RETURN_IF_ERROR(PersistStatus(job, plan));
+  LS_RETURN_IF_ERROR(acted);
+  return ReconcileResult{plan.requeue_after};
+}
+
+Status TrainingJobReconciler::Act(const CachedJob& job, const Plan& plan) {
+  if (plan.delete_job) return DeleteJob(job);
+  LS_RETURN_IF_ERROR(CreateSharedChildren(job, plan));
+  LS_RETURN_IF_ERROR(CreatePods(job, plan));
+  return DeletePods(job, plan);
+}
+
+Status TrainingJobReconciler::CreateSharedChildren(const CachedJob& job, const Plan& plan) {
+  const std::string& ns = job.meta.namespace_;
+  if (plan.create_service) {
+    StatusOr<nlohmann::json> r =
+        client_.Create(kube::resources::Services(), ns, api::BuildService(job.job));
+    if (!r.ok() && !IsAlreadyExists(r.status())) return r.status().WithContext("create service");
+  }
+  if (plan.create_secret) {
+    LS_ASSIGN_OR_RETURN(std::string token, api::GenerateRdzvToken());
+    StatusOr<nlohmann::json> r =
+        client_.Create(kube::resources::Secrets(), ns, api::BuildRdzvSecret(job.job, token));
+    // AlreadyExists: a previous pass created it; its token is the one the pods use, keep it.
+    if (!r.ok() && !IsAlreadyExists(r.status())) return r.status().WithContext("create secret");
+  }
+  return Status::Ok();
+}
+
+Status TrainingJobReconciler::CreatePods(const CachedJob& job, const Plan& plan) {
+  const std::string key = job.meta.Key();
+  const size_t total = std::min<size_t>(plan.pod_creates.size(), kMaxCreatesPerPass);
+  size_t created = 0;
+  Status first_error;
+  for (size_t start = 0, batch = 1; start < total && first_error.ok(); start += batch,
+              batch *= 2) {
+    const size_t end = std::min(total, start + batch);
+    std::vector<std::string> names;
+    for (size_t i = start; i < end; ++i) names.push_back(PodName(plan.pod_creates[i]));
+    expectations_.ExpectCreations(key, names);
+    std::vector<std::future<StatusOr<nlohmann::json>>> calls;
+    for (size_t i = start; i < end; ++i) {
+      calls.push_back(std::async(std::launch::async, [this, &job, &plan, i] {
+        return client_.Create(kube::resources::Pods(), job.meta.namespace_, plan.pod_creates[i]);
+      }));
+    }
+    for (size_t i = 0; i < calls.size(); ++i) {
+      StatusOr<nlohmann::json> r = calls[i].get();
+      if (r.ok()) {
+        ++created;
+        continue;
+      }
+      // This create will never be observed as ours: stop waiting for it.
+      expectations_.CreationObserved(key, names[i]);
+      if (first_error.ok()) first_error = r.status().WithContext("create pod " + names[i]);
+    }
+  }
+  if (created > 0) {
+    log::Info("created pods", {{"job", key}, {"count", std::to_string(created)}});
+  }
+  if (!first_error.ok() && !IsAlreadyExists(first_error)) {
+    Emit(job, {"Warning", "FailedCreate", first_error.message()});
+  }
+  return first_error;
+}
+
+Status TrainingJobReconciler::DeletePods(const CachedJob& job, const Plan& plan) {
+  const std::string key = job.meta.Key();
+  Status first_error;
+  int issued = 0;
+  for (const PodDeletion& d : plan.pod_deletes) {
+    if (issued++ >= kMaxDeletesPerPass) break;
+    expectations_.ExpectDeletions(key, {d.uid});
+    kube::DeleteOptions opts;
+    opts.precondition_uid = d.uid;
+    opts.propagation_policy = "Background";
+    StatusOr<nlohmann::json> r =
+        client_.Delete(kube::resources::Pods(), job.meta.namespace_, d.name, opts);
+    if (r.ok()) continue;
+    expectations_.DeletionObserved(key, d.uid);
+    if (IsNotFound(r.status()) || kube::IsConflict(r.status())) continue;  // already gone
+    first_error = r.status().WithContext("delete pod " + d.name);
+    break;
+  }
+  return first_error;
+}
+
+Status TrainingJobReconciler::DeleteJob(const CachedJob& job) {
+  kube::DeleteOptions opts;
+  opts.precondition_uid = job.meta.uid;
+  opts.propagation_policy = "Background";
+  StatusOr<nlohmann::json> r = client_.Delete(kube::resources::TrainingJobs(),
+                                              job.meta.namespace_, job.meta.name, opts);
+  if (!r.ok() && !IsNotFound(r.status())) return r.status().WithContext("delete job (TTL)");
+  log::Info("deleted finished job after its TTL", {{"job", job.meta.Key()}});
+  return Status::Ok();
+}
+
+nlohmann::json StatusPatch(const api::TrainingJobStatus& old_status,
+                           const api::TrainingJobStatus& new_status,
+                           const std::string& resource_version) {
+  const nlohmann::json before = api::EncodeStatus(old_status);
+  nlohmann::json after = api::EncodeStatus(new_status);
+  if (before == after) return nullptr;
+  for (const auto& [field, value] : before.items()) {
+    if (!after.contains(field)) after[field] = nullptr;  // merge patch: null removes
+  }
+  return {{"metadata", {{"resourceVersion", resource_version}}}, {"status", std::move(after)}};
+}
+
+Status TrainingJobReconciler::PersistStatus(const CachedJob& job, const Plan& plan) {
+  const nlohmann::json patch =
+      StatusPatch(job.job.status, plan.status, job.meta.resource_version);
+  if (!patch.is_null()) {
+    StatusOr<nlohmann::json> r = client_.MergePatch(
+        kube::resources::TrainingJobs(), job.meta.namespace_, job.meta.name, patch, "status");
+    if (!r.ok()) {
+      if (IsNotFound(r.status())) return Status::Ok();  // deleted meanwhile
+      return r.status().WithContext("update status");
+    }
+  }
+  for (const EventSpec& e : plan.events) Emit(job, e);
+  RecordMetrics(job, plan);
+  return Status::Ok();
+}
+
+void TrainingJobReconciler::Emit(const CachedJob& job, const EventSpec& event) {
+  events_.Record(Involved(job), event.type, event.reason, event.message);
+}
+
+void TrainingJobReconciler::RecordMetrics(const CachedJob& job, const Plan& plan) {
+  if (metrics_ == nullptr) return;
+  const std::string framework(api::ToString(job.job.spec.framework));
+  if (plan.outcome != Outcome::kNone) {
+    metrics_->ObserveOutcome(job.meta.namespace_, framework,
+                             plan.outcome == Outcome::kSucceeded ? "Succeeded" : "Failed");
+  }
+  if (plan.became_running && job.job.metadata.creation_timestamp) {
+    const std::chrono::duration<double> took =
+        clock_.WallNow() - *job.job.metadata.creation_timestamp;
+    metrics_->ObserveTimeToRunning(job.meta.namespace_, framework, took.count());
+  }
+}
+
+}  // namespace lockstep::controller

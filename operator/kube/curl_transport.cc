@@ -1,0 +1,346 @@
+#include "operator/kube/curl_transport.h"
+
+#include <curl/curl.h>
+
+#include <array>
+#include <cctype>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "common/log.h"
+
+namespace lockstep::kube {
+namespace {
+
+void GlobalInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// Connect-phase failures mean the request never left this process: safe to retry anything.
+Status CurlError(CURLcode code, const char* errbuf) {
+  std::string msg = std::string(curl_easy_strerror(code));
+  if (errbuf != nullptr && errbuf[0] != '\0') msg += ": " + std::string(errbuf);
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+      return UnavailableError("connect: " + msg);
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE:
+      return UnavailableError("tls: " + msg);
+    case CURLE_OPERATION_TIMEDOUT:
+      return DeadlineExceededError(msg);
+    case CURLE_ABORTED_BY_CALLBACK:
+    case CURLE_WRITE_ERROR:
+      return CancelledError(msg);
+    default:
+      return InternalError(msg);
+  }
+}
+
+// Per-transfer state shared between the submitting thread and curl's callbacks.
+struct Transfer {
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  Request request;
+  Response response;
+  std::array<char, CURL_ERROR_SIZE> errbuf{};
+  // Streaming only.
+  const LineHandler* on_line = nullptr;
+  const std::atomic<bool>* cancel = nullptr;
+  std::string partial_line;
+  bool stopped_by_handler = false;
+  std::promise<StatusOr<Response>> done;
+
+  ~Transfer() {
+    if (headers != nullptr) curl_slist_free_all(headers);
+    if (easy != nullptr) curl_easy_cleanup(easy);
+  }
+};
+
+size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, size * n);
+  if (line.rfind("HTTP/", 0) == 0) t->response.retry_after.clear();  // a new response starts
+  constexpr std::string_view kRetryAfter = "retry-after:";
+  if (line.size() > kRetryAfter.size()) {
+    std::string lower(line.substr(0, kRetryAfter.size()));
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == kRetryAfter) {
+      std::string value(line.substr(kRetryAfter.size()));
+      while (!value.empty() && std::isspace(static_cast<unsigned char>(value.back()))) {
+        value.pop_back();
+      }
+      while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+      t->response.retry_after = value;
+    }
+  }
+  return size * n;
+}
+
+size_t OnBody(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t len = size * n;
+  if (t->on_line == nullptr) {
+    t->response.body.append(data, len);
+    return len;
+  }
+  long code = 0;
+  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
+  if (code < 200 || code >= 300) {  // an error body is returned whole, not streamed
+    t->response.body.append(data, len);
+    return len;
+  }
+  if (t->cancel != nullptr && t->cancel->load()) return 0;
+  t->partial_line.append(data, len);
+  size_t start = 0;
+  for (size_t nl; (nl = t->partial_line.find('\n', start)) != std::string::npos; start = nl + 1) {
+    std::string_view line(t->partial_line.data() + start, nl - start);
+    if (line.empty()) continue;
+    if (!(*t->on_line)(line)) {
+      t->stopped_by_handler = true;
+      return 0;
+    }
+  }
+  t->partial_line.erase(0, start);
+  return len;
+}
+
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* t = static_cast<Transfer*>(user);
+  return (t->cancel != nullptr && t->cancel->load()) ? 1 : 0;
+}
+
+class CurlTransport final : public Transport {
+ public:
+  CurlTransport(ClusterConfig config, CurlTransportOptions options)
+      : config_(std::move(config)), options_(options) {
+    host_ = config_.server;
+    if (auto p = host_.find("://"); p != std::string::npos) host_ = host_.substr(p + 3);
+  }
+
+  ~CurlTransport() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    if (multi_ != nullptr) curl_multi_wakeup(multi_);
+    if (loop_.joinable()) loop_.join();
+    if (multi_ != nullptr) curl_multi_cleanup(multi_);
+    if (share_ != nullptr) curl_share_cleanup(share_);
+  }
+
+  Status Init() {
+    GlobalInit();
+    share_ = curl_share_init();
+    multi_ = curl_multi_init();
+    if (share_ == nullptr || multi_ == nullptr) return InternalError("curl init failed");
+    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(share_, CURLSHOPT_LOCKFUNC, &CurlTransport::Lock);
+    curl_share_setopt(share_, CURLSHOPT_UNLOCKFUNC, &CurlTransport::Unlock);
+    curl_share_setopt(share_, CURLSHOPT_USERDATA, this);
+    curl_multi_setopt(multi_, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    loop_ = std::thread([this] { Loop(); });
+    return Status::Ok();
+  }
+
+  StatusOr<Response> Do(const Request& request) override {
+    auto t = std::make_shared<Transfer>();
+    t->request = request;
+    LS_RETURN_IF_ERROR(Setup(t.get()));
+    curl_easy_setopt(t->easy, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+    auto future = t->done.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return CancelledError("transport is shutting down");
+      pending_.push_back(t);
+    }
+    curl_multi_wakeup(multi_);
+    return future.get();
+  }
+
+  StatusOr<Response> Stream(const Request& request, const StreamOptions& options,
+                            const LineHandler& on_line) override {
+    Transfer t;
+    t.request = request;
+    t.on_line = &on_line;
+    t.cancel = options.cancel;
+    LS_RETURN_IF_ERROR(Setup(&t));
+    // "No byte for idle_timeout" ends the stream; there is no total timeout.
+    curl_easy_setopt(t.easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(t.easy, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.idle_timeout.count()));
+    curl_easy_setopt(t.easy, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(t.easy, CURLOPT_XFERINFOFUNCTION, &OnProgress);
+    curl_easy_setopt(t.easy, CURLOPT_XFERINFODATA, &t);
+    const CURLcode rc = curl_easy_perform(t.easy);
+    if (t.stopped_by_handler) return CancelledError("stream stopped by handler");
+    if (rc == CURLE_ABORTED_BY_CALLBACK || rc == CURLE_WRITE_ERROR) {
+      if (t.cancel != nullptr && t.cancel->load()) return CancelledError("stream cancelled");
+    }
+    if (rc != CURLE_OK) return CurlError(rc, t.errbuf.data());
+    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.response.status);
+    return std::move(t.response);
+  }
+
+  std::string Host() const override { return host_; }
+
+ private:
+  static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
+    static_cast<CurlTransport*>(user)->share_locks_[static_cast<size_t>(data) % kLocks].lock();
+  }
+  static void Unlock(CURL*, curl_lock_data data, void* user) {
+    static_cast<CurlTransport*>(user)->share_locks_[static_cast<size_t>(data) % kLocks].unlock();
+  }
+
+  Status Setup(Transfer* t) {
+    t->easy = curl_easy_init();
+    if (t->easy == nullptr) return InternalError("curl_easy_init failed");
+    CURL* e = t->easy;
+    const std::string url = config_.server + t->request.path;
+    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(e, CURLOPT_SHARE, share_);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf.data());
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(options_.connect_timeout.count()));
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+                     options_.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);  // prefer multiplexing over a new connection
+    LS_RETURN_IF_ERROR(SetupTls(e));
+    LS_RETURN_IF_ERROR(SetupHeaders(t));
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, t->request.method.c_str());
+    if (t->request.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    if (!t->request.body.empty() || t->request.method == "POST" || t->request.method == "PUT" ||
+        t->request.method == "PATCH") {
+      curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->request.body.data());
+      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+                       static_cast<curl_off_t>(t->request.body.size()));
+    }
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &OnHeader);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &OnBody);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    return Status::Ok();
+  }
+
+  Status SetupTls(CURL* e) {
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (!config_.ca_pem.empty()) {
+      curl_blob blob{const_cast<char*>(config_.ca_pem.data()), config_.ca_pem.size(),
+                     CURL_BLOB_NOCOPY};
+      if (curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK) {
+        return InternalError("curl lacks CURLOPT_CAINFO_BLOB");
+      }
+    }
+    if (!config_.client_cert_pem.empty()) {
+      curl_blob cert{const_cast<char*>(config_.client_cert_pem.data()),
+                     config_.client_cert_pem.size(), CURL_BLOB_NOCOPY};
+      curl_blob key{const_cast<char*>(config_.client_key_pem.data()),
+                    config_.client_key_pem.size(), CURL_BLOB_NOCOPY};
+      curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+      curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+      if (curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cert) != CURLE_OK ||
+          curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &key) != CURLE_OK) {
+        return InternalError("curl lacks CURLOPT_SSLCERT_BLOB");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status SetupHeaders(Transfer* t) {
+    auto add = [t](const std::string& h) { t->headers = curl_slist_append(t->headers, h.c_str()); };
+    add("Accept: application/json");
+    add("User-Agent: lockstep-operator");
+    add("Expect:");  // no 100-continue round trip for large bodies
+    if (!t->request.content_type.empty()) add("Content-Type: " + t->request.content_type);
+    if (config_.token != nullptr) {
+      LS_ASSIGN_OR_RETURN(std::string token, config_.token->Token());
+      if (!token.empty()) add("Authorization: Bearer " + token);
+    }
+    curl_easy_setopt(t->easy, CURLOPT_HTTPHEADER, t->headers);
+    return Status::Ok();
+  }
+
+  void Loop() {
+    std::vector<std::shared_ptr<Transfer>> active;
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_ && pending_.empty()) break;
+        for (auto& t : pending_) {
+          curl_multi_add_handle(multi_, t->easy);
+          active.push_back(std::move(t));
+        }
+        pending_.clear();
+      }
+      int running = 0;
+      curl_multi_perform(multi_, &running);
+      int left = 0;
+      while (CURLMsg* msg = curl_multi_info_read(multi_, &left)) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        Complete(msg->easy_handle, msg->data.result, &active);
+      }
+      curl_multi_poll(multi_, nullptr, 0, 1000, nullptr);
+    }
+    for (auto& t : active) {
+      curl_multi_remove_handle(multi_, t->easy);
+      t->done.set_value(CancelledError("transport is shutting down"));
+    }
+  }
+
+  void Complete(CURL* easy, CURLcode rc, std::vector<std::shared_ptr<Transfer>>* active) {
+    Transfer* raw = nullptr;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, &raw);
+    curl_multi_remove_handle(multi_, easy);
+    for (auto it = active->begin(); it != active->end(); ++it) {
+      if (it->get() != raw) continue;
+      std::shared_ptr<Transfer> t = std::move(*it);
+      active->erase(it);
+      if (rc != CURLE_OK) {
+        t->done.set_value(CurlError(rc, t->errbuf.data()));
+      } else {
+        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->response.status);
+        t->done.set_value(std::move(t->response));
+      }
+      return;
+    }
+  }
+
+  static constexpr size_t kLocks = 16;
+  const ClusterConfig config_;
+  const CurlTransportOptions options_;
+  std::string host_;
+  CURLSH* share_ = nullptr;
+  CURLM* multi_ = nullptr;
+  std::array<std::mutex, kLocks> share_locks_;
+  std::mutex mu_;
+  bool stopping_ = false;                             // guarded by mu_
+  std::vector<std::shared_ptr<Transfer>> pending_;    // guarded by mu_
+  std::thread loop_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Transport>> NewCurlTransport(const ClusterConfig& config,
+                                                      const CurlTransportOptions& options) {
+  if (config.server.rfind("https://", 0) != 0) {
+    return InvalidArgumentError("server must be an https:// URL, got " + config.server);
+  }
+  auto transport = std::make_unique<CurlTransport>(config, options);
+  LS_RETURN_IF_ERROR(transport->Init());
+  return std::unique_ptr<Transport>(std::move(transport));
+}
+
+}  // namespace lockstep::kube

@@ -1,0 +1,141 @@
+#include "operator/kube/reflector.h"
+
+#include <random>
+
+#include "common/check.h"
+#include "common/log.h"
+
+namespace lockstep::kube {
+
+Reflector::Reflector(RestClient& client, ResourceRef ref, std::string ns, ReflectorSink* sink,
+                     ReflectorOptions options)
+    : client_(client),
+      ref_(std::move(ref)),
+      ns_(std::move(ns)),
+      sink_(sink),
+      options_(std::move(options)),
+      backoff_(options_.backoff) {}
+
+Reflector::~Reflector() { Stop(); }
+
+void Reflector::Start() {
+  LS_CHECK(!thread_.joinable());
+  stop_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Reflector::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string Reflector::LastResourceVersion() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_rv_;
+}
+
+bool Reflector::SleepFor(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
+}
+
+void Reflector::Run() {
+  // After Stop()/Start() the watch resumes from where it stopped; the server answers 410 if
+  // that version is gone, which leads to a re-list below.
+  bool need_list = LastResourceVersion().empty();
+  int failures = 0;
+  while (!stop_) {
+    if (need_list) {
+      Status s = ListAndReplace();
+      if (!s.ok()) {
+        log::Warning("list failed", {{"resource", ref_.resource}, {"error", s.ToString()}});
+        if (!SleepFor(backoff_.Delay(failures++))) return;
+        continue;
+      }
+      need_list = false;
+      failures = 0;
+    }
+    bool made_progress = false;
+    Status s = WatchOnce(&made_progress);
+    if (stop_) return;
+    if (made_progress) failures = 0;
+    if (IsGone(s)) {
+      // Our resourceVersion left the server's history: only a fresh list is exact.
+      log::Info("watch expired, re-listing", {{"resource", ref_.resource}});
+      need_list = true;
+      continue;
+    }
+    // The server ended the watch (its timeout): resume at once, unless it ended without
+    // delivering anything, which repeated in a loop would hammer a misbehaving server.
+    if (s.ok() && made_progress) continue;
+    if (s.ok()) {
+      if (!SleepFor(backoff_.Delay(0))) return;
+      continue;
+    }
+    log::Warning("watch failed", {{"resource", ref_.resource}, {"error", s.ToString()}});
+    if (!SleepFor(backoff_.Delay(failures++))) return;
+  }
+}
+
+Status Reflector::ListAndReplace() {
+  ++lists_;
+  ListOptions options;
+  options.label_selector = options_.label_selector;
+  options.field_selector = options_.field_selector;
+  options.limit = options_.page_size;
+  sink_->BeginReplace();
+  std::string rv;
+  Status s = client_.ListEach(
+      ref_, ns_, options,
+      [this](nlohmann::json&& item) {
+        if (stop_) return CancelledError("stopping");
+        sink_->ReplaceItem(std::move(item));
+        return Status::Ok();
+      },
+      &rv);
+  sink_->EndReplace(s.ok());
+  if (!s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  last_rv_ = rv;
+  return Status::Ok();
+}
+
+Status Reflector::WatchOnce(bool* made_progress) {
+  ++watches_;
+  static thread_local std::mt19937 rng{std::random_device{}()};
+  WatchOptions options;
+  options.label_selector = options_.label_selector;
+  options.field_selector = options_.field_selector;
+  options.resource_version = LastResourceVersion();
+  options.allow_bookmarks = true;
+  options.timeout_seconds = std::uniform_int_distribution<int>(
+      options_.min_watch_timeout_seconds, 2 * options_.min_watch_timeout_seconds)(rng);
+  options.idle_timeout = options_.idle_timeout;
+  options.cancel = &stop_;
+  Status event_error;
+  Status s = client_.Watch(ref_, ns_, options, [&](WatchEvent&& event) {
+    if (event.type == WatchEventType::kError) {
+      event_error = ApiErrorFromStatusJson(event.object.dump()).ToStatus();
+      return false;
+    }
+    *made_progress = true;
+    std::string rv;
+    if (auto m = event.object.find("metadata"); m != event.object.end() && m->is_object()) {
+      rv = m->value("resourceVersion", "");
+    }
+    if (event.type != WatchEventType::kBookmark) sink_->OnEvent(event.type, std::move(event.object));
+    if (!rv.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_rv_ = rv;
+    }
+    return true;
+  });
+  if (!event_error.ok()) return event_error;
+  return s;
+}
+
+}  // namespace lockstep::kube

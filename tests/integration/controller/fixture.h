@@ -1,0 +1,62 @@
+#pragma once
+// A gtest fixture: connected client, CRD installed, a namespace of the test's own and a
+// lockstep-operator child process watching only that namespace.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "tests/integration/controller/operator_env.h"
+#include "tests/integration/kube/test_env.h"
+
+namespace lockstep::controller::testing {
+
+class OperatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LS_REQUIRE_CLUSTER();
+    StatusOr<kube::testing::Cluster> c = kube::testing::Connect();
+    ASSERT_TRUE(c.ok()) << c.status();
+    cluster_ = std::move(c).value();
+    ASSERT_TRUE(InstallCrd().ok());
+    ns_ = std::make_unique<kube::testing::TestNamespace>(*cluster_.client, "ctrl");
+    ASSERT_TRUE(ns_->status().ok()) << ns_->status();
+    op_ = std::make_unique<OperatorProcess>(std::vector<std::string>{ns_->name()});
+    ASSERT_TRUE(op_->Start().ok());
+    ASSERT_TRUE(op_->WaitReady(std::chrono::seconds(30))) << "log: " << op_->log_path();
+  }
+
+  void TearDown() override {
+    if (op_ && op_->Running()) {
+      op_->Kill(SIGTERM);
+      EXPECT_EQ(op_->last_exit(), 0) << "the operator did not shut down cleanly; log: "
+                                     << op_->log_path();
+    }
+  }
+
+  kube::RestClient& client() { return *cluster_.client; }
+  const std::string& ns() const { return ns_->name(); }
+
+  nlohmann::json CreateJob(const nlohmann::json& job) {
+    StatusOr<nlohmann::json> r = client().Create(kube::resources::TrainingJobs(), ns(), job);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : nlohmann::json();
+  }
+
+  // Waits until the job has exactly `n` pods.
+  bool WaitForPods(const std::string& job, size_t n) {
+    return kube::testing::WaitFor(
+        [&] {
+          auto pods = ListJobPods(client(), ns(), job);
+          return pods.ok() && pods->size() == n;
+        },
+        std::chrono::seconds(30), std::chrono::milliseconds(100));
+  }
+
+  kube::testing::Cluster cluster_;
+  std::unique_ptr<kube::testing::TestNamespace> ns_;
+  std::unique_ptr<OperatorProcess> op_;
+};
+
+}  // namespace lockstep::controller::testing

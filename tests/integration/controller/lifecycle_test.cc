@@ -1,0 +1,246 @@
+// The job controller's lifecycle against the real apiserver: children, success, failure,
+// suspend/resume, TTL, active deadline, and the time-to-running histogram.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <regex>
+
+#include "tests/integration/controller/fixture.h"
+
+namespace lockstep::controller::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+bool Has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::string Env(const json& container, const std::string& name) {
+  for (const json& e : container.value("env", json::array())) {
+    if (e.value("name", "") == name) return e.contains("value") ? e["value"].get<std::string>() : "<ref>";
+  }
+  return "";
+}
+
+bool StateIs(const json& job, const std::string& state) {
+  return job.contains("status") && job["status"].value("state", "") == state;
+}
+
+// lockstep_job_time_to_running_seconds_count for the namespace, 0 when absent.
+int TimeToRunningCount(int port, const std::string& ns) {
+  StatusOr<std::string> body = HttpGet(port, "/metrics");
+  if (!body.ok()) return -1;
+  const std::regex re("lockstep_job_time_to_running_seconds_count\\{[^}]*namespace=\"" + ns +
+                      "\"[^}]*\\} ([0-9]+)");
+  std::smatch m;
+  return std::regex_search(*body, m, re) ? std::stoi(m[1]) : 0;
+}
+
+TEST_F(OperatorTest, FourWorkerJobGetsItsChildrenAndTheyAreCollectedWithIt) {
+  json created = CreateJob(MakeJob("four", 4));
+  const std::string uid = created["metadata"]["uid"];
+  ASSERT_TRUE(WaitForPods("four", 4));
+  auto svc = client().Get(kube::resources::Services(), ns(), "four");
+  auto secret = client().Get(kube::resources::Secrets(), ns(), "four-rdzv");
+  ASSERT_TRUE(svc.ok()) << svc.status();
+  ASSERT_TRUE(secret.ok()) << secret.status();
+  EXPECT_EQ((*svc)["spec"]["clusterIP"], "None");
+  EXPECT_EQ((*svc)["metadata"]["ownerReferences"][0]["uid"], uid);
+  EXPECT_EQ((*secret)["metadata"]["ownerReferences"][0]["uid"], uid);
+
+  auto pods = ListJobPods(client(), ns(), "four");
+  ASSERT_TRUE(pods.ok());
+  std::vector<std::string> names;
+  for (const json& pod : *pods) {
+    const std::string name = pod["metadata"]["name"];
+    names.push_back(name);
+    const json& owner = pod["metadata"]["ownerReferences"][0];
+    EXPECT_EQ(owner["uid"], uid);
+    EXPECT_EQ(owner["controller"], true);
+    EXPECT_EQ(owner["blockOwnerDeletion"], true);
+    EXPECT_EQ(pod["metadata"]["labels"]["lockstep.dev/role"], "worker");
+    EXPECT_EQ(pod["metadata"]["labels"]["lockstep.dev/attempt"], "0");
+    EXPECT_EQ(pod["spec"]["schedulerName"], "lockstep");
+    EXPECT_EQ(pod["spec"]["hostname"], name);
+    EXPECT_EQ(pod["spec"]["subdomain"], "four");
+    EXPECT_EQ(pod["spec"]["initContainers"][0]["image"], "lockstep/launcher:test");
+    const json& trainer = pod["spec"]["containers"][0];
+    EXPECT_EQ(trainer["command"][0], "/lockstep/bin/lockstep-launcher");
+    EXPECT_EQ(trainer["resources"]["limits"]["nvidia.com/gpu"], "1");  // untouched
+    EXPECT_EQ(Env(trainer, "LOCKSTEP_RDZV_ENDPOINT"), "four-worker-0.four." + ns() + ".svc:29400");
+    EXPECT_EQ(Env(trainer, "LOCKSTEP_FRAMEWORK"), "pytorch");
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"four-worker-0", "four-worker-1", "four-worker-2",
+                                             "four-worker-3"}));
+
+  auto job = WaitForJob(client(), ns(), "four", [](const json& j) {
+    return j.contains("status") && j["status"].value("workersReady", "") == "0/4";
+  });
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ((*job)["status"]["selector"], "lockstep.dev/job-name=four");
+  EXPECT_EQ((*job)["status"]["replicas"], 4);
+  EXPECT_EQ((*job)["status"]["observedGeneration"], 1);
+  EXPECT_EQ((*job)["status"]["state"], "Scheduling");
+  EXPECT_EQ(ConditionReason(*job, "Scheduled"), "WaitingForScheduler");
+  EXPECT_TRUE((*job)["status"].contains("startTime"));
+
+  kube::DeleteOptions del;
+  del.propagation_policy = "Background";
+  ASSERT_TRUE(client().Delete(kube::resources::TrainingJobs(), ns(), "four", del).ok());
+  EXPECT_TRUE(WaitForPods("four", 0)) << "the garbage collector did not remove the pods";
+  EXPECT_TRUE(kube::testing::WaitFor(
+      [&] {
+        return IsNotFound(client().Get(kube::resources::Services(), ns(), "four").status()) &&
+               IsNotFound(client().Get(kube::resources::Secrets(), ns(), "four-rdzv").status());
+      },
+      seconds(30)));
+}
+
+TEST_F(OperatorTest, SuccessfulJobRunsSucceedsAndMovesTheTimeToRunningHistogram) {
+  EXPECT_EQ(TimeToRunningCount(op_->metrics_port(), ns()), 0);
+  CreateJob(MakeJob("ok", 2));
+  ASSERT_TRUE(WaitForPods("ok", 2));
+  ASSERT_TRUE(BindJobPods(client(), ns(), "ok").ok());
+  auto running = WaitForJob(client(), ns(), "ok", [](const json& j) { return StateIs(j, "Running"); });
+  ASSERT_TRUE(running.ok()) << running.status();
+  EXPECT_EQ(ConditionStatus(*running, "Running"), "True");
+  EXPECT_EQ(ConditionStatus(*running, "Scheduled"), "True");
+  EXPECT_EQ((*running)["status"]["workersReady"], "2/2");
+  EXPECT_TRUE(kube::testing::WaitFor(
+      [&] { return TimeToRunningCount(op_->metrics_port(), ns()) == 1; }, seconds(10)));
+
+  for (const char* pod : {"ok-worker-0", "ok-worker-1"}) {
+    ASSERT_TRUE(FinishPod(client(), ns(), pod, /*succeeded=*/true).ok());
+  }
+  auto done = WaitForJob(client(), ns(), "ok", [](const json& j) { return StateIs(j, "Succeeded"); });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(ConditionStatus(*done, "Succeeded"), "True");
+  EXPECT_EQ(ConditionStatus(*done, "Running"), "False");
+  EXPECT_TRUE((*done)["status"].contains("completionTime"));
+  EXPECT_TRUE(kube::testing::WaitFor(
+      [&] {
+        auto reasons = EventReasons(client(), ns(), "ok");
+        return Has(reasons, "Running") && Has(reasons, "Succeeded");
+      },
+      seconds(10)));
+  auto metrics = HttpGet(op_->metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_NE(metrics->find("lockstep_job_outcomes_total{framework=\"PyTorch\",namespace=\"" + ns() +
+                          "\",outcome=\"Succeeded\"} 1"),
+            std::string::npos);
+  EXPECT_NE(metrics->find("lockstep_job_time_to_running_seconds_bucket"), std::string::npos);
+  EXPECT_NE(metrics->find("workqueue_adds_total"), std::string::npos);
+  EXPECT_NE(metrics->find("rest_client_requests_total"), std::string::npos);
+  EXPECT_NE(metrics->find("controller_runtime_reconcile_total"), std::string::npos);
+}
+
+TEST_F(OperatorTest, FailedPodFailsTheJobWithItsExitCode) {
+  CreateJob(MakeJob("bad", 2));
+  ASSERT_TRUE(WaitForPods("bad", 2));
+  ASSERT_TRUE(BindJobPods(client(), ns(), "bad").ok());
+  ASSERT_TRUE(WaitForJob(client(), ns(), "bad", [](const json& j) { return StateIs(j, "Running"); }).ok());
+  ASSERT_TRUE(FinishPod(client(), ns(), "bad-worker-1", /*succeeded=*/false, 3).ok());
+  auto failed = WaitForJob(client(), ns(), "bad", [](const json& j) { return StateIs(j, "Failed"); });
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(ConditionStatus(*failed, "Failed"), "True");
+  EXPECT_EQ(ConditionReason(*failed, "Failed"), "PodFailed");
+  const std::string message = (*failed)["status"]["message"];
+  EXPECT_NE(message.find("bad-worker-1"), std::string::npos) << message;
+  EXPECT_NE(message.find("exited with code 3"), std::string::npos) << message;
+  // cleanPodPolicy Running (the default): the pod still running is deleted, the failed one kept.
+  EXPECT_TRUE(WaitForPods("bad", 1));
+  EXPECT_TRUE(kube::testing::WaitFor(
+      [&] { return Has(EventReasons(client(), ns(), "bad"), "PodFailed"); }, seconds(10)));
+}
+
+TEST_F(OperatorTest, SuspendDeletesPodsAndResumeRecreatesThem) {
+  CreateJob(MakeJob("nap", 3));
+  ASSERT_TRUE(WaitForPods("nap", 3));
+  json patch = {{"spec", {{"runPolicy", {{"suspend", true}}}}}};
+  ASSERT_TRUE(client().MergePatch(kube::resources::TrainingJobs(), ns(), "nap", patch).ok());
+  auto suspended = WaitForJob(client(), ns(), "nap", [](const json& j) {
+    return StateIs(j, "Suspended") && ConditionStatus(j, "Reconciling") == "False";
+  });
+  ASSERT_TRUE(suspended.ok()) << suspended.status();
+  EXPECT_EQ(ConditionStatus(*suspended, "Suspended"), "True");
+  EXPECT_FALSE((*suspended)["status"].contains("startTime")) << "the deadline timer restarts";
+  EXPECT_TRUE(WaitForPods("nap", 0));
+  // The Service and Secret stay (state is kept).
+  EXPECT_TRUE(client().Get(kube::resources::Secrets(), ns(), "nap-rdzv").ok());
+
+  patch["spec"]["runPolicy"]["suspend"] = false;
+  ASSERT_TRUE(client().MergePatch(kube::resources::TrainingJobs(), ns(), "nap", patch).ok());
+  ASSERT_TRUE(WaitForPods("nap", 3));
+  auto resumed = WaitForJob(client(), ns(), "nap", [](const json& j) {
+    return ConditionStatus(j, "Suspended") == "False" && j["status"].contains("startTime");
+  });
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(ConditionReason(*resumed, "Suspended"), "Resumed");
+  EXPECT_TRUE(kube::testing::WaitFor(
+      [&] {
+        auto reasons = EventReasons(client(), ns(), "nap");
+        return Has(reasons, "Suspended") && Has(reasons, "Resumed");
+      },
+      seconds(10)));
+}
+
+TEST_F(OperatorTest, FinishedJobIsDeletedAfterItsTtl) {
+  CreateJob(MakeJob("brief", 1, [](json& j) {
+    j["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 2}};
+  }));
+  ASSERT_TRUE(WaitForPods("brief", 1));
+  ASSERT_TRUE(BindJobPods(client(), ns(), "brief").ok());
+  ASSERT_TRUE(FinishPod(client(), ns(), "brief-worker-0", true).ok());
+  auto done = WaitForJob(client(), ns(), "brief",
+                         [](const json& j) { return StateIs(j, "Succeeded"); });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_TRUE(Has(EventReasons(client(), ns(), "brief"), "Succeeded") ||
+              kube::testing::WaitFor(
+                  [&] { return Has(EventReasons(client(), ns(), "brief"), "Succeeded"); },
+                  seconds(5)));
+  EXPECT_TRUE(kube::testing::WaitFor(
+      [&] {
+        return IsNotFound(client().Get(kube::resources::TrainingJobs(), ns(), "brief").status());
+      },
+      seconds(20)))
+      << "the job outlived its TTL";
+  EXPECT_TRUE(WaitForPods("brief", 0));
+}
+
+TEST_F(OperatorTest, ActiveDeadlineFailsTheJob) {
+  CreateJob(MakeJob("slow", 2, [](json& j) {
+    j["spec"]["runPolicy"] = {{"activeDeadlineSeconds", 3}};
+  }));
+  ASSERT_TRUE(WaitForPods("slow", 2));
+  auto failed = WaitForJob(client(), ns(), "slow",
+                           [](const json& j) { return StateIs(j, "Failed"); }, seconds(20));
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(ConditionReason(*failed, "Failed"), "DeadlineExceeded");
+  EXPECT_EQ((*failed)["status"]["reason"], "DeadlineExceeded");
+  EXPECT_TRUE(WaitForPods("slow", 0)) << "cleanPodPolicy Running deletes the pending pods";
+  EXPECT_TRUE(kube::testing::WaitFor(
+      [&] { return Has(EventReasons(client(), ns(), "slow"), "DeadlineExceeded"); }, seconds(10)));
+}
+
+TEST_F(OperatorTest, ChiefSuccessEndsATensorFlowJobAndStopsTheParameterServers) {
+  CreateJob(MakeJob("tf", 2, [](json& j) {
+    j["spec"]["framework"] = "TensorFlow";
+    json tmpl = j["spec"]["template"];
+    j["spec"]["roles"] = json::array({{{"name", "chief"}, {"replicas", 1}, {"template", tmpl}},
+                                      {{"name", "ps"}, {"replicas", 2}, {"template", tmpl}}});
+  }));
+  ASSERT_TRUE(WaitForPods("tf", 5));
+  ASSERT_TRUE(BindJobPods(client(), ns(), "tf").ok());
+  ASSERT_TRUE(WaitForJob(client(), ns(), "tf", [](const json& j) { return StateIs(j, "Running"); }).ok());
+  ASSERT_TRUE(FinishPod(client(), ns(), "tf-chief-0", true).ok());
+  auto done = WaitForJob(client(), ns(), "tf", [](const json& j) { return StateIs(j, "Succeeded"); });
+  ASSERT_TRUE(done.ok()) << done.status();
+  // Only the chief's pod remains: workers and parameter servers were stopped.
+  EXPECT_TRUE(WaitForPods("tf", 1));
+}
+
+}  // namespace
+}  // namespace lockstep::controller::testing

@@ -1,0 +1,261 @@
+#include "tests/integration/controller/operator_env.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "tests/integration/kube/test_env.h"
+
+namespace lockstep::controller::testing {
+
+using nlohmann::json;
+
+namespace {
+
+std::string KubectlPath() {
+  // hack/test.sh puts the cluster tools on PATH; fall back to the tools cache.
+  if (std::system("command -v kubectl >/dev/null 2>&1") == 0) return "kubectl";
+  const char* cache = std::getenv("LOCKSTEP_CACHE");
+  const char* home = std::getenv("HOME");
+  std::string base = cache != nullptr ? cache : std::string(home ? home : "/root") + "/.cache/lockstep";
+  return base + "/tools/bin/kubectl";
+}
+
+}  // namespace
+
+int Kubectl(const std::string& args) {
+  const int rc = std::system((KubectlPath() + " " + args).c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+Status InstallCrd() {
+  static std::once_flag once;
+  static Status result;
+  std::call_once(once, [] {
+    const std::string crds = std::string(LOCKSTEP_SOURCE_DIR) + "/crds/";
+    if (Kubectl("apply --server-side --force-conflicts -f " + crds + " >/dev/null") != 0 ||
+        Kubectl("wait --for=condition=Established crd/trainingjobs.lockstep.dev --timeout=60s"
+                " >/dev/null") != 0) {
+      result = InternalError("cannot install the TrainingJob CRD");
+    }
+  });
+  return result;
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+StatusOr<std::string> HttpGet(int port, const std::string& path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return UnavailableError("connect to port " + std::to_string(port) + " failed");
+  }
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) < 0) {
+    ::close(fd);
+    return UnavailableError("send failed");
+  }
+  std::string resp;
+  char buf[8192];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) resp.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  const size_t head_end = resp.find("\r\n\r\n");
+  if (head_end == std::string::npos) return UnavailableError("no HTTP response");
+  if (resp.rfind("HTTP/1.1 200", 0) != 0) {
+    return UnavailableError("HTTP " + resp.substr(9, 3) + " for " + path);
+  }
+  return resp.substr(head_end + 4);
+}
+
+OperatorProcess::OperatorProcess(std::vector<std::string> namespaces,
+                                 std::vector<std::string> extra_args)
+    : namespaces_(std::move(namespaces)), extra_args_(std::move(extra_args)) {
+  log_path_ = "/tmp/lockstep-operator-" + kube::testing::RandomSuffix() + ".log";
+}
+
+OperatorProcess::~OperatorProcess() {
+  if (pid_ > 0) Kill(SIGKILL);
+}
+
+Status OperatorProcess::Start() {
+  metrics_port_ = FreePort();
+  do {
+    health_port_ = FreePort();
+  } while (health_port_ == metrics_port_);
+  std::vector<std::string> args = {
+      LOCKSTEP_OPERATOR_BIN,
+      "--metrics-bind-address=127.0.0.1:" + std::to_string(metrics_port_),
+      "--health-probe-bind-address=127.0.0.1:" + std::to_string(health_port_),
+      "--launcher-image=lockstep/launcher:test", "--workers=4", "--log-format=text"};
+  for (const std::string& ns : namespaces_) args.push_back("--namespace=" + ns);
+  for (const std::string& a : extra_args_) args.push_back(a);
+  pid_ = ::fork();
+  if (pid_ < 0) return InternalError("fork failed");
+  if (pid_ == 0) {
+    int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return Status::Ok();
+}
+
+void OperatorProcess::Kill(int sig) {
+  if (pid_ <= 0) return;
+  ::kill(pid_, sig);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  last_exit_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  pid_ = -1;
+}
+
+bool OperatorProcess::WaitReady(std::chrono::milliseconds timeout) {
+  return kube::testing::WaitFor([this] { return HttpGet(health_port_, "/readyz").ok(); },
+                                timeout, std::chrono::milliseconds(100));
+}
+
+json MakeJob(const std::string& name, int replicas,
+             const std::function<void(json&)>& mutate) {
+  json job = {
+      {"apiVersion", "lockstep.dev/v1alpha1"},
+      {"kind", "TrainingJob"},
+      {"metadata", {{"name", name}}},
+      {"spec",
+       {{"framework", "PyTorch"},
+        {"replicas", replicas},
+        {"template",
+         {{"spec",
+           {{"containers",
+             json::array({{{"name", "trainer"},
+                           {"image", "lockstep/examples:dev"},
+                           {"command", json::array({"python", "train.py"})},
+                           {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}}}}}};
+  if (mutate) mutate(job);
+  return job;
+}
+
+StatusOr<std::vector<json>> ListJobPods(kube::RestClient& client, const std::string& ns,
+                                        const std::string& job) {
+  kube::ListOptions opts;
+  opts.label_selector = "lockstep.dev/job-name=" + job;
+  LS_ASSIGN_OR_RETURN(kube::ListResult list, client.List(kube::resources::Pods(), ns, opts));
+  std::vector<json> out;
+  for (json& p : list.items) out.push_back(std::move(p));
+  return out;
+}
+
+Status BindJobPods(kube::RestClient& client, const std::string& ns, const std::string& job) {
+  LS_ASSIGN_OR_RETURN(std::vector<json> pods, ListJobPods(client, ns, job));
+  int node = 0;
+  for (const json& pod : pods) {
+    const std::string name = pod["metadata"]["name"];
+    if (pod["spec"].contains("nodeName")) continue;
+    json binding = {{"apiVersion", "v1"},
+                    {"kind", "Binding"},
+                    {"metadata", {{"name", name}}},
+                    {"target", {{"apiVersion", "v1"},
+                                {"kind", "Node"},
+                                {"name", "gpu-node-" + std::to_string(node++ % 8)}}}};
+    StatusOr<json> r = client.CreateSubresource(kube::resources::Pods(), ns, name, "binding",
+                                                binding);
+    if (!r.ok()) return r.status();
+  }
+  return Status::Ok();
+}
+
+Status FinishPod(kube::RestClient& client, const std::string& ns, const std::string& pod,
+                 bool succeeded, int exit_code) {
+  json terminated = {{"exitCode", succeeded ? 0 : exit_code},
+                     {"reason", succeeded ? "Completed" : "Error"}};
+  json patch = {{"status",
+                 {{"phase", succeeded ? "Succeeded" : "Failed"},
+                  {"containerStatuses",
+                   json::array({{{"name", "trainer"},
+                                 {"ready", false},
+                                 {"restartCount", 0},
+                                 {"image", "lockstep/examples:dev"},
+                                 {"imageID", ""},
+                                 {"state", {{"terminated", terminated}}}}})}}}};
+  return client.MergePatch(kube::resources::Pods(), ns, pod, patch, "status").status();
+}
+
+std::string ConditionStatus(const json& job, const std::string& type) {
+  if (!job.contains("status") || !job["status"].contains("conditions")) return "";
+  for (const json& c : job["status"]["conditions"]) {
+    if (c.value("type", "") == type) return c.value("status", "");
+  }
+  return "";
+}
+
+std::string ConditionReason(const json& job, const std::string& type) {
+  if (!job.contains("status") || !job["status"].contains("conditions")) return "";
+  for (const json& c : job["status"]["conditions"]) {
+    if (c.value("type", "") == type) return c.value("reason", "");
+  }
+  return "";
+}
+
+std::vector<std::string> EventReasons(kube::RestClient& client, const std::string& ns,
+                                      const std::string& name) {
+  kube::ListOptions opts;
+  opts.field_selector = "involvedObject.name=" + name;
+  std::vector<std::string> out;
+  StatusOr<kube::ListResult> list = client.List(kube::resources::Events(), ns, opts);
+  if (!list.ok()) return out;
+  for (const json& e : list->items) out.push_back(e.value("reason", ""));
+  return out;
+}
+
+StatusOr<json> WaitForJob(kube::RestClient& client, const std::string& ns,
+                          const std::string& name, const std::function<bool(const json&)>& pred,
+                          std::chrono::milliseconds timeout) {
+  json last;
+  Status err;
+  const bool ok = kube::testing::WaitFor(
+      [&] {
+        StatusOr<json> j = client.Get(kube::resources::TrainingJobs(), ns, name);
+        if (!j.ok()) {
+          err = j.status();
+          return false;
+        }
+        last = std::move(j).value();
+        return pred(last);
+      },
+      timeout, std::chrono::milliseconds(100));
+  if (!ok) {
+    return DeadlineExceededError("job " + ns + "/" + name + " never reached the state; last: " +
+                                 (last.is_null() ? err.ToString() : last.dump()));
+  }
+  return last;
+}
+
+}  // namespace lockstep::controller::testing

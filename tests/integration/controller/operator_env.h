@@ -1,0 +1,85 @@
+#pragma once
+// Harness for the job controller's integration tests: the real lockstep-operator binary run as
+// a child process against the local control plane ($KUBECONFIG), one namespace per test, plus
+// the steps a test takes in place of the gang scheduler and the kubelet (bind pods to kwok
+// nodes, write pod phases and exit codes).
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "operator/kube/rest_client.h"
+
+namespace lockstep::controller::testing {
+
+// Runs `kubectl <args>` with the environment's KUBECONFIG; returns its exit status.
+int Kubectl(const std::string& args);
+// Applies crds/ (server-side) and waits until the CRD is Established. Once per process.
+Status InstallCrd();
+
+// A free TCP port on 127.0.0.1 (bound and released; good enough for a test).
+int FreePort();
+// GET http://127.0.0.1:<port><path>; the body, or an error for a non-200 answer.
+StatusOr<std::string> HttpGet(int port, const std::string& path);
+
+class OperatorProcess {
+ public:
+  explicit OperatorProcess(std::vector<std::string> namespaces,
+                           std::vector<std::string> extra_args = {});
+  ~OperatorProcess();  // SIGKILLs a still-running child
+
+  Status Start();
+  void Kill(int signal);  // and reap
+  bool Running() const { return pid_ > 0; }
+  int metrics_port() const { return metrics_port_; }
+  int health_port() const { return health_port_; }
+  // Exit status of the last child that ended (or -signal).
+  int last_exit() const { return last_exit_; }
+  const std::string& log_path() const { return log_path_; }
+  // Waits until /readyz answers 200.
+  bool WaitReady(std::chrono::milliseconds timeout);
+
+ private:
+  std::vector<std::string> namespaces_;
+  std::vector<std::string> extra_args_;
+  pid_t pid_ = -1;
+  int metrics_port_ = 0;
+  int health_port_ = 0;
+  int last_exit_ = 0;
+  std::string log_path_;
+};
+
+// A PyTorch TrainingJob with `replicas` workers; `mutate` edits the JSON before it is returned.
+nlohmann::json MakeJob(const std::string& name, int replicas,
+                       const std::function<void(nlohmann::json&)>& mutate = nullptr);
+
+// Pods of a job (label selector), live from the API.
+StatusOr<std::vector<nlohmann::json>> ListJobPods(kube::RestClient& client, const std::string& ns,
+                                                  const std::string& job);
+// Binds every unbound pod of the job to gpu-node-<i> in turn (kwok then runs it).
+Status BindJobPods(kube::RestClient& client, const std::string& ns, const std::string& job);
+// Writes a terminal phase: Succeeded with exit code 0, or Failed with `exit_code`.
+Status FinishPod(kube::RestClient& client, const std::string& ns, const std::string& pod,
+                 bool succeeded, int exit_code = 0);
+
+// The job's condition of `type` ("" if absent) and its status.state.
+std::string ConditionStatus(const nlohmann::json& job, const std::string& type);
+std::string ConditionReason(const nlohmann::json& job, const std::string& type);
+// Reasons of the events whose involvedObject is the named object.
+std::vector<std::string> EventReasons(kube::RestClient& client, const std::string& ns,
+                                      const std::string& name);
+
+// Polls the job until `pred` holds; returns the last seen object.
+StatusOr<nlohmann::json> WaitForJob(kube::RestClient& client, const std::string& ns,
+                                    const std::string& name,
+                                    const std::function<bool(const nlohmann::json&)>& pred,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+}  // namespace lockstep::controller::testing

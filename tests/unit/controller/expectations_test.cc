@@ -1,0 +1,59 @@
+#include "operator/controller/expectations.h"
+
+#include <gtest/gtest.h>
+
+namespace lockstep::controller {
+namespace {
+
+class FakeClock final : public Clock {
+ public:
+  Steady Now() const override { return now; }
+  Wall WallNow() const override { return Wall(); }
+  Steady now{};
+};
+
+TEST(ExpectationsTest, CreationsAreSatisfiedOnlyByTheirOwnPods) {
+  FakeClock clock;
+  Expectations e(clock);
+  EXPECT_TRUE(e.Satisfied("ns/a"));
+  e.ExpectCreations("ns/a", {"a-worker-0", "a-worker-1"});
+  EXPECT_FALSE(e.Satisfied("ns/a"));
+  e.CreationObserved("ns/a", "a-worker-0");
+  e.CreationObserved("ns/a", "unrelated");
+  e.CreationObserved("ns/b", "a-worker-1");
+  EXPECT_FALSE(e.Satisfied("ns/a"));
+  e.CreationObserved("ns/a", "a-worker-1");
+  EXPECT_TRUE(e.Satisfied("ns/a"));
+}
+
+TEST(ExpectationsTest, DeletionsAreTrackedByUid) {
+  FakeClock clock;
+  Expectations e(clock);
+  e.ExpectDeletions("ns/a", {"uid-1"});
+  e.DeletionObserved("ns/a", "uid-2");
+  EXPECT_FALSE(e.Satisfied("ns/a"));
+  e.DeletionObserved("ns/a", "uid-1");
+  EXPECT_TRUE(e.Satisfied("ns/a"));
+}
+
+TEST(ExpectationsTest, ExpireAfterTheTtlSoALostEventCannotWedgeAJob) {
+  FakeClock clock;
+  Expectations e(clock, std::chrono::minutes(5));
+  e.ExpectCreations("ns/a", {"p"});
+  clock.now += std::chrono::minutes(4);
+  EXPECT_FALSE(e.Satisfied("ns/a"));
+  clock.now += std::chrono::minutes(1);
+  EXPECT_TRUE(e.Satisfied("ns/a"));
+}
+
+TEST(ExpectationsTest, ForgetDropsEverything) {
+  FakeClock clock;
+  Expectations e(clock);
+  e.ExpectCreations("ns/a", {"p"});
+  e.ExpectDeletions("ns/a", {"u"});
+  e.Forget("ns/a");
+  EXPECT_TRUE(e.Satisfied("ns/a"));
+}
+
+}  // namespace
+}  // namespace lockstep::controller

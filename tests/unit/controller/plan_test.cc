@@ -1,0 +1,264 @@
+// ComputePlan, table-driven: one row per situation a reconcile can meet.
+#include "operator/controller/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+// Table rows leave their trailing expectation fields at the defaults on purpose.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+#include "operator/api/conditions.h"
+#include "operator/api/enums.h"
+#include "tests/unit/controller/builders.h"
+
+namespace lockstep::controller {
+namespace {
+
+using testing::FailedPod;
+using testing::Job;
+using testing::Pod;
+using testing::T0;
+
+api::Condition Cond(std::string_view type, bool value, std::string reason = "R") {
+  api::Condition c;
+  c.type = std::string(type);
+  c.status = value ? api::ConditionStatus::kTrue : api::ConditionStatus::kFalse;
+  c.reason = std::move(reason);
+  return c;
+}
+
+struct Case {
+  std::string name;
+  std::function<void(CachedJob&)> job;  // edits the 2-worker job
+  std::vector<kube::Pod> pods;
+  bool settled = true;
+  int now_offset_s = 0;
+  // Expectations.
+  size_t creates = 0;
+  size_t deletes = 0;
+  std::optional<api::JobState> state;
+  std::vector<std::string> events;  // reasons, in order
+  bool delete_job = false;
+  std::optional<int> requeue_s;
+  Outcome outcome = Outcome::kNone;
+  bool became_running = false;
+  std::string stalled_reason;  // expected Stalled=True reason, if any
+};
+
+std::vector<Case> Cases() {
+  auto none = [](CachedJob&) {};
+  auto started = [](CachedJob& c) { c.job.status.start_time = T0(); };
+  auto finished_ok = [](CachedJob& c) {
+    c.job.status.conditions.push_back(Cond(api::kConditionSucceeded, true, "Succeeded"));
+    c.job.status.state = api::JobState::kSucceeded;
+    c.job.status.completion_time = T0();
+  };
+  return {
+      {"fresh job creates every pod", none, {}, true, 0, 2, 0, api::JobState::kPending},
+      {"unsettled expectations create nothing", none, {}, false, 0, 0, 0,
+       api::JobState::kPending},
+      {"only missing pods are created", started, {Pod("worker", 0, "Pending", "")}, true, 0, 1,
+       0, api::JobState::kPending},
+      {"all pods exist but are unbound", started,
+       {Pod("worker", 0, "Pending", ""), Pod("worker", 1, "Pending", "")}, true, 0, 0, 0,
+       api::JobState::kScheduling},
+      {"all pods running", started, {Pod("worker", 0, "Running"), Pod("worker", 1, "Running")},
+       true, 0, 0, 0, api::JobState::kRunning, {"Running"}, false, std::nullopt, Outcome::kNone,
+       true},
+      {"all workers succeeded", started,
+       {Pod("worker", 0, "Succeeded"), Pod("worker", 1, "Succeeded")}, true, 0, 0, 0,
+       api::JobState::kSucceeded, {"Succeeded"}, false, std::nullopt, Outcome::kSucceeded},
+      {"one worker succeeded, one running", started,
+       {Pod("worker", 0, "Succeeded"), Pod("worker", 1, "Running")}, true, 0, 0, 0,
+       api::JobState::kRunning, {"Running"}, false, std::nullopt, Outcome::kNone, true},
+      {"a failed pod fails the job and cleans running pods", started,
+       {FailedPod("worker", 0, 3), Pod("worker", 1, "Running")}, true, 0, 0, 1,
+       api::JobState::kFailed, {"PodFailed"}, false, std::nullopt, Outcome::kFailed},
+      {"cleanPodPolicy All deletes terminal pods too",
+       [](CachedJob& c) { c.job.spec.run_policy.clean_pod_policy = api::CleanPodPolicy::kAll; },
+       {FailedPod("worker", 0, 3), Pod("worker", 1, "Running")}, true, 0, 0, 2,
+       api::JobState::kFailed, {"PodFailed"}, false, std::nullopt, Outcome::kFailed},
+      {"cleanPodPolicy None keeps a failed job's pods",
+       [](CachedJob& c) { c.job.spec.run_policy.clean_pod_policy = api::CleanPodPolicy::kNone; },
+       {FailedPod("worker", 0, 3), Pod("worker", 1, "Running")}, true, 0, 0, 0,
+       api::JobState::kFailed, {"PodFailed"}, false, std::nullopt, Outcome::kFailed},
+      {"deadline not reached requeues at the deadline",
+       [](CachedJob& c) {
+         c.job.status.start_time = T0();
+         c.job.spec.run_policy.active_deadline_seconds = 60;
+       },
+       {Pod("worker", 0, "Running"), Pod("worker", 1, "Running")}, true, 20, 0, 0,
+       api::JobState::kRunning, {"Running"}, false, 40, Outcome::kNone, true},
+      {"deadline exceeded fails the job",
+       [](CachedJob& c) {
+         c.job.status.start_time = T0();
+         c.job.spec.run_policy.active_deadline_seconds = 60;
+       },
+       {Pod("worker", 0, "Running"), Pod("worker", 1, "Running")}, true, 61, 0, 2,
+       api::JobState::kFailed, {"DeadlineExceeded"}, false, std::nullopt, Outcome::kFailed},
+      {"suspend deletes active pods",
+       [](CachedJob& c) {
+         c.job.status.start_time = T0();
+         c.job.spec.run_policy.suspend = true;
+       },
+       {Pod("worker", 0, "Running"), Pod("worker", 1, "Pending", "")}, true, 0, 0, 2,
+       api::JobState::kSuspended, {"Suspended"}},
+      {"suspend waits for settled expectations before deleting",
+       [](CachedJob& c) { c.job.spec.run_policy.suspend = true; },
+       {Pod("worker", 0, "Running")}, false, 0, 0, 0, api::JobState::kSuspended, {"Suspended"}},
+      {"resume recreates pods",
+       [](CachedJob& c) {
+         c.job.status.conditions.push_back(Cond(api::kConditionSuspended, true, "Suspended"));
+       },
+       {}, true, 0, 2, 0, api::JobState::kPending, {"Resumed"}},
+      {"finished job within its TTL requeues",
+       [finished_ok](CachedJob& c) {
+         finished_ok(c);
+         c.job.spec.run_policy.ttl_seconds_after_finished = 30;
+       },
+       {Pod("worker", 0, "Succeeded")}, true, 10, 0, 0, api::JobState::kSucceeded, {}, false,
+       20},
+      {"finished job past its TTL is deleted",
+       [finished_ok](CachedJob& c) {
+         finished_ok(c);
+         c.job.spec.run_policy.ttl_seconds_after_finished = 30;
+       },
+       {}, true, 31, 0, 0, api::JobState::kSucceeded, {}, true},
+      {"finished job creates nothing", finished_ok, {}, true, 0, 0, 0,
+       api::JobState::kSucceeded},
+      {"invalid spec is stalled and never acted on",
+       [](CachedJob& c) {
+         c.job.spec.elastic = api::ElasticPolicy{4, 2};
+       },
+       {}, true, 0, 0, 0, std::nullopt, {"InvalidSpec"}, false, std::nullopt, Outcome::kNone,
+       false, "InvalidSpec"},
+      {"undecodable spec is stalled",
+       [](CachedJob& c) { c.spec_error = "spec.framework: unknown value \"Caffe\""; }, {}, true,
+       0, 0, 0, std::nullopt, {"InvalidSpec"}, false, std::nullopt, Outcome::kNone, false,
+       "InvalidSpec"},
+      {"a job being deleted is left to the garbage collector",
+       [](CachedJob& c) { c.job.metadata.deletion_timestamp = T0(); }, {}, true, 0, 0, 0,
+       std::nullopt},
+  };
+}
+
+class PlanTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PlanTest, Decides) {
+  const Case& tc = GetParam();
+  CachedJob job = Job(2);
+  tc.job(job);
+  Observed observed{tc.pods, true, true};
+  const Plan plan = ComputePlan(job, observed, T0() + std::chrono::seconds(tc.now_offset_s),
+                                tc.settled, PlanOptions{"launcher:test"});
+  EXPECT_EQ(plan.pod_creates.size(), tc.creates);
+  EXPECT_EQ(plan.pod_deletes.size(), tc.deletes);
+  EXPECT_EQ(plan.status.state, tc.state);
+  std::vector<std::string> reasons;
+  for (const EventSpec& e : plan.events) reasons.push_back(e.reason);
+  EXPECT_EQ(reasons, tc.events);
+  EXPECT_EQ(plan.delete_job, tc.delete_job);
+  if (tc.requeue_s) {
+    ASSERT_TRUE(plan.requeue_after.has_value());
+    EXPECT_EQ(plan.requeue_after->count(), *tc.requeue_s);
+  }
+  EXPECT_EQ(plan.outcome, tc.outcome);
+  EXPECT_EQ(plan.became_running, tc.became_running);
+  const api::Condition* stalled = api::FindCondition(plan.status.conditions, "Stalled");
+  if (!tc.stalled_reason.empty()) {
+    ASSERT_NE(stalled, nullptr);
+    EXPECT_EQ(stalled->status, api::ConditionStatus::kTrue);
+    EXPECT_EQ(stalled->reason, tc.stalled_reason);
+  } else {
+    EXPECT_TRUE(stalled == nullptr || stalled->status != api::ConditionStatus::kTrue);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, PlanTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& param_info) {
+                           std::string n;
+                           for (char ch : param_info.param.name) n += std::isalnum(ch) ? ch : '_';
+                           return n;
+                         });
+
+TEST(PlanDetailTest, StatusCarriesCountsSelectorAndGeneration) {
+  CachedJob job = Job(2);
+  job.job.metadata.generation = 7;
+  Observed observed{{Pod("worker", 0, "Running"), Pod("worker", 1, "Pending", "")}, true, true};
+  const Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
+  EXPECT_EQ(plan.status.observed_generation, 7);
+  EXPECT_EQ(plan.status.selector, "lockstep.dev/job-name=job");
+  EXPECT_EQ(plan.status.replicas, 2);
+  EXPECT_EQ(plan.status.ready_replicas, 1);
+  EXPECT_EQ(plan.status.workers_ready, "1/2");
+  EXPECT_EQ(plan.status.start_time, T0());
+  EXPECT_TRUE(api::IsConditionTrue(plan.status.conditions, "Reconciling"));
+  const api::Condition* sched = api::FindCondition(plan.status.conditions, "Scheduled");
+  ASSERT_NE(sched, nullptr);
+  EXPECT_EQ(sched->message, "1 of 2 pods bound; waiting for the lockstep gang scheduler");
+}
+
+TEST(PlanDetailTest, KeepsTheSchedulersExplanationOfAWait) {
+  CachedJob job = Job(2);
+  api::Condition c = Cond(api::kConditionScheduled, false, "InsufficientCapacity");
+  c.message = "needs 16 nvidia.com/gpu in one block; largest free: 12";
+  job.job.status.conditions.push_back(c);
+  Observed observed{{Pod("worker", 0, "Pending", ""), Pod("worker", 1, "Pending", "")}, true,
+                    true};
+  const Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
+  EXPECT_EQ(plan.status.reason, "InsufficientCapacity");
+  EXPECT_EQ(plan.status.message, c.message);
+}
+
+TEST(PlanDetailTest, FailureMessageNamesPodExitCodeAndRule) {
+  CachedJob job = Job(2);
+  api::FailureRule rule;
+  rule.name = "bad-args";
+  rule.action = api::RuleAction::kFailJob;
+  rule.on_exit_codes.values = {2};
+  job.job.spec.failure_policy.rules.push_back(rule);
+  Observed observed{{FailedPod("worker", 1, 2), Pod("worker", 0, "Running")}, true, true};
+  const Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
+  EXPECT_EQ(plan.status.reason, "FailJobRule");
+  EXPECT_NE(plan.status.message.find("job-worker-1"), std::string::npos);
+  EXPECT_NE(plan.status.message.find("exited with code 2"), std::string::npos);
+  EXPECT_NE(plan.status.message.find("bad-args"), std::string::npos);
+  EXPECT_TRUE(plan.status.completion_time.has_value());
+}
+
+TEST(PlanDetailTest, SharedChildrenAreCreatedWhenMissingEvenIfUnsettled) {
+  CachedJob job = Job(1);
+  const Plan plan = ComputePlan(job, Observed{{}, false, false}, T0(), false, PlanOptions{"l"});
+  EXPECT_TRUE(plan.create_service);
+  EXPECT_TRUE(plan.create_secret);
+  EXPECT_TRUE(plan.pod_creates.empty());
+}
+
+TEST(PlanDetailTest, ChiefSuccessStopsParameterServersEvenWithCleanPodPolicyNone) {
+  CachedJob job = Job(1);
+  job.job.spec.framework = api::Framework::kTensorFlow;
+  job.job.spec.run_policy.clean_pod_policy = api::CleanPodPolicy::kNone;
+  job.job.spec.roles.push_back({"chief", 1, std::nullopt, job.job.spec.pod_template});
+  job.job.spec.roles.push_back({"ps", 1, std::nullopt, job.job.spec.pod_template});
+  job.job.status.start_time = T0();
+  Observed observed{{Pod("chief", 0, "Succeeded"), Pod("worker", 0, "Running"),
+                     Pod("ps", 0, "Running")},
+                    true, true};
+  const Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
+  EXPECT_EQ(plan.status.state, api::JobState::kSucceeded);
+  ASSERT_EQ(plan.pod_deletes.size(), 2u);
+}
+
+TEST(PlanDetailTest, RepeatedPassOverAStalledJobEmitsNoNewEvent) {
+  CachedJob job = Job(2);
+  job.job.spec.elastic = api::ElasticPolicy{4, 2};
+  Plan first = ComputePlan(job, Observed{}, T0(), true, PlanOptions{"l"});
+  ASSERT_EQ(first.events.size(), 1u);
+  job.job.status = first.status;
+  Plan second = ComputePlan(job, Observed{}, T0(), true, PlanOptions{"l"});
+  EXPECT_TRUE(second.events.empty());
+}
+
+}  // namespace
+}  // namespace lockstep::controller
