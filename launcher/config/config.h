@@ -1,0 +1,62 @@
+#pragma once
+// The launcher's configuration, parsed from flags and LOCKSTEP_* environment variables as the
+// contract (launcher/contract.h) defines them. Pure apart from reading the token file.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/sys/socket.h"
+
+namespace lockstep::launcher {
+
+struct LauncherConfig {
+  std::string framework = "generic";
+  uint32_t min_nodes = 1;
+  uint32_t max_nodes = 1;
+  uint32_t node_rank = 0;
+  uint32_t nproc_per_node = 1;
+  sys::HostPort rdzv_endpoint;
+  std::string rdzv_id;
+  std::string token;  // secret: never logged
+  bool has_token = false;
+  std::string role = "worker";
+  uint32_t role_index = 0;
+  uint32_t attempt = 0;
+  uint32_t max_restarts = 0;
+  std::chrono::milliseconds hang_timeout{0};  // 0 = off
+  std::string heartbeat_file;
+  std::string advertise_addr;
+  uint32_t framework_port = 0;
+  uint32_t master_port = 0;
+  uint32_t kv_port = 0;
+  std::string job_name;
+  std::string termination_log;
+  std::string nccl_library;
+  std::chrono::milliseconds peer_timeout{5000};
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds join_timeout{600000};
+  std::chrono::milliseconds last_call{10000};
+  std::chrono::milliseconds grace_period{10000};
+  std::string log_format = "text";
+  std::vector<std::string> command;
+  bool help = false;
+};
+
+using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
+
+// `args` excludes argv[0]. Errors are one line naming the flag or variable at fault.
+StatusOr<LauncherConfig> ParseConfig(const std::vector<std::string>& args, const EnvLookup& env);
+
+// The process environment.
+std::optional<std::string> ProcessEnv(std::string_view name);
+
+// --help text: usage, then every flag with its environment name and default.
+std::string HelpText();
+
+}  // namespace lockstep::launcher

@@ -1,0 +1,71 @@
+#pragma once
+// The launcher's top level: host the rendezvous server (node 0), join a round, start and supervise
+// the local children, and on failure either restart the gang in place (a new round, attempt + 1)
+// or exit with a code the operator understands (contract.h). Single-threaded apart from the
+// server's own loop thread.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/child_plan.h"
+#include "launcher/config/config.h"
+#include "launcher/nccl/nccl.h"
+#include "launcher/rendezvous/client.h"
+#include "launcher/rendezvous/server.h"
+#include "launcher/supervisor/supervisor.h"
+#include "launcher/supervisor/termination.h"
+#include "launcher/sys/signals.h"
+#include "launcher/world.h"
+
+#if defined(LOCKSTEP_HAVE_STORES)
+#include "launcher/stores/gloo_kv_server.h"
+#include "launcher/stores/tcp_store_server.h"
+#endif
+
+namespace lockstep::launcher {
+
+class Launcher {
+ public:
+  Launcher(LauncherConfig config, std::vector<std::string> base_env);
+  // Runs to the end of the job; returns the process exit code.
+  int Run();
+
+ private:
+  enum class EndKind { kSuccess, kChildFailed, kHang, kAborted, kServerLost, kSignal, kInternal };
+  struct AttemptEnd {
+    EndKind kind = EndKind::kSuccess;
+    int exit_code = 0;
+    int signal = 0;
+    std::string message;
+    std::optional<supervisor::ChildFailure> failure;
+    std::optional<rendezvous::Abort> abort;  // the server's abort of this round, if it came
+    std::vector<std::string> tail;
+  };
+
+  Status Setup();
+  StatusOr<rendezvous::JoinResult> Join(uint32_t attempt);
+  AttemptEnd RunAttempt(const World& world, rendezvous::Session& session, bool can_restart);
+  int JoinFailed(const Status& status, uint32_t attempt);
+  int Finish(supervisor::TerminationReport report, int code);
+  // Node 0 only: the stores the framework plan asks for (TCPStore-compatible, Gloo KV).
+  Status StartServices(const World& world, const LocalPlan& plan);
+  void WaitForPeersToFinish();
+
+  LauncherConfig config_;
+  std::vector<std::string> base_env_;
+  std::optional<sys::SignalFd> signals_;
+  std::unique_ptr<nccl::NcclLibrary> nccl_;
+  std::unique_ptr<rendezvous::RendezvousServer> server_;
+#if defined(LOCKSTEP_HAVE_STORES)
+  std::unique_ptr<stores::TcpStoreServer> tcp_store_;
+  std::unique_ptr<stores::GlooKvServer> gloo_kv_;
+  std::map<std::string, int> gloo_scopes_;
+#endif
+  int restart_count_ = 0;
+  uint32_t attempt_ = 0;
+};
+
+}  // namespace lockstep::launcher

@@ -1,0 +1,80 @@
+#pragma once
+// The launcher's side of the rendezvous. JoinRound() connects (retrying until the join deadline,
+// since a new pod's DNS name may appear late), authenticates, heartbeats while the round gathers,
+// and returns the world. The returned Session then carries heartbeats, failure reports and the
+// server's Abort while children run; the launcher polls its fd in its own event loop.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/rendezvous/frame.h"
+#include "launcher/rendezvous/messages.h"
+#include "launcher/sys/fd.h"
+#include "launcher/sys/socket.h"
+
+namespace lockstep::launcher::rendezvous {
+
+struct ClientOptions {
+  sys::HostPort endpoint;
+  std::string run_id;
+  std::string token;
+  uint32_t attempt = 0;
+  uint32_t node_rank = 0;
+  std::string role = "worker";
+  uint32_t role_index = 0;
+  std::string host;  // advertised address
+  uint32_t port = 0;
+  uint32_t nproc = 1;
+  bool want_peer_table = false;
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds peer_timeout{5000};
+  std::chrono::steady_clock::time_point deadline;
+  // Readable when the launcher must give up waiting (a signal arrived); -1 for none.
+  int interrupt_fd = -1;
+};
+
+// What the server says while children run.
+struct ServerEvent {
+  enum class Kind { kHeartbeat, kAbort, kClosed };
+  Kind kind = Kind::kHeartbeat;
+  Abort abort;         // for kAbort
+  std::string detail;  // for kClosed
+};
+
+class Session {
+ public:
+  Session(sys::UniqueFd fd, FrameDecoder decoder, uint32_t attempt);
+  int fd() const { return fd_.get(); }
+  uint32_t attempt() const { return attempt_; }
+  std::chrono::steady_clock::time_point last_heard() const { return last_heard_; }
+  // Reads what is available; events in arrival order. kClosed ends the session.
+  std::vector<ServerEvent> OnReadable();
+  Status SendHeartbeat();
+  Status SendFailure(const Failure& f);
+  Status SendDone();
+
+ private:
+  Status Send(const std::string& bytes);
+  sys::UniqueFd fd_;
+  FrameDecoder decoder_;
+  uint32_t attempt_;
+  std::chrono::steady_clock::time_point last_heard_;
+};
+
+struct JoinResult {
+  WorldMsg world;
+  std::optional<PeerTable> peers;  // when requested
+  std::unique_ptr<Session> session;
+};
+
+// Errors: PermissionDenied (refused: final, the message is the server's reason),
+// DeadlineExceeded (round not complete by the deadline), Cancelled (interrupt_fd readable),
+// Aborted (the round was aborted while gathering; the caller retries with attempt + 1).
+StatusOr<JoinResult> JoinRound(const ClientOptions& options);
+
+}  // namespace lockstep::launcher::rendezvous

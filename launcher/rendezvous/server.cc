@@ -1,0 +1,447 @@
+#include "launcher/rendezvous/server.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/log.h"
+#include "launcher/rendezvous/auth.h"
+#include "launcher/rendezvous/ranks.h"
+#include "launcher/sys/socket.h"
+
+namespace lockstep::launcher::rendezvous {
+
+using std::chrono::milliseconds;
+
+struct RendezvousServer::Conn {
+  sys::UniqueFd fd;
+  FrameDecoder decoder;
+  std::string out;
+  size_t out_pos = 0;
+  bool want_write = false;
+  ConnState state = ConnState::kAwaitJoin;
+  std::string nonce;
+  Join join;
+  Clock::Steady last_seen;
+};
+
+namespace {
+constexpr uint32_t kMaxNprocPerNode = 1u << 16;
+const char* kLogPrefix = "rendezvous server: ";
+}  // namespace
+
+StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(ServerOptions options,
+                                                                      uint16_t port) {
+  if (options.min_nodes == 0 || options.min_nodes > options.max_nodes) {
+    return InvalidArgumentError("rendezvous server: need 0 < min_nodes <= max_nodes");
+  }
+  sys::RaiseFileLimit();
+  LS_ASSIGN_OR_RETURN(sys::UniqueFd fd, sys::ListenTcp(port));
+  LS_ASSIGN_OR_RETURN(uint16_t bound, sys::LocalPort(fd.get()));
+  return std::unique_ptr<RendezvousServer>(
+      new RendezvousServer(std::move(options), std::move(fd), bound));
+}
+
+RendezvousServer::RendezvousServer(ServerOptions options, sys::UniqueFd listen_fd, uint16_t port)
+    : opt_(std::move(options)),
+      listen_fd_(std::move(listen_fd)),
+      epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
+      wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      port_(port),
+      attempt_(opt_.attempt) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = listen_fd_.get();
+  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, listen_fd_.get(), &ev);
+  ev.data.fd = wake_fd_.get();
+  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev);
+}
+
+RendezvousServer::~RendezvousServer() { Stop(); }
+
+void RendezvousServer::Start() {
+  next_tick_ = opt_.clock->Now() + opt_.heartbeat_interval;
+  gather_start_ = opt_.clock->Now();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void RendezvousServer::Stop() {
+  if (!thread_.joinable()) return;
+  uint64_t one = 1;
+  (void)!::write(wake_fd_.get(), &one, sizeof(one));
+  thread_.join();
+}
+
+void RendezvousServer::Loop() {
+  std::vector<epoll_event> events(1024);
+  for (;;) {
+    int n = ::epoll_wait(epoll_fd_.get(), events.data(), static_cast<int>(events.size()),
+                         static_cast<int>(NextTimeout().count()));
+    if (n < 0 && errno != EINTR) {
+      log::Error(std::string(kLogPrefix) + "epoll_wait failed", {{"error", strerror(errno)}});
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[static_cast<size_t>(i)].data.fd;
+      const uint32_t what = events[static_cast<size_t>(i)].events;
+      if (fd == wake_fd_.get()) return;
+      if (fd == listen_fd_.get()) {
+        AcceptAll();
+        continue;
+      }
+      auto it = conns_.find(fd);
+      if (it == conns_.end()) continue;  // closed earlier in this batch
+      if (what & EPOLLOUT) OnWritable(*it->second);
+      it = conns_.find(fd);
+      if (it != conns_.end() && (what & (EPOLLIN | EPOLLHUP | EPOLLERR))) OnReadable(*it->second);
+    }
+    if (opt_.clock->Now() >= next_tick_) OnTick();
+    MaybeComplete();
+    active_members_.store(
+        phase_ == Phase::kGathering ? 0u : static_cast<uint32_t>(members_.size()));
+  }
+}
+
+milliseconds RendezvousServer::NextTimeout() const {
+  Clock::Steady next = next_tick_;
+  if (last_call_deadline_ && *last_call_deadline_ < next) next = *last_call_deadline_;
+  auto left = std::chrono::duration_cast<milliseconds>(next - opt_.clock->Now());
+  return left.count() < 0 ? milliseconds(0) : left + milliseconds(1);
+}
+
+void RendezvousServer::AcceptAll() {
+  for (;;) {
+    int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        log::Warning(std::string(kLogPrefix) + "accept failed", {{"error", strerror(errno)}});
+      }
+      return;
+    }
+    sys::SetNoDelay(fd);
+    auto conn = std::make_unique<Conn>();
+    conn->fd = sys::UniqueFd(fd);
+    conn->last_seen = opt_.clock->Now();
+    StatusOr<std::string> nonce = RandomBytes(kNonceBytes);
+    if (!nonce.ok()) {
+      log::Error(std::string(kLogPrefix) + "no randomness for a nonce",
+                 {{"error", nonce.status().ToString()}});
+      continue;  // conn closes on scope exit
+    }
+    conn->nonce = *nonce;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev);
+    Conn& c = *conn;
+    conns_[fd] = std::move(conn);
+    Challenge challenge;
+    challenge.nonce = c.nonce;
+    Queue(c, Encode(challenge));
+  }
+}
+
+void RendezvousServer::Queue(Conn& c, std::string_view bytes) {
+  if (c.out_pos == c.out.size()) {
+    c.out.clear();
+    c.out_pos = 0;
+  }
+  c.out.append(bytes);
+  OnWritable(c);
+}
+
+void RendezvousServer::OnWritable(Conn& c) {
+  const int fd = c.fd.get();
+  StatusOr<size_t> n = sys::WriteSome(fd, std::string_view(c.out).substr(c.out_pos));
+  if (!n.ok()) {
+    CloseConn(fd, n.status().ToString());
+    return;
+  }
+  c.out_pos += *n;
+  const bool pending = c.out_pos < c.out.size();
+  if (pending != c.want_write) {
+    c.want_write = pending;
+    epoll_event ev{};
+    ev.events = EPOLLIN | (pending ? EPOLLOUT : 0u);
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, fd, &ev);
+  }
+}
+
+void RendezvousServer::OnReadable(Conn& c) {
+  const int fd = c.fd.get();
+  std::string bytes;
+  StatusOr<sys::ReadResult> r = sys::ReadAvailable(fd, &bytes);
+  if (!r.ok()) {
+    CloseConn(fd, r.status().ToString());
+    return;
+  }
+  if (r->bytes > 0) {
+    c.last_seen = opt_.clock->Now();
+    c.decoder.Append(bytes);
+  }
+  while (conns_.count(fd) != 0 && c.state != ConnState::kClosing) {
+    StatusOr<std::optional<Frame>> frame = c.decoder.Next();
+    if (!frame.ok()) {
+      CloseConn(fd, "protocol error: " + frame.status().message());
+      return;
+    }
+    if (!frame->has_value()) break;
+    Status s = OnFrame(c, **frame);
+    if (!s.ok()) {
+      CloseConn(fd, "protocol error: " + s.message());
+      return;
+    }
+  }
+  if (r->eof && conns_.count(fd) != 0) CloseConn(fd, "peer closed the connection");
+}
+
+Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
+  const auto type = static_cast<MessageType>(frame.type);
+  if (c.state == ConnState::kAwaitJoin) {
+    if (type != MessageType::kJoin) return DataLossError("expected a join");
+    LS_ASSIGN_OR_RETURN(Join join, DecodeJoin(frame.body));
+    return OnJoin(c, join);
+  }
+  switch (type) {
+    case MessageType::kHeartbeat:
+      return DecodeHeartbeat(frame.body).status();
+    case MessageType::kFailure: {
+      LS_ASSIGN_OR_RETURN(Failure f, DecodeFailure(frame.body));
+      if (c.state == ConnState::kMember && f.attempt == attempt_ && phase_ != Phase::kGathering) {
+        AbortRound(f.reason, static_cast<int>(c.join.node_rank), f.message);
+      }
+      return Status::Ok();
+    }
+    case MessageType::kDone: {
+      LS_ASSIGN_OR_RETURN(Done d, DecodeDone(frame.body));
+      if (c.state == ConnState::kMember && d.attempt == attempt_ && phase_ == Phase::kRunning) {
+        log::Info(std::string(kLogPrefix) + "a node finished; the round is finishing",
+                  {{"node_rank", std::to_string(c.join.node_rank)}});
+        phase_ = Phase::kFinishing;
+      }
+      if (c.state == ConnState::kMember) {
+        // A finished member may leave without that counting as a lost peer.
+        members_.erase(c.join.node_rank);
+        c.state = ConnState::kWaiting;
+      }
+      return Status::Ok();
+    }
+    default:
+      return DataLossError("unexpected message type " + std::to_string(frame.type));
+  }
+}
+
+Status RendezvousServer::OnJoin(Conn& c, const Join& join) {
+  const std::string who = "node " + std::to_string(join.node_rank);
+  if (join.version != kProtocolVersion) {
+    Refuse(c, RefuseCode::kProtocol, "protocol version " + std::to_string(join.version) +
+                                         " unsupported (server speaks " +
+                                         std::to_string(kProtocolVersion) + ")");
+    return Status::Ok();
+  }
+  const std::string expected =
+      JoinMac(opt_.token, c.nonce, join.run_id, join.attempt, join.node_rank);
+  if (!MacEquals(expected, join.mac)) {
+    Refuse(c, RefuseCode::kBadToken, who + ": authentication failed (wrong rendezvous token)");
+    return Status::Ok();
+  }
+  if (join.run_id != opt_.run_id) {
+    Refuse(c, RefuseCode::kOtherRun,
+           who + ": run id '" + join.run_id + "' does not match this server's run id");
+    return Status::Ok();
+  }
+  if (join.attempt != attempt_) {
+    Refuse(c, RefuseCode::kStaleAttempt,
+           who + ": attempt " + std::to_string(join.attempt) + " is " +
+               (join.attempt < attempt_ ? "stale" : "ahead") + "; the server is at attempt " +
+               std::to_string(attempt_));
+    return Status::Ok();
+  }
+  if (join.node_rank >= opt_.max_nodes) {
+    Refuse(c, RefuseCode::kBadNodeRank,
+           who + ": node rank outside 0.." + std::to_string(opt_.max_nodes - 1));
+    return Status::Ok();
+  }
+  if (join.nproc == 0 || join.nproc > kMaxNprocPerNode) {
+    Refuse(c, RefuseCode::kProtocol, who + ": bad nproc " + std::to_string(join.nproc));
+    return Status::Ok();
+  }
+  if (members_.count(join.node_rank) != 0) {
+    Refuse(c, RefuseCode::kDuplicateNode, who + ": node rank already joined attempt " +
+                                              std::to_string(attempt_));
+    return Status::Ok();
+  }
+  c.join = join;
+  if (phase_ != Phase::kGathering) {
+    // Exclusivity: a late node waits for the next round instead of forming a parallel group.
+    c.state = ConnState::kWaiting;
+    log::Info(std::string(kLogPrefix) + "late node waits for the next round",
+              {{"node_rank", std::to_string(join.node_rank)}});
+    return Status::Ok();
+  }
+  c.state = ConnState::kMember;
+  members_[join.node_rank] = c.fd.get();
+  return Status::Ok();
+}
+
+void RendezvousServer::Refuse(Conn& c, RefuseCode code, const std::string& reason) {
+  log::Warning(std::string(kLogPrefix) + "refused a join", {{"reason", reason}});
+  rendezvous::Refuse refuse;
+  refuse.code = code;
+  refuse.reason = reason;
+  Queue(c, Encode(refuse));
+  // Half-close: the refusal is delivered, and the peer's close ends the connection.
+  ::shutdown(c.fd.get(), SHUT_WR);
+  c.state = ConnState::kClosing;
+}
+
+void RendezvousServer::MaybeComplete() {
+  if (phase_ != Phase::kGathering) return;
+  const size_t joined = members_.size();
+  if (joined >= opt_.max_nodes) {
+    CompleteRound();
+    return;
+  }
+  if (joined < opt_.min_nodes) {
+    last_call_deadline_.reset();
+    return;
+  }
+  if (!last_call_deadline_) last_call_deadline_ = opt_.clock->Now() + opt_.last_call;
+  if (opt_.clock->Now() >= *last_call_deadline_) CompleteRound();
+}
+
+void RendezvousServer::CompleteRound() {
+  std::vector<Member> members;
+  members.reserve(members_.size());
+  bool want_table = false;
+  for (const auto& [node_rank, fd] : members_) {
+    const Join& j = conns_.at(fd)->join;
+    members.push_back(Member{j.node_rank, j.role, j.role_index, j.host, j.port, j.nproc});
+    want_table = want_table || j.want_peer_table;
+  }
+  StatusOr<Assignment> assignment = AssignRanks(std::move(members));
+  if (!assignment.ok()) {
+    AbortRound("rendezvous", -1, assignment.status().message());
+    return;
+  }
+  WorldMsg world;
+  world.attempt = attempt_;
+  world.nnodes = static_cast<uint32_t>(assignment->peers.size());
+  world.world_size = assignment->world_size;
+  world.master_host = assignment->peers.front().host;
+  if (opt_.nccl_id_source) world.nccl_id = opt_.nccl_id_source();
+  // The peer table is encoded once and shared by every member that asked for it.
+  std::string table;
+  if (want_table) table = Encode(PeerTable{assignment->peers});
+  const Clock::Steady now = opt_.clock->Now();
+  std::vector<std::pair<int, std::string>> sends;
+  sends.reserve(assignment->peers.size());
+  for (const PeerEntry& p : assignment->peers) {
+    const int fd = members_.at(p.node_rank);
+    Conn& c = *conns_.at(fd);
+    world.group_rank = p.group_rank;
+    world.first_rank = p.first_rank;
+    world.nproc = p.nproc;
+    c.last_seen = now;
+    std::string bytes = c.join.want_peer_table ? table : std::string();
+    bytes += Encode(world);
+    sends.emplace_back(fd, std::move(bytes));
+  }
+  phase_ = Phase::kRunning;
+  last_call_deadline_.reset();
+  const uint32_t round = attempt_;
+  for (const auto& [fd, bytes] : sends) {
+    // A failed write aborts the round (lost peer); the rest then get Abort, not a stale World.
+    if (attempt_ != round) break;
+    auto it = conns_.find(fd);
+    if (it != conns_.end()) Queue(*it->second, bytes);
+  }
+  const auto took = std::chrono::duration_cast<milliseconds>(now - gather_start_);
+  log::Info(std::string(kLogPrefix) + "round complete",
+            {{"attempt", std::to_string(round)},
+             {"nnodes", std::to_string(world.nnodes)},
+             {"world_size", std::to_string(world.world_size)},
+             {"nccl_id", world.nccl_id.empty() ? "none" : "set"},
+             {"gather_ms", std::to_string(took.count())}});
+}
+
+void RendezvousServer::AbortRound(const std::string& reason, int node_rank,
+                                  const std::string& message) {
+  log::Warning(std::string(kLogPrefix) + "aborting round",
+               {{"attempt", std::to_string(attempt_)},
+                {"reason", reason},
+                {"node_rank", std::to_string(node_rank)},
+                {"message", message}});
+  Abort abort;
+  abort.attempt = attempt_;
+  abort.reason = reason;
+  abort.node_rank = node_rank;
+  abort.message = message;
+  abort.restartable = phase_ != Phase::kFinishing;
+  const std::string bytes = Encode(abort);
+  std::vector<int> targets;
+  for (const auto& [fd, conn] : conns_) {
+    if (conn->state == ConnState::kMember || conn->state == ConnState::kWaiting) {
+      targets.push_back(fd);
+    }
+  }
+  for (int fd : targets) {
+    Conn& c = *conns_.at(fd);
+    c.state = ConnState::kClosing;  // clients reconnect for the next attempt
+    Queue(c, bytes);
+  }
+  members_.clear();
+  ++attempt_;
+  phase_ = Phase::kGathering;
+  last_call_deadline_.reset();
+  gather_start_ = opt_.clock->Now();
+}
+
+void RendezvousServer::OnTick() {
+  const Clock::Steady now = opt_.clock->Now();
+  next_tick_ = now + opt_.heartbeat_interval;
+  std::vector<int> silent;
+  const std::string beat = Encode(Heartbeat{attempt_});
+  std::vector<int> fds;
+  fds.reserve(conns_.size());
+  for (const auto& [fd, conn] : conns_) fds.push_back(fd);
+  for (int fd : fds) {
+    auto it = conns_.find(fd);
+    if (it == conns_.end()) continue;
+    Conn& c = *it->second;
+    if (now - c.last_seen > opt_.peer_timeout) {
+      silent.push_back(fd);
+      continue;
+    }
+    if (c.state == ConnState::kMember || c.state == ConnState::kWaiting) Queue(c, beat);
+  }
+  for (int fd : silent) {
+    if (conns_.count(fd) != 0) CloseConn(fd, "no heartbeat within the peer timeout");
+  }
+}
+
+void RendezvousServer::CloseConn(int fd, const std::string& why) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;
+  std::unique_ptr<Conn> conn = std::move(it->second);
+  conns_.erase(it);
+  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  if (conn->state != ConnState::kMember) return;
+  const uint32_t node_rank = conn->join.node_rank;
+  members_.erase(node_rank);
+  if (phase_ == Phase::kGathering) {
+    log::Info(std::string(kLogPrefix) + "a node left before the round completed",
+              {{"node_rank", std::to_string(node_rank)}, {"why", why}});
+    return;
+  }
+  AbortRound("peer-lost", static_cast<int>(node_rank),
+             "node " + std::to_string(node_rank) + " lost: " + why);
+}
+
+}  // namespace lockstep::launcher::rendezvous

@@ -1,0 +1,99 @@
+#pragma once
+// The rendezvous server that node 0's launcher hosts. One thread runs one epoll loop for every
+// peer (no thread per peer), so a round of 8,192 launchers costs one small frame each way.
+//
+// Rounds: a round (attempt N) gathers authenticated joins of attempt N and completes when
+// max_nodes joined, or when at least min_nodes joined and the last-call window passed. It then
+// hands each member its ranks and a fresh NCCL unique id and watches heartbeats. A member that
+// goes silent for peer_timeout or disconnects, or reports a failure, aborts the round: every
+// member gets Abort and the server waits for attempt N+1. A member that reports Done switches the
+// round to finishing: later losses still abort, but without a restart.
+//
+// Thread safety: Start/Stop/port from one owning thread; everything else runs on the loop thread.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "launcher/rendezvous/frame.h"
+#include "launcher/rendezvous/messages.h"
+#include "launcher/sys/fd.h"
+
+namespace lockstep::launcher::rendezvous {
+
+struct ServerOptions {
+  std::string run_id;
+  std::string token;
+  uint32_t attempt = 0;
+  uint32_t min_nodes = 1;
+  uint32_t max_nodes = 1;
+  std::chrono::milliseconds last_call{10000};
+  std::chrono::milliseconds peer_timeout{5000};
+  std::chrono::milliseconds heartbeat_interval{1000};
+  // Returns a fresh 128-byte NCCL unique id, or "" when NCCL is not loadable. Called on the loop
+  // thread once per completed round.
+  std::function<std::string()> nccl_id_source;
+  const Clock* clock = &RealClock::Get();
+};
+
+class RendezvousServer {
+ public:
+  // Binds `port` (0 = any) before returning, so clients may connect as soon as it exists.
+  static StatusOr<std::unique_ptr<RendezvousServer>> Listen(ServerOptions options, uint16_t port);
+  ~RendezvousServer();
+
+  uint16_t port() const { return port_; }
+  void Start();
+  void Stop();
+  // Members of a running or finishing round that have not reported Done; 0 while gathering.
+  // Node 0 waits for this to reach 0 before leaving, so peers never lose their server early.
+  uint32_t ActiveMembers() const { return active_members_.load(); }
+
+ private:
+  enum class ConnState { kAwaitJoin, kMember, kWaiting, kClosing };
+  enum class Phase { kGathering, kRunning, kFinishing };
+  struct Conn;
+
+  RendezvousServer(ServerOptions options, sys::UniqueFd listen_fd, uint16_t port);
+  void Loop();
+  void AcceptAll();
+  void OnReadable(Conn& c);
+  void OnWritable(Conn& c);
+  Status OnFrame(Conn& c, const Frame& frame);
+  Status OnJoin(Conn& c, const Join& join);
+  void Refuse(Conn& c, RefuseCode code, const std::string& reason);
+  void MaybeComplete();
+  void CompleteRound();
+  void AbortRound(const std::string& reason, int node_rank, const std::string& message);
+  void OnTick();
+  void Queue(Conn& c, std::string_view bytes);
+  void CloseConn(int fd, const std::string& why);
+  std::chrono::milliseconds NextTimeout() const;
+
+  ServerOptions opt_;
+  sys::UniqueFd listen_fd_;
+  sys::UniqueFd epoll_fd_;
+  sys::UniqueFd wake_fd_;
+  uint16_t port_;
+  std::thread thread_;
+
+  std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+  uint32_t attempt_;
+  Phase phase_ = Phase::kGathering;
+  std::map<uint32_t, int> members_;  // node rank -> fd, for the current attempt
+  std::optional<Clock::Steady> last_call_deadline_;
+  Clock::Steady next_tick_;
+  Clock::Steady gather_start_;
+  std::atomic<uint32_t> active_members_{0};
+};
+
+}  // namespace lockstep::launcher::rendezvous

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Every panel of the Grafana dashboard shows data from a real operator: run lockstep-operator
+# against the local control plane, scrape it with a real Prometheus (Debian's package) every
+# second, drive TrainingJobs through their lives (one runs and succeeds, one loses a node and
+# recovers), then evaluate each panel's PromQL with the template variables substituted through
+# Prometheus's HTTP API on loopback. A query that returns no series fails the test.
+#
+#   prometheus_dashboard_test.sh /path/to/lockstep-operator
+set -euo pipefail
+# shellcheck source=tests/integration/helm/lib.sh
+source "$(dirname "$0")/lib.sh"
+require_tools
+OPERATOR="${1:?usage: $0 /path/to/lockstep-operator}"
+[[ -x "$OPERATOR" ]] || fail "lockstep-operator not built at $OPERATOR"
+PROMETHEUS="${PROMETHEUS:-$(command -v prometheus || echo /usr/bin/prometheus)}"
+[[ -x "$PROMETHEUS" ]] || fail "prometheus not installed (Debian package prometheus, hack/setup.sh)"
+DASHBOARD="$REPO/helm/lockstep/dashboards/lockstep.json"
+
+JOBS_NS="lockstep-prom-$SUFFIX"
+WORK="$(mktemp -d)"
+OPERATOR_PID="" PROMETHEUS_PID=""
+
+cleanup() {
+  local pid
+  for pid in "$OPERATOR_PID" "$PROMETHEUS_PID"; do
+    [[ -n "$pid" ]] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+  done
+  # Give the node back to kwok so later suites have every node.
+  if [[ -s "$WORK/killed-node" ]]; then
+    kubectl annotate node "$(cat "$WORK/killed-node")" kwok.x-k8s.io/node=fake --overwrite \
+      >/dev/null 2>&1 || true
+  fi
+  kubectl delete namespace "$JOBS_NS" --wait=false >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+start_operator() {
+  kubectl apply -f "$REPO/crds/$CRD_FILE" >/dev/null
+  wait_for 60 crd_established || fail "CRD not Established"
+  kubectl create namespace "$JOBS_NS" >/dev/null
+  METRICS_PORT="$(free_port)"; HEALTH_PORT="$(free_port)"
+  "$OPERATOR" --kubeconfig "$KUBECONFIG" --namespace "$JOBS_NS" \
+    --leader-elect --leader-election-namespace "$JOBS_NS" \
+    --metrics-bind-address "127.0.0.1:$METRICS_PORT" \
+    --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \
+    --launcher-image lockstep/launcher:0.1.0 --log-format text >"$WORK/operator.log" 2>&1 &
+  OPERATOR_PID=$!
+  ready() { curl -fsS "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1; }
+  wait_for 60 ready || { tail -30 "$WORK/operator.log"; fail "operator not ready"; }
+  ok "operator ready, metrics on 127.0.0.1:$METRICS_PORT"
+}
+
+start_prometheus() {
+  PROM_PORT="$(free_port)"
+  cat >"$WORK/prometheus.yml" <<CONFIG
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+scrape_configs:
+- job_name: lockstep-operator
+  static_configs: [{targets: ["127.0.0.1:$METRICS_PORT"]}]
+CONFIG
+  "$PROMETHEUS" --config.file "$WORK/prometheus.yml" --storage.tsdb.path "$WORK/tsdb" \
+    --web.listen-address "127.0.0.1:$PROM_PORT" --log.level warn >"$WORK/prometheus.log" 2>&1 &
+  PROMETHEUS_PID=$!
+  up() {
+    local r
+    r="$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode 'query=up == 1')" &&
+      grep -q '"lockstep-operator"' <<<"$r"
+  }
+  wait_for 60 up || { tail -20 "$WORK/prometheus.log"; fail "Prometheus does not scrape"; }
+  local version; version="$("$PROMETHEUS" --version 2>&1 | head -1 | awk '{print $3}')"
+  ok "Prometheus $version scrapes the operator every second"
+}
+
+state_of() { job_field "$JOBS_NS" "$1" .status.state; }
+state_is() { [[ "$(state_of "$1")" == "$2" ]]; }
+
+# Like a kubelet whose containers exited 0: every pod of the job Succeeded.
+SUCCEEDED='{"status": {"phase": "Succeeded", "containerStatuses": [{"name": "trainer",
+  "ready": false, "restartCount": 0, "image": "lockstep/examples:dev", "imageID": "",
+  "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}}'
+succeed_pods() {
+  local pod
+  for pod in $(pods_of "$JOBS_NS" "$1" | cut -f1); do
+    kubectl patch pod "$pod" -n "$JOBS_NS" --subresource=status --type=merge -p "$SUCCEEDED" \
+      >/dev/null
+  done
+}
+
+drive_jobs() {
+  training_job prom-ok | kubectl apply -n "$JOBS_NS" -f - >/dev/null
+  training_job prom-recover | kubectl apply -n "$JOBS_NS" -f - >/dev/null
+  wait_for 90 state_is prom-ok Running || fail "prom-ok not Running: $(state_of prom-ok)"
+  wait_for 90 state_is prom-recover Running || fail "prom-recover not Running"
+  ok "two jobs Running"
+  succeed_pods prom-ok
+  wait_for 60 state_is prom-ok Succeeded || fail "prom-ok not Succeeded: $(state_of prom-ok)"
+  ok "prom-ok Succeeded"
+  # A node dies the way a kubelet does: kwok stops renewing its Lease and status.
+  local node; node="$(pods_of "$JOBS_NS" prom-recover | awk -F'\t' 'NR == 1 {print $2}')"
+  [[ -n "$node" ]] || fail "prom-recover has no bound pod"
+  echo "$node" >"$WORK/killed-node"
+  kubectl annotate node "$node" kwok.x-k8s.io/node- >/dev/null
+  # shellcheck disable=SC2329  # called through wait_for
+  restarted() {
+    [[ "$(job_field "$JOBS_NS" prom-recover .status.attempt)" -ge 1 ]]
+  }
+  wait_for 180 restarted || fail "no restart after $node died: $(state_of prom-recover)"
+  wait_for 120 state_is prom-recover Running || fail "prom-recover did not recover"
+  ok "prom-recover lost $node and runs again"
+}
+
+# One line per target: "<panel title>\t<expr>", template variables substituted as Grafana would
+# with the defaults (namespace: All).
+panel_queries() {
+  python3 - "$DASHBOARD" <<'PY'
+import json, sys
+dashboard = json.load(open(sys.argv[1]))
+for panel in dashboard["panels"]:
+    for target in panel.get("targets", []):
+        expr = (target["expr"].replace("$__rate_interval", "1m")
+                .replace("$namespace", ".*").replace("${namespace}", ".*"))
+        print(f'{panel["title"]}\t{expr}')
+PY
+}
+
+evaluate_panels() {
+  sleep 5  # at least a few scrapes after the last transition, for rate() windows
+  local title expr result count failed=0 total=0
+  while IFS=$'\t' read -r title expr; do
+    total=$((total + 1))
+    result="$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/query" \
+                --data-urlencode "query=$expr")" ||
+      { echo "  FAIL $title: query error for $expr" >&2; failed=$((failed + 1)); continue; }
+    count="$(python3 -c 'import json, sys; print(len(json.load(sys.stdin)["data"]["result"]))' \
+               <<<"$result")"
+    if (( count == 0 )); then
+      echo "  FAIL $title: no series for $expr" >&2; failed=$((failed + 1))
+    else
+      echo "  ok $title: $count series"
+    fi
+  done < <(panel_queries)
+  if (( failed > 0 )); then
+    echo "FAIL: $failed of $total panel queries returned no series" >&2
+    return 1
+  fi
+  ok "all $total panel queries return data"
+}
+
+start_operator
+start_prometheus
+# Panels are evaluated even when a lifecycle step fails, so the report shows which panels that
+# step would have fed; either failure fails the test.
+drive_rc=0
+( drive_jobs ) || drive_rc=$?
+panels_rc=0
+evaluate_panels || panels_rc=$?
+(( drive_rc == 0 )) || fail "the job lifecycle did not complete (see above)"
+(( panels_rc == 0 )) || fail "some panels show no data"
+echo "dashboard against a real Prometheus: all checks passed"

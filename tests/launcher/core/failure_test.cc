@@ -1,0 +1,163 @@
+// Failure handling across launcher processes: a killed launcher, a crashing child with in-place
+// restarts, SIGTERM forwarding, and hang detection.
+#include <signal.h>
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace lockstep::launcher::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Steady = std::chrono::steady_clock;
+
+class FailureTest : public ::testing::Test {
+ protected:
+  LauncherSpec Spec(int nnodes, int node_rank, int nproc, std::vector<std::string> child_args,
+                    std::vector<std::string> extra = {}) {
+    LauncherSpec s;
+    s.args = {"--nnodes", std::to_string(nnodes), "--node-rank", std::to_string(node_rank),
+              "--nproc-per-node", std::to_string(nproc), "--rdzv-endpoint",
+              "127.0.0.1:" + std::to_string(port_), "--rdzv-id", "failure-test",
+              "--advertise-addr", "127.0.0.1", "--join-timeout", "30", "--grace-period", "2"};
+    s.args.insert(s.args.end(), extra.begin(), extra.end());
+    s.command = {LOCKSTEP_TEST_CHILD_BIN, dir_.path()};
+    s.command.insert(s.command.end(), child_args.begin(), child_args.end());
+    s.env = {{"LOCKSTEP_TOKEN", "t"}, {"LOCKSTEP_NCCL_LIBRARY", "/nonexistent/libnccl.so.2"}};
+    return s;
+  }
+  void StartGang(int nnodes, int nproc, std::vector<std::string> child_args,
+                 std::vector<std::string> extra = {}) {
+    for (int i = 0; i < nnodes; ++i) {
+      launchers_.push_back(std::make_unique<LauncherProcess>(
+          Spec(nnodes, i, nproc, child_args, extra),
+          dir_.path() + "/launcher." + std::to_string(i) + ".log"));
+    }
+  }
+  std::string Logs() const {
+    std::string out;
+    for (const auto& l : launchers_) out += l->Log();
+    return out;
+  }
+  std::string Termination(int node) const {
+    return ReadFile(dir_.path() + "/launcher." + std::to_string(node) + ".log.termination");
+  }
+
+  TempDir dir_;
+  int port_ = FreePort();
+  std::vector<std::unique_ptr<LauncherProcess>> launchers_;
+};
+
+TEST_F(FailureTest, KillingOneLauncherStopsEveryOtherNodesChildrenWithin5s) {
+  StartGang(4, 2, {"--forever"});
+  ASSERT_TRUE(WaitForFiles(dir_.path(), "env.0.", 8, seconds(30))) << Logs();
+  const std::vector<std::map<std::string, std::string>> envs = ReadEnvFiles(dir_.path(), "0");
+  launchers_[2]->Signal(SIGKILL);
+  const Steady::time_point killed = Steady::now();
+  for (int i : {0, 1, 3}) {
+    std::optional<int> code = launchers_[static_cast<size_t>(i)]->Wait(seconds(10));
+    ASSERT_TRUE(code.has_value()) << "launcher " << i << " kept running\n" << Logs();
+    EXPECT_EQ(*code, 75) << launchers_[static_cast<size_t>(i)]->Log();
+    EXPECT_NE(Termination(i).find("peer-lost"), std::string::npos) << Termination(i);
+  }
+  EXPECT_LT(Steady::now() - killed, seconds(5)) << Logs();
+  // Every surviving node's children got SIGTERM; the killed node's children died with it.
+  for (const auto& env : envs) {
+    const int rank = std::stoi(env.at("LOCKSTEP_RANK"));
+    if (rank / 2 == 2) {
+      const pid_t pid = std::stoi(env.at("PID"));
+      const Steady::time_point until = Steady::now() + seconds(3);
+      while (::kill(pid, 0) == 0 && Steady::now() < until) {
+        std::this_thread::sleep_for(milliseconds(20));
+      }
+      EXPECT_NE(::kill(pid, 0), 0) << "orphaned rank " << rank << " still alive";
+    } else {
+      EXPECT_TRUE(FileExists(dir_.path() + "/term.0." + std::to_string(rank))) << rank;
+    }
+  }
+}
+
+TEST_F(FailureTest, LosingNodeZeroStopsTheOthersWithThePeerLostCode) {
+  StartGang(3, 1, {"--forever"}, {"--peer-timeout", "2"});
+  ASSERT_TRUE(WaitForFiles(dir_.path(), "env.0.", 3, seconds(30))) << Logs();
+  launchers_[0]->Signal(SIGKILL);
+  const Steady::time_point killed = Steady::now();
+  for (int i : {1, 2}) {
+    std::optional<int> code = launchers_[static_cast<size_t>(i)]->Wait(seconds(10));
+    ASSERT_TRUE(code.has_value()) << Logs();
+    EXPECT_EQ(*code, 75) << Logs();
+  }
+  EXPECT_LT(Steady::now() - killed, seconds(5));
+}
+
+TEST_F(FailureTest, InPlaceRestartRecoversFromAChildCrash) {
+  // Rank 3 fails in the first attempt only; the gang restarts in place and then succeeds.
+  StartGang(3, 2, {"--sleep", "1", "--fail-rank", "3", "--fail-code", "3", "--fail-restart", "0"},
+            {"--max-restarts", "2"});
+  for (size_t i = 0; i < launchers_.size(); ++i) {
+    std::optional<int> code = launchers_[i]->Wait(seconds(60));
+    ASSERT_TRUE(code.has_value()) << Logs();
+    EXPECT_EQ(*code, 0) << Logs();
+  }
+  const auto first = ReadEnvFiles(dir_.path(), "0");
+  const auto second = ReadEnvFiles(dir_.path(), "1");
+  EXPECT_EQ(first.size(), 6u);
+  ASSERT_EQ(second.size(), 6u) << Logs();
+  for (const auto& env : second) {
+    EXPECT_EQ(env.at("LOCKSTEP_RESTART_COUNT"), "1");
+    EXPECT_EQ(env.at("LOCKSTEP_ATTEMPT"), "1");
+  }
+}
+
+TEST_F(FailureTest, WithoutRestartsTheFailingNodeExitsWithTheChildCode) {
+  StartGang(2, 2, {"--forever", "--fail-rank", "1", "--fail-code", "3"});
+  std::optional<int> failing = launchers_[0]->Wait(seconds(30));
+  std::optional<int> other = launchers_[1]->Wait(seconds(30));
+  ASSERT_TRUE(failing && other) << Logs();
+  EXPECT_EQ(*failing, 3) << Logs();
+  EXPECT_EQ(*other, 75) << Logs();
+  EXPECT_NE(Termination(1).find("\"reason\":\"peer-failed\""), std::string::npos) << Termination(1);
+  const std::string report = Termination(0);
+  EXPECT_NE(report.find("\"rank\":1"), std::string::npos) << report;
+  EXPECT_NE(report.find("\"exitCode\":3"), std::string::npos) << report;
+  EXPECT_NE(report.find("failing with code 3 on purpose"), std::string::npos) << report;
+}
+
+TEST_F(FailureTest, SigtermReachesTheChildren) {
+  StartGang(2, 2, {"--forever"});
+  ASSERT_TRUE(WaitForFiles(dir_.path(), "env.0.", 4, seconds(30))) << Logs();
+  launchers_[1]->Signal(SIGTERM);
+  std::optional<int> code = launchers_[1]->Wait(seconds(10));
+  ASSERT_TRUE(code.has_value()) << Logs();
+  EXPECT_EQ(*code, 143) << Logs();
+  EXPECT_TRUE(FileExists(dir_.path() + "/term.0.2"));
+  EXPECT_TRUE(FileExists(dir_.path() + "/term.0.3"));
+  std::optional<int> node0 = launchers_[0]->Wait(seconds(10));
+  ASSERT_TRUE(node0.has_value()) << Logs();
+  EXPECT_EQ(*node0, 75);
+}
+
+TEST_F(FailureTest, ARankThatStopsTouchingItsHeartbeatFileIsAHang) {
+  // Each pod has its own filesystem in a cluster; here each launcher gets its own file.
+  for (int i = 0; i < 2; ++i) {
+    launchers_.push_back(std::make_unique<LauncherProcess>(
+        Spec(2, i, 2, {"--forever", "--heartbeat-every", "0.2", "--no-heartbeat-rank", "3"},
+             {"--hang-timeout", "1.5", "--heartbeat-file",
+              dir_.path() + "/heartbeat-node" + std::to_string(i)}),
+        dir_.path() + "/launcher." + std::to_string(i) + ".log"));
+  }
+  std::optional<int> hung = launchers_[1]->Wait(seconds(20));
+  std::optional<int> other = launchers_[0]->Wait(seconds(20));
+  ASSERT_TRUE(hung && other) << Logs();
+  EXPECT_EQ(*hung, 76) << Logs();
+  EXPECT_EQ(*other, 75) << Logs();
+  EXPECT_NE(Termination(1).find("\"reason\":\"hang\""), std::string::npos) << Termination(1);
+  EXPECT_NE(Termination(1).find("rank 3"), std::string::npos) << Termination(1);
+}
+
+}  // namespace
+}  // namespace lockstep::launcher::testing

@@ -1,0 +1,92 @@
+// A stand-in training process for the multi-process launcher tests. It records the environment
+// the launcher gave it, then behaves as told:
+//   lockstep_test_child OUTDIR [--sleep S] [--forever] [--fail-rank R --fail-code C]
+//                              [--fail-restart N] [--heartbeat-every S] [--no-heartbeat-rank R]
+// Files: OUTDIR/env.<attempt>.<rank> (KEY=VALUE lines, written atomically),
+//        OUTDIR/term.<attempt>.<rank> when SIGTERM arrives (then exits 143).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+
+extern char** environ;
+
+namespace {
+
+std::string g_term_file;
+
+void OnTerm(int) {
+  int fd = ::open(g_term_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) ::close(fd);
+  ::_exit(143);
+}
+
+std::string Env(const char* name, const char* fallback = "") {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+void Touch(const std::string& path) {
+  std::ofstream(path, std::ios::app).flush();
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 64;
+  const std::string dir = argv[1];
+  double sleep_s = 0, heartbeat_every = 0;
+  bool forever = false;
+  int fail_rank = -1, fail_code = 1, fail_restart = 0, no_heartbeat_rank = -1;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() { return i + 1 < argc ? argv[++i] : "0"; };
+    if (a == "--sleep") sleep_s = std::atof(next());
+    else if (a == "--forever") forever = true;
+    else if (a == "--fail-rank") fail_rank = std::atoi(next());
+    else if (a == "--fail-code") fail_code = std::atoi(next());
+    else if (a == "--fail-restart") fail_restart = std::atoi(next());
+    else if (a == "--heartbeat-every") heartbeat_every = std::atof(next());
+    else if (a == "--no-heartbeat-rank") no_heartbeat_rank = std::atoi(next());
+  }
+  const int rank = std::atoi(Env("LOCKSTEP_RANK", "-1").c_str());
+  const int restart = std::atoi(Env("LOCKSTEP_RESTART_COUNT", "0").c_str());
+  const std::string tag = Env("LOCKSTEP_ATTEMPT", "x") + "." + std::to_string(rank);
+  g_term_file = dir + "/term." + tag;
+  ::signal(SIGTERM, OnTerm);
+
+  const std::string path = dir + "/env." + tag;
+  {
+    std::ofstream out(path + ".tmp");
+    out << "PID=" << ::getpid() << "\n";
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::strncmp(*e, "LOCKSTEP_", 9) == 0) out << *e << "\n";
+    }
+  }
+  std::rename((path + ".tmp").c_str(), path.c_str());
+
+  if (rank == fail_rank && restart == fail_restart) {
+    std::fprintf(stderr, "test child rank %d failing with code %d on purpose\n", rank, fail_code);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return fail_code;
+  }
+  const std::string heartbeat = Env("LOCKSTEP_HEARTBEAT_FILE");
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!forever && elapsed >= sleep_s) return 0;
+    if (heartbeat_every > 0 && !heartbeat.empty() && rank != no_heartbeat_rank) Touch(heartbeat);
+    std::this_thread::sleep_for(std::chrono::milliseconds(
+        heartbeat_every > 0 ? static_cast<int>(heartbeat_every * 1000) : 50));
+  }
+}

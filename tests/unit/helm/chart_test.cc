@@ -1,0 +1,314 @@
+// helm/lockstep rendered by the real `helm` binary: lint and schema, the objects a default install
+// creates, the hardening of the Deployment, the exact RBAC grants in both scopes, and the CRD and
+// dashboard copies staying in step with their sources.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/unit/helm/command.h"
+#include "tests/unit/helm/rendered_chart.h"
+
+namespace lockstep::helmtest {
+namespace {
+
+const std::string kFullname = std::string(kRelease) + "-lockstep";
+
+// Every grant the operator needs, and nothing else (docs/install.md names the code path behind
+// each). A change here is a change to the operator's privileges: review it as one.
+const std::set<Grant> kNamespacedGrants = {
+    {"lockstep.dev", "trainingjobs", "get"},
+    {"lockstep.dev", "trainingjobs", "list"},
+    {"lockstep.dev", "trainingjobs", "watch"},
+    {"lockstep.dev", "trainingjobs", "delete"},
+    {"lockstep.dev", "trainingjobs/status", "get"},
+    {"lockstep.dev", "trainingjobs/status", "patch"},
+    {"lockstep.dev", "trainingjobs/finalizers", "update"},
+    {"", "pods", "get"},
+    {"", "pods", "list"},
+    {"", "pods", "watch"},
+    {"", "pods", "create"},
+    {"", "pods", "delete"},
+    {"", "pods/binding", "create"},
+    {"", "services", "get"},
+    {"", "services", "list"},
+    {"", "services", "watch"},
+    {"", "services", "create"},
+    {"", "secrets", "get"},
+    {"", "secrets", "list"},
+    {"", "secrets", "watch"},
+    {"", "secrets", "create"},
+    {"", "events", "create"},
+};
+const std::set<Grant> kClusterReadGrants = {
+    {"", "nodes", "get"},
+    {"", "nodes", "list"},
+    {"", "nodes", "watch"},
+    {"scheduling.k8s.io", "priorityclasses", "get"},
+    {"scheduling.k8s.io", "priorityclasses", "list"},
+    {"scheduling.k8s.io", "priorityclasses", "watch"},
+};
+const std::set<Grant> kPodReadGrants = {
+    {"", "pods", "get"}, {"", "pods", "list"}, {"", "pods", "watch"}};
+const std::set<Grant> kNodeLeaseGrants = {{"coordination.k8s.io", "leases", "get"},
+                                          {"coordination.k8s.io", "leases", "list"},
+                                          {"coordination.k8s.io", "leases", "watch"}};
+const std::set<Grant> kLeaderElectionGrants = {{"coordination.k8s.io", "leases", "get"},
+                                               {"coordination.k8s.io", "leases", "create"},
+                                               {"coordination.k8s.io", "leases", "update"}};
+
+std::set<Grant> Union(std::set<Grant> a, const std::set<Grant>& b) {
+  a.insert(b.begin(), b.end());
+  return a;
+}
+
+bool Contains(const std::vector<std::string>& list, const std::string& value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+YAML::Node OperatorContainer(const YAML::Node& deployment) {
+  return deployment["spec"]["template"]["spec"]["containers"][0];
+}
+
+TEST(HelmChart, LintIsClean) {
+  const CommandResult lint =
+      RunCommand({HelmBinary(), "lint", "--strict", SourcePath("helm/lockstep")});
+  EXPECT_TRUE(lint.ok()) << lint.out << lint.err;
+  EXPECT_EQ(lint.out.find("[WARNING]"), std::string::npos) << lint.out;
+}
+
+TEST(HelmChart, SchemaRejectsWrongTypesAndUnknownKeys) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--set", "replicaCount=two"},
+      {"--set", "crds.install=maybe"},
+      {"--set", "rbac.scope=everywhere"},
+      {"--set", "operator.logFormat=xml"},
+      {"--set", "metrics.port=99999"},
+      {"--set", "serviceMonitor.interval=often"},
+      {"--set", "podSecurityContext.runAsNonRoot=false"},
+      {"--set", "replicas=3"},  // a typo of replicaCount must not pass silently
+  };
+  for (const std::vector<std::string>& flags : bad) {
+    std::vector<std::string> argv = {HelmBinary(), "lint", SourcePath("helm/lockstep")};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const CommandResult lint = RunCommand(argv);
+    EXPECT_FALSE(lint.ok()) << "helm lint accepted " << flags[1];
+    EXPECT_NE((lint.out + lint.err).find("schema"), std::string::npos) << lint.out << lint.err;
+    const RenderedChart rendered = RenderChart(flags);
+    EXPECT_FALSE(rendered.error.empty()) << "helm template accepted " << flags[1];
+  }
+}
+
+TEST(HelmChart, DefaultInstallCreatesEveryObject) {
+  const RenderedChart chart = RenderChart();
+  ASSERT_EQ(chart.error, "");
+  EXPECT_TRUE(chart.Find("CustomResourceDefinition", "trainingjobs.lockstep.dev"));
+  EXPECT_TRUE(chart.Find("ServiceAccount", kFullname));
+  EXPECT_TRUE(chart.Find("ClusterRole", kFullname));
+  EXPECT_TRUE(chart.Find("ClusterRoleBinding", kFullname));
+  EXPECT_TRUE(chart.Find("Role", kFullname + "-leader-election"));
+  EXPECT_TRUE(chart.Find("Role", kFullname + "-node-leases"));
+  EXPECT_TRUE(chart.Find("Deployment", kFullname));
+  EXPECT_TRUE(chart.Find("PodDisruptionBudget", kFullname));
+  EXPECT_TRUE(chart.Find("Service", kFullname + "-metrics"));
+  EXPECT_TRUE(chart.Find("ConfigMap", kFullname + "-dashboard"));
+  EXPECT_TRUE(chart.Find("Pod", kFullname + "-test-metrics"));
+  EXPECT_TRUE(chart.OfKind("ServiceMonitor").empty()) << "ServiceMonitor must be opt-in";
+  for (const YAML::Node& doc : chart.docs) {
+    const YAML::Node labels = doc["metadata"]["labels"];
+    EXPECT_EQ(labels["app.kubernetes.io/instance"].as<std::string>(""), kRelease)
+        << doc["kind"] << " " << doc["metadata"]["name"];
+    EXPECT_EQ(labels["app.kubernetes.io/managed-by"].as<std::string>(""), "Helm");
+  }
+}
+
+TEST(HelmChart, DeploymentIsHighlyAvailableAndHardened) {
+  const RenderedChart chart = RenderChart();
+  ASSERT_EQ(chart.error, "");
+  const auto deployment = chart.Find("Deployment", kFullname);
+  ASSERT_TRUE(deployment);
+  EXPECT_EQ((*deployment)["spec"]["replicas"].as<int>(), 2);
+  const YAML::Node pod = (*deployment)["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["serviceAccountName"].as<std::string>(), kFullname);
+  EXPECT_TRUE(pod["securityContext"]["runAsNonRoot"].as<bool>());
+  EXPECT_EQ(pod["securityContext"]["runAsUser"].as<int>(), 65532);
+  EXPECT_EQ(pod["securityContext"]["seccompProfile"]["type"].as<std::string>(), "RuntimeDefault");
+
+  const YAML::Node container = OperatorContainer(*deployment);
+  const YAML::Node sc = container["securityContext"];
+  EXPECT_TRUE(sc["readOnlyRootFilesystem"].as<bool>());
+  EXPECT_FALSE(sc["allowPrivilegeEscalation"].as<bool>());
+  EXPECT_EQ(StringList(sc["capabilities"]["drop"]), std::vector<std::string>{"ALL"});
+  EXPECT_EQ(container["livenessProbe"]["httpGet"]["path"].as<std::string>(), "/healthz");
+  EXPECT_EQ(container["readinessProbe"]["httpGet"]["path"].as<std::string>(), "/readyz");
+  EXPECT_EQ(container["livenessProbe"]["httpGet"]["port"].as<std::string>(), "health");
+  EXPECT_TRUE(container["resources"]["requests"]["cpu"]);
+  EXPECT_TRUE(container["resources"]["requests"]["memory"]);
+  EXPECT_TRUE(container["resources"]["limits"]["memory"]);
+  EXPECT_EQ(container["image"].as<std::string>(), "lockstep/operator:0.1.0");
+
+  const std::vector<std::string> args = StringList(container["args"]);
+  EXPECT_TRUE(Contains(args, "--leader-elect"));
+  EXPECT_TRUE(Contains(args, std::string("--leader-election-namespace=") + kNamespace));
+  EXPECT_TRUE(Contains(args, "--leader-election-id=" + kFullname)) << "one Lease per release";
+  EXPECT_TRUE(Contains(args, "--metrics-bind-address=:8080"));
+  EXPECT_TRUE(Contains(args, "--health-probe-bind-address=:8081"));
+  EXPECT_TRUE(Contains(args, "--launcher-image=lockstep/launcher:0.1.0"));
+  for (const std::string& arg : args) {
+    EXPECT_NE(arg.rfind("--namespace=", 0), 0u) << "cluster scope watches every namespace";
+  }
+
+  const auto pdb = chart.Find("PodDisruptionBudget", kFullname);
+  ASSERT_TRUE(pdb);
+  EXPECT_EQ((*pdb)["spec"]["minAvailable"].as<int>(), 1);
+  using Labels = std::map<std::string, std::string>;
+  EXPECT_EQ((*pdb)["spec"]["selector"]["matchLabels"].as<Labels>(),
+            (*deployment)["spec"]["selector"]["matchLabels"].as<Labels>());
+}
+
+TEST(HelmChart, ImagesFollowValues) {
+  const RenderedChart chart =
+      RenderChart({"--set", "image.tag=1.2.3", "--set", "launcherImage.repository=reg/launch",
+                   "--set",
+                   "launcherImage.digest=sha256:" + std::string(64, 'a')});
+  ASSERT_EQ(chart.error, "");
+  const auto deployment = chart.Find("Deployment", kFullname);
+  ASSERT_TRUE(deployment);
+  const YAML::Node container = OperatorContainer(*deployment);
+  EXPECT_EQ(container["image"].as<std::string>(), "lockstep/operator:1.2.3");
+  EXPECT_TRUE(Contains(StringList(container["args"]),
+                       "--launcher-image=reg/launch@sha256:" + std::string(64, 'a')));
+}
+
+TEST(HelmChart, ClusterScopeGrantsExactlyWhatTheOperatorUses) {
+  const RenderedChart chart = RenderChart();
+  ASSERT_EQ(chart.error, "");
+  const auto role = chart.Find("ClusterRole", kFullname);
+  ASSERT_TRUE(role);
+  EXPECT_EQ(Grants(*role), Union(kNamespacedGrants, kClusterReadGrants));
+  EXPECT_EQ(chart.OfKind("ClusterRole").size(), 1u);
+
+  const auto election = chart.Find("Role", kFullname + "-leader-election");
+  ASSERT_TRUE(election);
+  EXPECT_EQ((*election)["metadata"]["namespace"].as<std::string>(), kNamespace);
+  EXPECT_EQ(Grants(*election), kLeaderElectionGrants);
+  // Renewing and taking over are limited to this release's Lease.
+  for (const YAML::Node& rule : (*election)["rules"]) {
+    const std::vector<std::string> verbs = StringList(rule["verbs"]);
+    if (Contains(verbs, "update") || Contains(verbs, "get")) {
+      EXPECT_EQ(StringList(rule["resourceNames"]), std::vector<std::string>{kFullname});
+    }
+  }
+  const auto node_leases = chart.Find("Role", kFullname + "-node-leases");
+  ASSERT_TRUE(node_leases);
+  EXPECT_EQ((*node_leases)["metadata"]["namespace"].as<std::string>(), "kube-node-lease");
+  EXPECT_EQ(Grants(*node_leases), kNodeLeaseGrants);
+
+  const auto binding = chart.Find("ClusterRoleBinding", kFullname);
+  ASSERT_TRUE(binding);
+  EXPECT_EQ((*binding)["subjects"][0]["name"].as<std::string>(), kFullname);
+  EXPECT_EQ((*binding)["subjects"][0]["namespace"].as<std::string>(), kNamespace);
+}
+
+TEST(HelmChart, NamespaceScopeUsesRolesAndNamespaceFlags) {
+  const RenderedChart chart =
+      RenderChart({"--set", "rbac.scope=namespace", "--set", "rbac.namespaces={team-a,team-b}"});
+  ASSERT_EQ(chart.error, "");
+  EXPECT_FALSE(chart.Find("ClusterRole", kFullname)) << "no cluster-wide writes or secrets";
+  const auto reads = chart.Find("ClusterRole", kFullname + "-cluster-read");
+  ASSERT_TRUE(reads);
+  EXPECT_EQ(Grants(*reads), Union(kClusterReadGrants, kPodReadGrants));
+
+  std::set<std::string> role_namespaces;
+  for (const YAML::Node& role : chart.OfKind("Role")) {
+    if (role["metadata"]["name"].as<std::string>() != kFullname) continue;
+    role_namespaces.insert(role["metadata"]["namespace"].as<std::string>());
+    EXPECT_EQ(Grants(role), kNamespacedGrants);
+  }
+  EXPECT_EQ(role_namespaces, (std::set<std::string>{"team-a", "team-b"}));
+
+  const auto deployment = chart.Find("Deployment", kFullname);
+  ASSERT_TRUE(deployment);
+  const std::vector<std::string> args = StringList(OperatorContainer(*deployment)["args"]);
+  EXPECT_TRUE(Contains(args, "--namespace=team-a"));
+  EXPECT_TRUE(Contains(args, "--namespace=team-b"));
+
+  const RenderedChart release_only = RenderChart({"--set", "rbac.scope=namespace"});
+  ASSERT_EQ(release_only.error, "");
+  const auto own = release_only.Find("Deployment", kFullname);
+  ASSERT_TRUE(own);
+  EXPECT_TRUE(Contains(StringList(OperatorContainer(*own)["args"]),
+                       std::string("--namespace=") + kNamespace));
+}
+
+TEST(HelmChart, ServiceMonitorSelectsTheMetricsService) {
+  const RenderedChart chart = RenderChart(
+      {"--set", "serviceMonitor.enabled=true", "--set",
+       "serviceMonitor.additionalLabels.release=kube-prometheus-stack"});
+  ASSERT_EQ(chart.error, "");
+  const auto monitor = chart.Find("ServiceMonitor", kFullname);
+  ASSERT_TRUE(monitor);
+  EXPECT_EQ((*monitor)["metadata"]["labels"]["release"].as<std::string>(),
+            "kube-prometheus-stack");
+  EXPECT_EQ((*monitor)["spec"]["endpoints"][0]["port"].as<std::string>(), "metrics");
+  const auto service = chart.Find("Service", kFullname + "-metrics");
+  ASSERT_TRUE(service);
+  EXPECT_EQ((*service)["spec"]["ports"][0]["name"].as<std::string>(), "metrics");
+  using Labels = std::map<std::string, std::string>;
+  for (const auto& [key, value] : (*monitor)["spec"]["selector"]["matchLabels"].as<Labels>()) {
+    EXPECT_EQ((*service)["metadata"]["labels"][key].as<std::string>(""), value) << key;
+  }
+}
+
+TEST(HelmChart, DashboardConfigMapCarriesTheDashboardFile) {
+  const RenderedChart chart = RenderChart();
+  ASSERT_EQ(chart.error, "");
+  const auto config_map = chart.Find("ConfigMap", kFullname + "-dashboard");
+  ASSERT_TRUE(config_map);
+  EXPECT_EQ((*config_map)["metadata"]["labels"]["grafana_dashboard"].as<std::string>(), "1");
+  std::string file = ReadFile(SourcePath("helm/lockstep/dashboards/lockstep.json"));
+  while (!file.empty() && file.back() == '\n') file.pop_back();
+  EXPECT_EQ((*config_map)["data"]["lockstep.json"].as<std::string>(), file);
+
+  const RenderedChart off = RenderChart({"--set", "grafanaDashboard.enabled=false"});
+  ASSERT_EQ(off.error, "");
+  EXPECT_TRUE(off.OfKind("ConfigMap").empty());
+}
+
+TEST(HelmChart, ChartCrdIsTheSourceCrd) {
+  const CommandResult check = RunCommand({"bash", SourcePath("hack/sync-chart-crds.sh"),
+                                          "--check"});
+  EXPECT_TRUE(check.ok()) << check.err;
+
+  const RenderedChart chart = RenderChart();
+  ASSERT_EQ(chart.error, "");
+  const auto rendered = chart.Find("CustomResourceDefinition", "trainingjobs.lockstep.dev");
+  ASSERT_TRUE(rendered);
+  EXPECT_EQ((*rendered)["metadata"]["annotations"]["helm.sh/resource-policy"].as<std::string>(),
+            "keep");
+  const YAML::Node source = YAML::LoadFile(SourcePath("crds/lockstep.dev_trainingjobs.yaml"));
+  EXPECT_EQ(YAML::Dump((*rendered)["spec"]), YAML::Dump(source["spec"]));
+
+  const RenderedChart without = RenderChart({"--set", "crds.install=false"});
+  ASSERT_EQ(without.error, "");
+  EXPECT_TRUE(without.OfKind("CustomResourceDefinition").empty());
+}
+
+TEST(HelmChart, TestHookCurlsTheMetricsService) {
+  const RenderedChart chart = RenderChart();
+  ASSERT_EQ(chart.error, "");
+  const auto pod = chart.Find("Pod", kFullname + "-test-metrics");
+  ASSERT_TRUE(pod);
+  EXPECT_EQ((*pod)["metadata"]["annotations"]["helm.sh/hook"].as<std::string>(), "test");
+  const std::string script = (*pod)["spec"]["containers"][0]["args"][0].as<std::string>();
+  EXPECT_NE(script.find(kFullname + "-metrics." + kNamespace + ".svc:8080/metrics"),
+            std::string::npos)
+      << script;
+}
+
+}  // namespace
+}  // namespace lockstep::helmtest

@@ -1,0 +1,113 @@
+#include "launcher/config/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "launcher/contract.h"
+
+namespace lockstep::launcher {
+namespace {
+
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(ConfigTest, DefaultsFromTheContract) {
+  StatusOr<LauncherConfig> c = ParseConfig({"--", "python", "train.py"}, Env({}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->framework, "generic");
+  EXPECT_EQ(c->min_nodes, 1u);
+  EXPECT_EQ(c->rdzv_endpoint.port, 29400);
+  EXPECT_EQ(c->peer_timeout.count(), 5000);
+  EXPECT_EQ(c->termination_log, "/dev/termination-log");
+  EXPECT_EQ(c->command, (std::vector<std::string>{"python", "train.py"}));
+  EXPECT_FALSE(c->has_token);
+}
+
+TEST(ConfigTest, FlagBeatsEnvBeatsDefault) {
+  StatusOr<LauncherConfig> c =
+      ParseConfig({"--nnodes=2:8", "--node-rank", "3", "--", "x"},
+                  Env({{"LOCKSTEP_NNODES", "4"}, {"LOCKSTEP_NPROC_PER_NODE", "8"},
+                       {"LOCKSTEP_HANG_TIMEOUT", "1.5"}, {"LOCKSTEP_TOKEN", "s3cret"}}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->min_nodes, 2u);
+  EXPECT_EQ(c->max_nodes, 8u);
+  EXPECT_EQ(c->node_rank, 3u);
+  EXPECT_EQ(c->nproc_per_node, 8u);
+  EXPECT_EQ(c->hang_timeout.count(), 1500);
+  EXPECT_TRUE(c->has_token);
+  EXPECT_EQ(c->token, "s3cret");
+}
+
+TEST(ConfigTest, TorchrunStyleCommandWithoutSeparator) {
+  StatusOr<LauncherConfig> c = ParseConfig({"--nproc-per-node", "2", "train.py", "--lr", "1"},
+                                           Env({}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->command, (std::vector<std::string>{"train.py", "--lr", "1"}));
+}
+
+TEST(ConfigTest, ErrorsNameTheFlagOrVariable) {
+  struct Case {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {{"--bogus", "1", "--", "x"}, {}, "unknown flag --bogus"},
+      {{"--nnodes", "0", "--", "x"}, {}, "--nnodes"},
+      {{"--nnodes", "4:2", "--", "x"}, {}, "MIN must be <= MAX"},
+      {{"--", "x"}, {{"LOCKSTEP_NODE_RANK", "1"}}, "LOCKSTEP_NODE_RANK"},
+      {{"--framework", "mxnet", "--", "x"}, {}, "--framework"},
+      {{"--rdzv-endpoint", "nohost", "--", "x"}, {}, "--rdzv-endpoint"},
+      {{"--", "x"}, {{"LOCKSTEP_PEER_TIMEOUT", "soon"}}, "LOCKSTEP_PEER_TIMEOUT"},
+      {{"--token-file", "/nonexistent/token", "--", "x"}, {}, "--token-file"},
+      {{"--nproc-per-node"}, {}, "missing value"},
+      {{"--nnodes", "2"}, {}, "no command"},
+  };
+  for (const Case& c : cases) {
+    StatusOr<LauncherConfig> got = ParseConfig(c.args, Env(c.env));
+    ASSERT_FALSE(got.ok()) << c.want;
+    EXPECT_NE(got.status().message().find(c.want), std::string::npos) << got.status();
+    EXPECT_EQ(got.status().message().find('\n'), std::string::npos) << "one line";
+  }
+}
+
+TEST(ConfigTest, TokenFileIsReadAndTrimmed) {
+  const std::string path = testing::TempDir() + "/token";
+  {
+    std::ofstream(path) << "abc123\n";
+  }
+  StatusOr<LauncherConfig> c = ParseConfig({"--token-file", path, "--", "x"}, Env({}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->token, "abc123");
+  std::remove(path.c_str());
+}
+
+TEST(ConfigTest, HelpListsEveryFlagAndEnvName) {
+  const std::string help = HelpText();
+  for (const contract::FlagSpec& f : contract::kFlags) {
+    EXPECT_NE(help.find(std::string(f.env)), std::string::npos) << f.env;
+    if (!f.flag.empty()) {
+      EXPECT_NE(help.find(std::string(f.flag)), std::string::npos) << f.flag;
+    }
+  }
+}
+
+TEST(ConfigTest, ContractEnvNamesAreUniqueAndPrefixed) {
+  for (size_t i = 0; i < contract::kFlags.size(); ++i) {
+    EXPECT_EQ(contract::kFlags[i].env.rfind("LOCKSTEP_", 0), 0u);
+    for (size_t j = i + 1; j < contract::kFlags.size(); ++j) {
+      EXPECT_NE(contract::kFlags[i].env, contract::kFlags[j].env);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lockstep::launcher
