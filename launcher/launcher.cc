@@ -336,8 +336,12 @@ Launcher::AttemptEnd Launcher::RunAttempt(const World& world, rendezvous::Sessio
 Status Launcher::StartServices(const World& world, const LocalPlan& plan) {
   if (world.node_rank != 0) return Status::Ok();
 #if defined(LOCKSTEP_HAVE_STORES)
-  // The store outlives in-place restarts: attempts use distinct key prefixes.
-  if (plan.tcp_store && !tcp_store_) {
+  // A fresh store per attempt: torch 2.15 no longer prefixes worker keys with the restart
+  // count, so a store kept across an in-place restart would hand the new attempt the dead
+  // attempt's gloo/NCCL addresses. The previous attempt's ranks are gone by now.
+  if (plan.tcp_store) {
+    if (tcp_store_) tcp_store_->Stop();
+    tcp_store_.reset();
     auto store = std::make_unique<stores::TcpStoreServer>();
     LS_ASSIGN_OR_RETURN(int port, store->Start(world.master_port));
     log::Info("TCPStore-compatible store listening", {{"port", std::to_string(port)}});

@@ -1,0 +1,112 @@
+"""PyTorch DDP / FSDP2 training under lockstep-launcher (--framework pytorch).
+
+The launcher gives every process torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE,
+MASTER_ADDR/PORT, TORCHELASTIC_*), so plain `init_process_group()` works; nothing here is
+specific to Lockstep. With TORCHELASTIC_USE_AGENT_STORE=True the processes join the store that
+node 0's launcher hosts instead of rank 0 hosting one.
+
+Prints one line per rank, `WEIGHTS rank=<r> sha=<sha256 of the final weights> loss=<last loss>`,
+so a test can check that every rank ends with identical weights.
+"""
+import argparse
+import hashlib
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+
+def parse_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--steps-per-epoch", type=int, default=10)
+    p.add_argument("--fsdp", action="store_true", help="shard with FSDP2 (fully_shard)")
+    p.add_argument("--checkpoint-dir", default="", help="save each epoch; resume on restart")
+    p.add_argument("--crash-at-epoch", type=int, default=-1,
+                   help="demo of in-place restarts: --crash-rank exits 1 at this epoch on the "
+                        "first attempt (TORCHELASTIC_RESTART_COUNT=0)")
+    p.add_argument("--crash-rank", type=int, default=0)
+    return p.parse_args()
+
+
+def make_model():
+    torch.manual_seed(0)  # same initial weights everywhere; DDP would broadcast them anyway
+    return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
+
+
+def batch(rank, epoch, step, size):
+    g = torch.Generator().manual_seed(1000 * rank + 100 * epoch + step)
+    x = torch.randn(size, 16, generator=g)
+    y = x.sum(dim=1, keepdim=True) * 0.5
+    return x, y
+
+
+def full_state(model):
+    """Full (unsharded) parameters; under FSDP2 each is a DTensor gathered collectively."""
+    out = {}
+    for name, t in model.state_dict().items():
+        out[name] = t.full_tensor() if hasattr(t, "full_tensor") else t
+    return out
+
+
+def digest(state):
+    h = hashlib.sha256()
+    for name in sorted(state):
+        h.update(name.encode())
+        h.update(state[name].detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def main():
+    args = parse_args()
+    cuda = torch.cuda.is_available()
+    dist.init_process_group("nccl" if cuda else "gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    device = torch.device("cuda", int(os.environ["LOCAL_RANK"])) if cuda else torch.device("cpu")
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+
+    model = make_model().to(device)
+    start_epoch = 0
+    ckpt = os.path.join(args.checkpoint_dir, "checkpoint.pt") if args.checkpoint_dir else ""
+    if ckpt and os.path.exists(ckpt):
+        saved = torch.load(ckpt, map_location=device)
+        model.load_state_dict(saved["model"])
+        start_epoch = saved["epoch"] + 1
+        print(f"RESUMED rank={rank} epoch={start_epoch} attempt={attempt}", flush=True)
+
+    if args.fsdp:
+        from torch.distributed.fsdp import fully_shard
+        fully_shard(model)
+        wrapped = model
+    else:
+        wrapped = nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(wrapped.parameters(), lr=0.05)
+
+    loss = torch.tensor(0.0)
+    for epoch in range(start_epoch, args.epochs):
+        if epoch == args.crash_at_epoch and rank == args.crash_rank and attempt == 0:
+            print(f"CRASH rank={rank} epoch={epoch}", flush=True)
+            os._exit(1)
+        for step in range(args.steps_per_epoch):
+            x, y = batch(rank, epoch, step, args.batch_size)
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(wrapped(x.to(device)), y.to(device))
+            loss.backward()
+            opt.step()
+        state = full_state(model)
+        if ckpt and rank == 0:
+            os.makedirs(args.checkpoint_dir, exist_ok=True)
+            torch.save({"model": state, "epoch": epoch}, ckpt + ".tmp")
+            os.replace(ckpt + ".tmp", ckpt)
+        dist.barrier()
+
+    state = full_state(model)
+    print(f"WEIGHTS rank={rank} world={world} sha={digest(state)} loss={loss.item():.6f}",
+          flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+#include "launcher/stores/tcpstore_state.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace lockstep::launcher::stores {
+namespace {
+
+std::string WaitDone() {
+  std::string out;
+  PutU8(kWaitStopWaiting, &out);
+  return out;
+}
+
+}  // namespace
+
+bool TcpStoreState::Handle(ConnId conn, const Request& req, std::vector<Reply>* replies) {
+  if (!validated_.contains(conn)) {
+    // The libuv server accepts nothing but VALIDATE as a connection's first request.
+    if (req.type != QueryType::kValidate || req.u32 != kValidationMagic) return false;
+    validated_.insert(conn);
+    return true;
+  }
+  std::string out;
+  switch (req.type) {
+    case QueryType::kValidate:
+      if (req.u32 != kValidationMagic) return false;
+      return true;
+    case QueryType::kPing:
+      PutU32(req.u32, &out);
+      break;
+    case QueryType::kGetNumKeys:
+      PutI64(static_cast<std::int64_t>(kv_.size()), &out);
+      break;
+    case QueryType::kCancelWait:
+      Disconnect(conn);  // clears its wait state only; it stays validated
+      validated_.insert(conn);
+      PutU8(kWaitCanceled, &out);
+      break;
+    case QueryType::kQueuePush:
+    case QueryType::kQueuePop:
+    case QueryType::kQueueLen:
+      HandleQueueOp(req, &out, replies);
+      break;
+    default:
+      if (!HandleKeyOp(conn, req, &out, replies)) return false;
+  }
+  if (!out.empty()) replies->push_back({conn, std::move(out)});
+  return true;
+}
+
+bool TcpStoreState::HandleKeyOp(ConnId conn, const Request& req, std::string* out,
+                                std::vector<Reply>* replies) {
+  switch (req.type) {
+    case QueryType::kSet:
+      Set(req.keys[0], req.values[0], replies);
+      return true;
+    case QueryType::kCompareSet: {
+      const std::string& key = req.keys[0];
+      auto it = kv_.find(key);
+      if (it == kv_.end()) {
+        // torch answers `expected` when the key is absent and expected is non-empty.
+        if (req.values[0].empty()) kv_[key] = req.values[1];
+        PutBytes(req.values[0].empty() ? req.values[1] : req.values[0], out);
+      } else {
+        if (it->second == req.values[0]) it->second = req.values[1];
+        PutBytes(it->second, out);
+      }
+      WakeAll(key, replies);
+      return true;
+    }
+    case QueryType::kGet: {
+      auto it = kv_.find(req.keys[0]);
+      PutBytes(it == kv_.end() ? std::string_view() : std::string_view(it->second), out);
+      return true;
+    }
+    case QueryType::kAdd: {
+      std::int64_t value = req.i64;
+      if (auto it = kv_.find(req.keys[0]); it != kv_.end()) {
+        std::int64_t old = 0;
+        const std::string& s = it->second;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), old);
+        if (ec != std::errc() || end != s.data() + s.size()) return false;
+        value += old;
+      }
+      Set(req.keys[0], std::to_string(value), replies);
+      PutI64(value, out);
+      return true;
+    }
+    case QueryType::kCheck: {
+      bool ready = std::all_of(req.keys.begin(), req.keys.end(),
+                               [&](const std::string& k) { return Ready(k); });
+      PutU8(ready ? kCheckReady : kCheckNotReady, out);
+      return true;
+    }
+    case QueryType::kWait:
+      if (Wait(conn, req.keys)) PutU8(kWaitStopWaiting, out);
+      return true;
+    case QueryType::kDeleteKey:
+      PutI64(static_cast<std::int64_t>(kv_.erase(req.keys[0])), out);
+      return true;
+    case QueryType::kAppend:
+      kv_[req.keys[0]].append(req.values[0]);
+      WakeAll(req.keys[0], replies);
+      return true;
+    case QueryType::kMultiGet:
+      for (const std::string& key : req.keys) {
+        auto it = kv_.find(key);
+        PutBytes(it == kv_.end() ? std::string_view() : std::string_view(it->second), out);
+      }
+      return true;
+    case QueryType::kMultiSet:
+      for (size_t i = 0; i < req.keys.size(); ++i) Set(req.keys[i], req.values[i], replies);
+      return true;
+    default:
+      return false;
+  }
+}
+
+void TcpStoreState::HandleQueueOp(const Request& req, std::string* out,
+                                  std::vector<Reply>* replies) {
+  const std::string& key = req.keys[0];
+  if (req.type == QueryType::kQueuePush) {
+    queues_[key].push_back(req.values[0]);
+    WakeOne(key, replies);  // one pushed item can satisfy only one blocked pop
+    return;
+  }
+  auto it = queues_.find(key);
+  const size_t len = it == queues_.end() ? 0 : it->second.size();
+  PutI64(static_cast<std::int64_t>(len), out);
+  if (req.type == QueryType::kQueuePop && len > 0) {
+    PutBytes(it->second.front(), out);
+    it->second.pop_front();
+  }
+}
+
+void TcpStoreState::Set(const std::string& key, std::string value, std::vector<Reply>* replies) {
+  kv_[key] = std::move(value);
+  WakeAll(key, replies);
+}
+
+bool TcpStoreState::Ready(const std::string& key) const {
+  if (kv_.contains(key)) return true;
+  auto it = queues_.find(key);
+  return it != queues_.end() && !it->second.empty();
+}
+
+bool TcpStoreState::Wait(ConnId conn, const std::vector<std::string>& keys) {
+  std::set<std::string> missing;
+  for (const std::string& key : keys) {
+    if (!Ready(key)) missing.insert(key);
+  }
+  if (missing.empty()) return true;
+  for (const std::string& key : missing) waiters_by_key_[key].push_back(conn);
+  waiting_[conn] = std::move(missing);
+  return false;
+}
+
+void TcpStoreState::WakeAll(const std::string& key, std::vector<Reply>* replies) {
+  auto it = waiters_by_key_.find(key);
+  if (it == waiters_by_key_.end()) return;
+  std::vector<ConnId> conns = std::move(it->second);
+  waiters_by_key_.erase(it);
+  for (ConnId conn : conns) {
+    auto w = waiting_.find(conn);
+    if (w == waiting_.end()) continue;
+    w->second.erase(key);
+    if (w->second.empty()) {
+      waiting_.erase(w);
+      replies->push_back({conn, WaitDone()});
+    }
+  }
+}
+
+void TcpStoreState::WakeOne(const std::string& key, std::vector<Reply>* replies) {
+  auto it = waiters_by_key_.find(key);
+  if (it == waiters_by_key_.end()) return;
+  auto& conns = it->second;
+  // Wake the first waiter for which this key was the last one missing; the others keep waiting.
+  for (auto c = conns.begin(); c != conns.end(); ++c) {
+    auto w = waiting_.find(*c);
+    if (w == waiting_.end() || w->second.size() != 1) continue;
+    const ConnId conn = *c;
+    conns.erase(c);
+    waiting_.erase(w);
+    replies->push_back({conn, WaitDone()});
+    break;
+  }
+  if (conns.empty()) waiters_by_key_.erase(it);
+}
+
+void TcpStoreState::Disconnect(ConnId conn) {
+  validated_.erase(conn);
+  auto w = waiting_.find(conn);
+  if (w == waiting_.end()) return;
+  for (const std::string& key : w->second) {
+    auto it = waiters_by_key_.find(key);
+    if (it == waiters_by_key_.end()) continue;
+    std::erase(it->second, conn);
+    if (it->second.empty()) waiters_by_key_.erase(it);
+  }
+  waiting_.erase(w);
+}
+
+}  // namespace lockstep::launcher::stores

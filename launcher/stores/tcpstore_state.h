@@ -1,0 +1,55 @@
+#pragma once
+// The key-value semantics of torch's TCPStore server, without sockets: keys and values, counters
+// kept as decimal strings (torch parses them back with stoll), blocked WAITs that complete when
+// their last missing key appears, and FIFO queues. Mirrors TCPStoreLibUvBackend.cpp so torch's
+// client (and torchelastic's rendezvous on top of it) cannot tell the difference.
+// Not thread-safe: the TcpStoreServer drives it from its one loop thread.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "launcher/stores/epoll_server.h"
+#include "launcher/stores/tcpstore_codec.h"
+
+namespace lockstep::launcher::stores {
+
+struct Reply {
+  ConnId conn;
+  std::string bytes;
+};
+
+class TcpStoreState {
+ public:
+  // Applies one request from `conn`, appending the replies it causes (to `conn`, and to clients
+  // whose WAIT it completes). Returns false on a request that must close the connection: anything
+  // before VALIDATE, a wrong magic number, or ADD on a value that is not a number.
+  bool Handle(ConnId conn, const Request& req, std::vector<Reply>* replies);
+  // Forgets the connection and any WAIT it had pending.
+  void Disconnect(ConnId conn);
+
+  size_t num_keys() const { return kv_.size(); }
+  size_t num_waiting() const { return waiting_.size(); }
+
+ private:
+  void Set(const std::string& key, std::string value, std::vector<Reply>* replies);
+  void WakeAll(const std::string& key, std::vector<Reply>* replies);
+  void WakeOne(const std::string& key, std::vector<Reply>* replies);
+  bool Ready(const std::string& key) const;
+  bool Wait(ConnId conn, const std::vector<std::string>& keys);
+  bool HandleKeyOp(ConnId conn, const Request& req, std::string* out, std::vector<Reply>* replies);
+  void HandleQueueOp(const Request& req, std::string* out, std::vector<Reply>* replies);
+
+  std::unordered_map<std::string, std::string> kv_;
+  std::unordered_map<std::string, std::deque<std::string>> queues_;
+  std::set<ConnId> validated_;
+  // conn -> keys its WAIT still misses; key -> conns waiting on it, in arrival order.
+  std::map<ConnId, std::set<std::string>> waiting_;
+  std::unordered_map<std::string, std::vector<ConnId>> waiters_by_key_;
+};
+
+}  // namespace lockstep::launcher::stores
