@@ -20,6 +20,7 @@
 #include "operator/kube/leader_elector.h"
 #include "operator/kube/metrics.h"
 #include "operator/kube/rest_client.h"
+#include "operator/scheduler/cycle/gang_scheduler.h"
 
 namespace lockstep::app {
 
@@ -30,6 +31,8 @@ struct OperatorApp::Parts {
   std::unique_ptr<controller::ControllerMetrics> metrics;
   std::unique_ptr<kube::RestClient> client;
   std::unique_ptr<controller::TrainingJobController> controller;
+  std::unique_ptr<kube::RestClient> scheduler_client;   // same transport, own rate limit
+  std::unique_ptr<scheduler::GangScheduler> scheduler;  // null with --gang-scheduler=false
   std::unique_ptr<kube::LeaderElector> elector;
   std::thread elector_thread;
   HttpServer metrics_server;
@@ -113,6 +116,19 @@ Status OperatorApp::Start() {
   copts.events.instance = Identity();
   p.controller = std::make_unique<controller::TrainingJobController>(
       *p.client, copts, p.kube_metrics.get(), p.metrics.get());
+  if (options_.gang_scheduler) {
+    scheduler::SchedulerOptions sopts;
+    // One watched namespace confines the scheduler's jobs and gangs to it (namespace-scoped
+    // RBAC); with several, it watches TrainingJobs cluster-wide and needs cluster-wide reads.
+    if (options_.namespaces.size() == 1) sopts.namespace_filter = options_.namespaces.front();
+    kube::RestOptions srest;
+    srest.qps = options_.scheduler_qps;
+    srest.burst = options_.scheduler_burst;
+    p.scheduler_client =
+        std::make_unique<kube::RestClient>(p.transport, srest, p.kube_metrics.get());
+    p.scheduler =
+        std::make_unique<scheduler::GangScheduler>(*p.scheduler_client, *p.registry, sopts);
+  }
 
   if (options_.metrics_bind_address != "0") {
     p.metrics_server.Handle("/metrics", [&p] { return Metrics(*p.registry, *p.controller); });
@@ -132,6 +148,7 @@ Status OperatorApp::Start() {
   p.controller->StartCaches();
   if (!options_.leader_elect) {
     p.controller->StartWorkers();
+    if (p.scheduler) p.scheduler->Start();
     return Status::Ok();
   }
   kube::LeaderElectionConfig le;
@@ -143,6 +160,8 @@ Status OperatorApp::Start() {
   cb.on_started_leading = [&p, id = le.identity] {
     log::Info("became leader; starting workers", {{"identity", id}});
     p.controller->StartWorkers();
+    // Binding is a leader's act: two schedulers would race for the same capacity.
+    if (p.scheduler) p.scheduler->Start();
   };
   cb.on_stopped_leading = [this] {
     {
@@ -173,6 +192,7 @@ int OperatorApp::Run() {
   WaitForShutdown();
   log::Info("shutting down");
   Parts& p = *parts_;
+  if (p.scheduler) p.scheduler->Stop();
   p.controller->Stop();
   if (p.elector) {
     p.elector->Stop();

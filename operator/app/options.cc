@@ -62,6 +62,9 @@ const std::map<std::string, Setter>& Setters() {
          o->namespaces.push_back(v);
          return Status::Ok();
        }},
+      {"gang-scheduler", [](const std::string& v, OperatorOptions* o) {
+         return ParseBool("gang-scheduler", v, &o->gang_scheduler);
+       }},
       {"leader-elect", [](const std::string& v, OperatorOptions* o) {
          return ParseBool("leader-elect", v, &o->leader_elect);
        }},
@@ -83,6 +86,12 @@ const std::map<std::string, Setter>& Setters() {
          return CheckAddress("health-probe-bind-address", v);
        }},
       {"qps", [](const std::string& v, OperatorOptions* o) { return ParseDouble("qps", v, &o->qps); }},
+      {"scheduler-qps", [](const std::string& v, OperatorOptions* o) {
+         return ParseDouble("scheduler-qps", v, &o->scheduler_qps);
+       }},
+      {"scheduler-burst", [](const std::string& v, OperatorOptions* o) {
+         return ParseInt("scheduler-burst", v, 1, &o->scheduler_burst);
+       }},
       {"burst", [](const std::string& v, OperatorOptions* o) {
          return ParseInt("burst", v, 1, &o->burst);
        }},
@@ -104,7 +113,9 @@ const std::map<std::string, Setter>& Setters() {
   return *setters;
 }
 
-bool IsBoolFlag(const std::string& name) { return name == "leader-elect"; }
+bool IsBoolFlag(const std::string& name) {
+  return name == "leader-elect" || name == "gang-scheduler";
+}
 
 }  // namespace
 
@@ -159,6 +170,9 @@ Flags:
   --workers N                        concurrent reconciles (default 4)
   --log-format json|text             log format (default text)
   --launcher-image IMAGE             image holding /lockstep-launcher (default lockstep/launcher:0.1.0)
+  --gang-scheduler=true|false        bind pods of schedulerName lockstep, whole gangs at once (default true)
+  --scheduler-qps N                  the scheduler's client-side requests per second (default 500)
+  --scheduler-burst N                the scheduler's client-side burst (default 1000)
   --help                             show this help
 )";
 }

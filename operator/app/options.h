@@ -24,6 +24,13 @@ struct OperatorOptions {
   int workers = 4;
   log::Format log_format = log::Format::kText;
   std::string launcher_image = "lockstep/launcher:0.1.0";
+  // The built-in gang scheduler binds pods with schedulerName lockstep (on the leader only).
+  // Off: something else binds them (tests that drive binding themselves).
+  bool gang_scheduler = true;
+  // The scheduler's own client-side limit: binding whole gangs needs hundreds of requests per
+  // second, far above what reconciles need.
+  double scheduler_qps = 500;
+  int scheduler_burst = 1000;
   bool help = false;
 };
 

@@ -74,7 +74,7 @@ Resources AllocatableFromMilli(const kube::ResourceList& milli) { return Convert
 NodeInfo ToNodeInfo(const kube::Node& node) {
   NodeInfo info;
   info.name = node.meta.name;
-  info.labels = node.meta.labels;
+  info.labels = {node.meta.labels.begin(), node.meta.labels.end()};
   for (const auto& t : node.taints) {
     // An unknown effect is treated as NoSchedule: the safe reading of a taint we do not know.
     info.taints.push_back(
@@ -90,7 +90,7 @@ PodRequest ToPodRequest(const kube::Pod& pod) {
   PodRequest req;
   req.requests = RequestsFromMilli(pod.requests);
   for (const auto& t : pod.tolerations) req.tolerations.push_back(ConvertToleration(t));
-  req.node_selector = pod.node_selector;
+  req.node_selector = {pod.node_selector.begin(), pod.node_selector.end()};
   for (const auto& term : pod.required_node_affinity) {
     req.required_affinity.push_back({ConvertRequirements(term.match_expressions),
                                      ConvertRequirements(term.match_fields)});

@@ -155,6 +155,13 @@ void GangScheduler::RunCycle() {
   const std::vector<PodPtr> pods = pods_.store().List();
   GangCollection gangs = Collect(pods);
   const Steady collected = clock_.Now();
+  // Nothing to place (e.g. gangs still arriving pod by pod): skip the snapshot, which re-sums
+  // every bound pod, except once per tick to keep the gauges fresh.
+  if (gangs.complete.empty() && start - last_gauges_ < options_.tick) {
+    ForgetStaleQueueEntries(gangs);
+    ++cycles_;
+    return;
+  }
 
   // Phase 2: the cluster as bound and assumed pods leave it.
   const Snapshot snapshot = BuildSnapshot(pods, collected);
@@ -190,6 +197,7 @@ void GangScheduler::RunCycle() {
   const Steady dispatched = clock_.Now();
 
   UpdateGauges(plan, pods, waiting);
+  last_gauges_ = dispatched;
   ForgetStaleQueueEntries(gangs);
   metrics_.cycle_duration.Observe(Seconds(dispatched - start));
   ++cycles_;

@@ -113,6 +113,7 @@ class GangScheduler {
   bool stopping_ = false;                             // guarded by mu_
   std::set<std::string> in_flight_;                   // gang keys being bound; guarded by mu_
   std::map<std::string, Steady> first_seen_;          // gang key -> queue entry; cycle thread
+  Steady last_gauges_{};                              // cycle thread
 
   std::atomic<int64_t> cycles_{0};
   std::atomic<int64_t> gangs_bound_{0};

@@ -109,7 +109,9 @@ Status OperatorProcess::Start() {
       LOCKSTEP_OPERATOR_BIN,
       "--metrics-bind-address=127.0.0.1:" + std::to_string(metrics_port_),
       "--health-probe-bind-address=127.0.0.1:" + std::to_string(health_port_),
-      "--launcher-image=lockstep/launcher:test", "--workers=4", "--log-format=text"};
+      "--launcher-image=lockstep/launcher:test", "--workers=4", "--log-format=text",
+      // These tests bind pods themselves to drive the lifecycle pod by pod.
+      "--gang-scheduler=false"};
   for (const std::string& ns : namespaces_) args.push_back("--namespace=" + ns);
   for (const std::string& a : extra_args_) args.push_back(a);
   pid_ = ::fork();

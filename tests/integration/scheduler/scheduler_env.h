@@ -1,0 +1,77 @@
+#pragma once
+// Fixture for the gang scheduler's integration tests: a namespace, a pool of kwok nodes of the
+// test's own (unique names, a pool label the test's pods select), TrainingJobs and the pods the
+// controller would create for them, and a GangScheduler confined to the namespace. Everything is
+// deleted afterwards.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <prometheus/registry.h>
+
+#include "operator/scheduler/cycle/gang_scheduler.h"
+#include "tests/integration/kube/test_env.h"
+
+namespace lockstep::scheduler::testing {
+
+inline constexpr char kPoolLabel[] = "lockstep.dev/test-pool";
+
+struct NodeSpec {
+  std::string block;  // label values; empty = unlabeled
+  std::string rack;
+  int gpus = 8;
+  bool kwok = true;  // false: nobody runs it, so it never becomes Ready
+  bool cordoned = false;
+  std::optional<std::string> taint_key;  // a NoSchedule taint
+};
+
+struct JobSpec {
+  int replicas = 1;
+  int gpus_per_pod = 8;
+  std::vector<std::string> topology_keys;
+  std::string required_topology_key;
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // Nodes "<ns>-n<i>"; returns their names.
+  std::vector<std::string> CreateNodes(const std::vector<NodeSpec>& specs);
+  // `blocks` x `racks` x `per_rack` nodes with labels block-<b> / block-<b>-rack-<r>.
+  std::vector<std::string> CreateTopology(int blocks, int racks, int per_rack, int gpus = 8);
+
+  void StartScheduler();
+  // The TrainingJob and then its pods (as the controller would create them).
+  void CreateJob(const std::string& name, const JobSpec& spec, bool with_pods = true);
+  void CreatePods(const std::string& job, const JobSpec& spec);
+  // A pod of another scheduler already bound to `node`.
+  void CreateForeignPod(const std::string& name, const std::string& node, int gpus);
+  void DeletePods(const std::string& job);
+
+  // Pod name -> node ("" when unbound) for a job.
+  std::map<std::string, std::string> Placement(const std::string& job);
+  int BoundCount(const std::string& job);
+  bool WaitAllBound(const std::string& job, int count, std::chrono::seconds timeout);
+  // The Scheduled condition as stored, or an empty object.
+  nlohmann::json ScheduledCondition(const std::string& job);
+  nlohmann::json NodeLabels(const std::string& node);
+
+  kube::RestClient& client() { return *cluster_.client; }
+  const std::string& ns() const { return ns_->name(); }
+
+  kube::testing::Cluster cluster_;
+  std::unique_ptr<kube::testing::TestNamespace> ns_;
+  std::vector<std::string> nodes_;
+  std::map<std::string, std::string> job_uids_;
+  prometheus::Registry registry_;
+  std::unique_ptr<GangScheduler> scheduler_;
+};
+
+}  // namespace lockstep::scheduler::testing
