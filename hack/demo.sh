@@ -50,6 +50,34 @@ if (( ${#examples[@]} > 0 )); then
   kubectl get pods -L lockstep.dev/role | head -20
 fi
 
+# The gang scheduler at work: a 10-pod x 8-GPU job cannot fit beside the examples, so it waits
+# with none of its pods bound and says why; when two examples end, it is placed whole.
+show_gang_wait_then_place() {
+  kubectl delete tj big-gang --ignore-not-found >/dev/null  # a rerun starts the story afresh
+  log "submitting big-gang: 10 pods x 8 GPUs, more than is free"
+  sed -e 's/name: pytorch-ddp/name: big-gang/' -e 's/replicas: 4 /replicas: 10 /' \
+    examples/pytorch-ddp.yaml | kubectl apply -f - >/dev/null
+  local msg=""
+  for _ in $(seq 1 50); do
+    msg="$(kubectl get tj big-gang -o jsonpath='{.status.conditions[?(@.type=="Scheduled")].message}')"
+    [[ -n "$msg" && "$msg" != *"waiting for the gang scheduler"* ]] && break
+    sleep 0.2
+  done
+  echo
+  echo "big-gang waits, zero pods bound: $msg"
+  echo "  bound pods: $(kubectl get pods -l lockstep.dev/job-name=big-gang \
+    -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true)"
+  log "deleting the pytorch-ddp and horovod examples to free 8 nodes"
+  kubectl delete tj pytorch-ddp horovod --wait=false >/dev/null
+  for _ in $(seq 1 150); do
+    [[ "$(kubectl get tj big-gang -o jsonpath='{.status.conditions[?(@.type=="Scheduled")].status}')" == True ]] && break
+    sleep 0.2
+  done
+  echo "big-gang: $(kubectl get tj big-gang -o jsonpath='{.status.conditions[?(@.type=="Scheduled")].message}')"
+  kubectl get events --field-selector involvedObject.name=big-gang --sort-by=.lastTimestamp | tail -4
+}
+if [[ -f examples/pytorch-ddp.yaml ]]; then show_gang_wait_then_place; fi
+
 echo
 echo "The local cluster '$CLUSTER' is up:"
 kubectl get nodes -L topology.lockstep.dev/block,topology.lockstep.dev/rack | head -6
