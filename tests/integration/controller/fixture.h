@@ -44,14 +44,17 @@ class OperatorTest : public ::testing::Test {
     return r.ok() ? *r : nlohmann::json();
   }
 
-  // Waits until the job has exactly `n` pods.
-  bool WaitForPods(const std::string& job, size_t n) {
+  // Waits until the job has exactly `n` pods. `limit` is longer where the garbage collector
+  // acts: it learns of a newly installed CRD (TrainingJob owners) only at its next discovery
+  // resync, every 30 s, so on a fresh cluster the first collection can take that long.
+  bool WaitForPods(const std::string& job, size_t n,
+                   std::chrono::seconds limit = std::chrono::seconds(30)) {
     return kube::testing::WaitFor(
         [&] {
           auto pods = ListJobPods(client(), ns(), job);
           return pods.ok() && pods->size() == n;
         },
-        std::chrono::seconds(30), std::chrono::milliseconds(100));
+        limit, std::chrono::milliseconds(100));
   }
 
   kube::testing::Cluster cluster_;

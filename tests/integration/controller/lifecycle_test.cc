@@ -90,7 +90,8 @@ TEST_F(OperatorTest, FourWorkerJobGetsItsChildrenAndTheyAreCollectedWithIt) {
   kube::DeleteOptions del;
   del.propagation_policy = "Background";
   ASSERT_TRUE(client().Delete(kube::resources::TrainingJobs(), ns(), "four", del).ok());
-  EXPECT_TRUE(WaitForPods("four", 0)) << "the garbage collector did not remove the pods";
+  EXPECT_TRUE(WaitForPods("four", 0, std::chrono::seconds(90)))
+      << "the garbage collector did not remove the pods";
   EXPECT_TRUE(kube::testing::WaitFor(
       [&] {
         return IsNotFound(client().Get(kube::resources::Services(), ns(), "four").status()) &&
