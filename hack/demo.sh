@@ -50,12 +50,12 @@ if (( ${#examples[@]} > 0 )); then
   kubectl get pods -L lockstep.dev/role | head -20
 fi
 
-# The gang scheduler at work: a 10-pod x 8-GPU job cannot fit beside the examples, so it waits
+# The gang scheduler at work: a 6-pod x 8-GPU job cannot fit beside the examples, so it waits
 # with none of its pods bound and says why; when two examples end, it is placed whole.
 show_gang_wait_then_place() {
   kubectl delete tj big-gang --ignore-not-found >/dev/null  # a rerun starts the story afresh
-  log "submitting big-gang: 10 pods x 8 GPUs, more than is free"
-  sed -e 's/name: pytorch-ddp/name: big-gang/' -e 's/replicas: 4 /replicas: 10 /' \
+  log "submitting big-gang: 6 pods x 8 GPUs, more than is free"
+  sed -e 's/name: pytorch-ddp/name: big-gang/' -e 's/replicas: 4 /replicas: 6 /' \
     examples/pytorch-ddp.yaml | kubectl apply -f - >/dev/null
   local msg=""
   for _ in $(seq 1 50); do
