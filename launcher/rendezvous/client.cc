@@ -1,5 +1,9 @@
 #include "launcher/rendezvous/client.h"
 
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
 #include <poll.h>
 
 #include <algorithm>
@@ -19,10 +23,20 @@ int MsUntil(Steady::time_point t) {
   return left < 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
 }
 
+// True when a termination signal (SIGTERM, SIGINT, ...) is pending on the launcher's signalfd.
+// The same signalfd carries SIGCHLD: a child of the previous attempt exiting just before an
+// in-place restart rejoins must not read as an interrupt, so SIGCHLD records are drained here
+// (children are reaped with waitpid, never through these records).
 bool Interrupted(int fd) {
   if (fd < 0) return false;
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    signalfd_siginfo info{};
+    const ssize_t n = ::read(fd, &info, sizeof(info));
+    if (n != static_cast<ssize_t>(sizeof(info))) return n > 0;
+    if (info.ssi_signo != SIGCHLD) return true;
+  }
 }
 
 Status SendAll(int fd, const std::string& bytes, Steady::time_point deadline) {
