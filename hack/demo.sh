@@ -32,7 +32,8 @@ fi
 log "starting lockstep-operator (log: $STATE_DIR/logs/operator.log)"
 nohup build/bin/lockstep-operator --kubeconfig "$KUBECONFIG" \
   --metrics-bind-address 127.0.0.1:38080 --health-probe-bind-address 127.0.0.1:38081 \
-  --launcher-image lockstep/launcher:dev >"$STATE_DIR/logs/operator.log" 2>&1 &
+  --launcher-image lockstep/launcher:dev --node-lease-grace "${LOCKSTEP_DEMO_LEASE_GRACE:-15s}" \
+  >"$STATE_DIR/logs/operator.log" 2>&1 &
 echo $! >"$OPERATOR_PID"
 for _ in $(seq 1 100); do
   curl -fsS http://127.0.0.1:38081/readyz >/dev/null 2>&1 && break
@@ -77,6 +78,45 @@ show_gang_wait_then_place() {
   kubectl get events --field-selector involvedObject.name=big-gang --sort-by=.lastTimestamp | tail -4
 }
 if [[ -f examples/pytorch-ddp.yaml ]]; then show_gang_wait_then_place; fi
+
+# A node dies under a running job: its Lease is no longer renewed (kwok v0.7 keeps renewing after
+# its annotation is removed, so an admission policy refuses kwok's writes to a Lease and Node
+# labeled lockstep.dev/heartbeat=stopped). The operator's node detector notices after
+# --node-lease-grace (15 s here; kwok renews every 10 s), restarts the whole gang as a new attempt
+# on other nodes, keeps the dead node out of its placements, and says why in an event. Stock
+# Kubernetes would only mark the node unreachable after 50 s and evict its pods 300 s later.
+tj_field() { kubectl get tj "$1" -o jsonpath="{$2}" 2>/dev/null || true; }
+show_node_loss_and_recovery() {
+  local job="$1" attempt node started i
+  for i in $(seq 1 150); do [[ "$(tj_field "$job" .status.state)" == Running ]] && break; sleep 0.2; done
+  [[ "$(tj_field "$job" .status.state)" == Running ]] || { log "$job is not running; skipping the node-loss step"; return 0; }
+  attempt="$(tj_field "$job" .status.attempt)"; attempt="${attempt:-0}"
+  node="$(kubectl get pods -l "lockstep.dev/job-name=$job,lockstep.dev/attempt=$attempt" \
+    -o jsonpath='{.items[0].spec.nodeName}')"
+  echo
+  kubectl apply --server-side -f tests/integration/failures/stop-heartbeat-policy.yaml >/dev/null
+  sleep 1  # the apiserver loads a new admission policy asynchronously
+  log "killing $node under $job (attempt $attempt): its Lease is no longer renewed"
+  kubectl label lease -n kube-node-lease "$node" lockstep.dev/heartbeat=stopped >/dev/null
+  kubectl label node "$node" lockstep.dev/heartbeat=stopped >/dev/null
+  started=$SECONDS
+  for i in $(seq 1 450); do
+    [[ "$(tj_field "$job" .status.attempt)" -gt "$attempt" && \
+       "$(tj_field "$job" .status.state)" == Running ]] && break
+    sleep 0.2
+  done
+  echo "$job: state $(tj_field "$job" .status.state), attempt $(tj_field "$job" .status.attempt)," \
+    "$((SECONDS - started)) s after $node stopped; its pods now on:"
+  kubectl get pods -l "lockstep.dev/job-name=$job" \
+    -o 'custom-columns=POD:.metadata.name,ATTEMPT:.metadata.labels.lockstep\.dev/attempt,NODE:.spec.nodeName,PHASE:.status.phase'
+  echo "why (status.lastRestart): $(tj_field "$job" .status.lastRestart)"
+  echo "excluded: $(tj_field "$job" .status.excludedNodes)"
+  kubectl get events --field-selector "involvedObject.name=$job,reason=NodeLeaseExpired"
+  log "restoring $node (its heartbeat resumes; the job keeps it excluded for its cool-down)"
+  kubectl label lease -n kube-node-lease "$node" lockstep.dev/heartbeat- >/dev/null
+  kubectl label node "$node" lockstep.dev/heartbeat- >/dev/null
+}
+if [[ -f examples/pytorch-ddp.yaml ]]; then show_node_loss_and_recovery big-gang; fi
 
 echo
 echo "The local cluster '$CLUSTER' is up:"

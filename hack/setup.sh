@@ -3,7 +3,8 @@
 # before it acts, so a warm run takes seconds):
 #   1. Debian packages (compilers, libraries, tools),
 #   2. the local control plane's binaries built from their Go modules (hack/build-tools.sh),
-#   3. the Python venv with the real frameworks (hack/setup-venv.sh) and NCCL (hack/setup-nccl.sh).
+#   3. the Python venv with the real frameworks and NCCL (hack/setup-venv.sh; shared by clones from
+#      $LOCKSTEP_CACHE/venvs, .venv links it; hack/setup-nccl.sh then only finds the library).
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 

@@ -6,7 +6,7 @@
 #   hack/test.sh                 everything
 #   hack/test.sh unit            only some tiers (unit integration launcher e2e)
 #
-# Environment: LOCKSTEP_CACHE (tool/pip/ccache caches, default ~/.cache/lockstep),
+# Environment: LOCKSTEP_CACHE (tool/pip/ccache/venv caches, default ~/.cache/lockstep),
 # LOCKSTEP_TEST_CLUSTER (cluster name, default lockstep-test), CTEST_ARGS (extra ctest flags).
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
@@ -29,6 +29,34 @@ configure_and_build() {
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache "$@" >/dev/null
   ninja -C "$dir" -j "$(nproc)"
+}
+
+# unit_targets: the executables behind the unit tier, read from build/ (configured and built
+# first), so build-asan/ builds only those instead of every integration, launcher and e2e binary.
+unit_targets() {
+  ctest --test-dir build -L '^unit$' --show-only=json-v1 | python3 -c '
+import json, os, sys
+tests = json.load(sys.stdin)["tests"]
+print("\n".join(sorted({os.path.basename(t["command"][0]) for t in tests
+                         if t.get("command") and "/tests/" in t["command"][0]})))'
+}
+
+# unit_test_count DIR: how many tests carry the unit label in DIR.
+unit_test_count() {
+  ctest --test-dir "$1" -L '^unit$' -N | sed -nE 's/^Total Tests: ([0-9]+)$/\1/p'
+}
+
+# build_asan_unit: build-asan/ with only the unit tier's targets. A unit binary that was not
+# built would silently drop its tests from the tier, so the counts of both trees must agree.
+build_asan_unit() {
+  local targets; mapfile -t targets < <(unit_targets)
+  (( ${#targets[@]} > 0 )) || die "found no unit test targets in build/"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
+    -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_BUILD_BENCH=OFF >/dev/null
+  ninja -C build-asan -j "$(nproc)" "${targets[@]}"
+  local want have; want="$(unit_test_count build)"; have="$(unit_test_count build-asan)"
+  [[ "$want" == "$have" ]] || die "build-asan/ has $have unit tests, build/ has $want"
 }
 
 # run_tier LABEL BUILD_DIR: runs one ctest label and adds its counts to the totals.
@@ -67,7 +95,7 @@ main() {
   configure_and_build build
   if want_tier unit; then
     log "building build-asan/ (ASan + UBSan) for unit tests"
-    configure_and_build build-asan -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_BUILD_BENCH=OFF
+    build_asan_unit
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       run_tier unit build-asan
   fi
@@ -76,6 +104,10 @@ main() {
     start_cluster
   fi
   export LOCKSTEP_REPO_ROOT="$REPO_ROOT" LOCKSTEP_BUILD_DIR="$REPO_ROOT/build"
+  # The image build test (docker/build-in-image.sh) builds in build-image/ next to build/: same
+  # depth, so ccache's relative paths match and it reuses build/'s objects even in a fresh clone
+  # (a mktemp dir missed the cache: minutes of compiling), and a rerun only relinks what changed.
+  export LOCKSTEP_IMAGE_BUILD_DIR="${LOCKSTEP_IMAGE_BUILD_DIR:-$REPO_ROOT/build-image}"
   for tier in integration launcher e2e; do
     want_tier "$tier" && run_tier "$tier" build
   done

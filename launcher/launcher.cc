@@ -90,9 +90,9 @@ StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
   opt.host = config_.advertise_addr;
   opt.port = config_.framework_port;
   opt.nproc = config_.nproc_per_node;
-  // The framework adapters validate and use every peer (TF_CONFIG, Horovod cross ranks), so the
-  // launcher always asks for the table; the compact world stays available in the protocol.
-  opt.want_peer_table = true;
+  // Only frameworks that use every pod (TF_CONFIG, Horovod cross ranks) get the table: it is
+  // O(W) bytes per launcher and O(W^2) for the server, too slow for thousands of pods.
+  opt.want_peer_table = NeedsPeerTable(config_.framework);
   opt.heartbeat_interval = config_.heartbeat_interval;
   opt.peer_timeout = config_.peer_timeout;
   opt.deadline = Steady::now() + config_.join_timeout;
@@ -128,6 +128,7 @@ int Launcher::Run() {
                {"world_size", std::to_string(world.world_size)},
                {"first_rank", std::to_string(world.self().first_rank)},
                {"nccl_id", world.nccl_unique_id_hex.empty() ? "none" : "set"},
+               {"peer_table", world.peers_complete ? "yes" : "no"},
                {"join_ms", std::to_string(std::chrono::duration_cast<milliseconds>(
                                               Steady::now() - join_start).count())}});
     const bool can_restart = static_cast<uint32_t>(restart_count_) < config_.max_restarts;

@@ -33,9 +33,15 @@ struct World {
   int nnodes = 0;               // pods in the round (all roles)
   int world_size = 0;           // processes in the round (sum of every peer's nproc)
   std::vector<PeerInfo> peers;  // every pod, indexed by node_rank
-  // True when `peers` is the full table (lockstep-launcher always requests it). The protocol
-  // also has a compact world, O(1) per launcher, where only self() and peers[0] are filled in.
+  // True when `peers` is the full table, which the launcher requests only for frameworks that
+  // need every pod (NeedsPeerTable in world_builder.h: TensorFlow, Horovod). Otherwise the
+  // world is compact, O(1) per launcher: only self() and peers[0].host are filled in.
   bool peers_complete = false;
+  // Processes of pods with this pod's role: before this pod (in node order), and in total. Set
+  // in both the compact and the full world (PyTorch's ROLE_RANK, ROLE_WORLD_SIZE); 0 when the
+  // producer of the World did not fill them in (hand-built worlds in tests).
+  int role_first_rank = 0;
+  int role_world_size = 0;
 
   // Services hosted by node 0's launcher (or by the framework on node 0).
   std::string master_addr;      // node 0's host

@@ -16,6 +16,8 @@ World BuildWorld(const LauncherConfig& config, const rendezvous::WorldMsg& msg,
   w.node_rank = static_cast<int>(msg.group_rank);
   w.nnodes = static_cast<int>(msg.nnodes);
   w.world_size = static_cast<int>(msg.world_size);
+  w.role_first_rank = static_cast<int>(msg.role_first_rank);
+  w.role_world_size = static_cast<int>(msg.role_world_size);
   w.peers.resize(msg.nnodes);
   for (size_t i = 0; i < w.peers.size(); ++i) w.peers[i].node_rank = static_cast<int>(i);
   if (table && table->peers.size() == msg.nnodes) {
@@ -45,6 +47,13 @@ World BuildWorld(const LauncherConfig& config, const rendezvous::WorldMsg& msg,
   if (!msg.nccl_id.empty()) w.nccl_unique_id_hex = nccl::ToHex(msg.nccl_id);
   if (!config.job_name.empty()) w.extra["job_name"] = config.job_name;
   return w;
+}
+
+bool NeedsPeerTable(std::string_view framework) {
+  // TF_CONFIG lists every task's host:port; Horovod's host names, cross ranks and Gloo scope
+  // sizes come from every pod's host and nproc. PyTorch (role ranks come in the World), JAX,
+  // Ray (everyone meets node 0), NCCL and generic need only themselves and node 0.
+  return framework == "tensorflow" || framework == "horovod";
 }
 
 std::string HeartbeatFileFor(const std::string& base, int local_rank) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "launcher/config/config.h"
 #include "launcher/rendezvous/messages.h"
@@ -14,6 +15,11 @@ namespace lockstep::launcher {
 
 World BuildWorld(const LauncherConfig& config, const rendezvous::WorldMsg& msg,
                  const std::optional<rendezvous::PeerTable>& table, int restart_count);
+
+// Whether `framework`'s adapter needs every pod's entry (the peer table, O(W) bytes per launcher,
+// O(W^2) in total) rather than the compact world. Keep in step with launcher/frameworks/*: an
+// adapter that calls internal::RequirePeerTable must be listed here.
+bool NeedsPeerTable(std::string_view framework);
 
 // The LOCKSTEP_* variables one local process gets (contract.h, "Environment every child gets").
 std::map<std::string, std::string> GenericChildEnv(const World& world, int local_rank,

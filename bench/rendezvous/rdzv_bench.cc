@@ -3,7 +3,9 @@
 // world with a fresh NCCL unique id from lockstep's RendezvousServer.
 //
 //   rdzv_bench --clients W [--procs K] [--reps R] [--nccl-library PATH] [--peer-table 1]
-// Prints one line per repetition: "lockstep clients=W ms=T nccl=yes|no peer_table=yes|no".
+// Prints one line per repetition: "lockstep clients=W ms=T nccl=yes|no peer_table=yes|no
+// server_cpu_ms=S clients_cpu_ms=C": wall time, and the CPU time the server process and the
+// client workers spent in that window (load-independent, unlike T on a shared machine).
 // --peer-table 1 makes every client ask for the full peer table, as lockstep-launcher does.
 // Worker processes are forked before any thread starts and wait for a "go" on a pipe, so the
 // measured time covers only connect + challenge + join + world delivery to every client.
@@ -11,6 +13,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +46,14 @@ constexpr char kRunId[] = "bench";
 constexpr size_t kMaxConnecting = 256;  // per worker: bounded handshakes keep the backlog short
 uint32_t g_total_clients = 0;                // W, for checking the peer table
 
+// CPU time (user + system) of `who` so far, in ms.
+double CpuMs(int who) {
+  rusage u{};
+  ::getrusage(who, &u);
+  auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  return ms(u.ru_utime) + ms(u.ru_stime);
+}
+
 struct Client {
   sys::UniqueFd fd;
   FrameDecoder decoder;
@@ -54,7 +65,12 @@ struct Client {
 // received a world (with an NCCL id when `want_nccl`).
 int RunClients(uint16_t port, uint32_t first, uint32_t count, bool want_nccl, bool want_table,
                int report_fd) {
+  const double cpu_at_go = CpuMs(RUSAGE_SELF);
   sys::UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+  // Keyed once per worker process: stands for 2,048 launchers on separate machines, each of
+  // which computes one MAC, so the worker should not pay OpenSSL's per-call HMAC setup 2,048
+  // times on the cores the server needs.
+  const JoinMacKey mac_key(kToken);
   std::unordered_map<int, Client> clients;
   uint32_t next = 0, done = 0, in_flight = 0;
   sockaddr_in addr{};
@@ -72,7 +88,9 @@ int RunClients(uint16_t port, uint32_t first, uint32_t count, bool want_nccl, bo
         std::perror("connect");
         return false;
       }
-      sys::SetNoDelay(fd.get());
+      // No TCP_NODELAY (lockstep-launcher's client sets it for its heartbeats): a simulated
+      // client's only write here is its Join, which Nagle never holds back (nothing of its own
+      // is unacknowledged before it), and 8,192 setsockopt calls would take CPU from the server.
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.fd = fd.get();
@@ -111,7 +129,7 @@ int RunClients(uint16_t port, uint32_t first, uint32_t count, bool want_nccl, bo
           j.host = "127.0.0.1";
           j.nproc = 1;
           j.want_peer_table = want_table;
-          j.mac = JoinMac(kToken, ch->nonce, kRunId, 0, c.node_rank);
+          j.mac = mac_key.Mac(ch->nonce, kRunId, 0, c.node_rank);
           const std::string out = Encode(j);
           StatusOr<size_t> w = sys::WriteSome(c.fd.get(), out);
           if (!w.ok() || *w != out.size()) return 6;
@@ -133,7 +151,8 @@ int RunClients(uint16_t port, uint32_t first, uint32_t count, bool want_nccl, bo
   }
   // Report, then hold the sockets until the parent has stopped the clock and says so: closing a
   // member of a running round would make the server abort it.
-  (void)!::write(report_fd, "k", 1);
+  const double cpu_ms = CpuMs(RUSAGE_SELF) - cpu_at_go;
+  (void)!::write(report_fd, &cpu_ms, sizeof(cpu_ms));
   char cmd = 0;
   (void)!::read(STDIN_FILENO, &cmd, 1);
   return 0;
@@ -148,6 +167,7 @@ struct Worker {
 int Main(int argc, char** argv) {
   uint32_t clients = 64, procs = 4, reps = 1;
   bool peer_table = false;
+  bool verbose = false;
   std::string nccl_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -156,9 +176,12 @@ int Main(int argc, char** argv) {
     else if (a == "--reps") reps = static_cast<uint32_t>(std::atoi(argv[i + 1]));
     else if (a == "--nccl-library") nccl_path = argv[i + 1];
     else if (a == "--peer-table") peer_table = std::string(argv[i + 1]) == "1";
+    else if (a == "--verbose") verbose = std::string(argv[i + 1]) == "1";
   }
   sys::RaiseFileLimit();
-  log::SetMinLevel(log::Level::kWarning);
+  // --verbose 1 keeps the server's "round complete ... gather_ms=" line: the time until the last
+  // join arrived, so the rest of ms= is the world broadcast.
+  log::SetMinLevel(verbose ? log::Level::kInfo : log::Level::kWarning);
   std::unique_ptr<nccl::NcclLibrary> lib;
   if (!nccl_path.empty()) {
     StatusOr<std::unique_ptr<nccl::NcclLibrary>> loaded = nccl::NcclLibrary::Load(nccl_path);
@@ -209,18 +232,26 @@ int Main(int argc, char** argv) {
     (*server)->Start();
     port_slot = (*server)->port();
     const Steady::time_point start = Steady::now();
+    const double server_cpu_at_go = CpuMs(RUSAGE_SELF);
     for (const Worker& w : workers) (void)!::write(w.to_child, &port_slot, sizeof(port_slot));
-    // Every worker reports once all its clients hold the world (EOF means it failed).
+    // Every worker reports its CPU time once all its clients hold the world (EOF: it failed).
+    double clients_cpu_ms = 0;
     for (const Worker& w : workers) {
-      char ok = 0;
-      if (::read(w.from_child, &ok, 1) != 1) {
+      double cpu = 0;
+      if (::read(w.from_child, &cpu, sizeof(cpu)) != sizeof(cpu)) {
         std::fprintf(stderr, "a client worker failed\n");
         for (const Worker& other : workers) ::kill(other.pid, SIGKILL);
         return 1;
       }
+      clients_cpu_ms += cpu;
     }
     const double ms =
         std::chrono::duration<double, std::milli>(Steady::now() - start).count();
+    // The server process is the server's loop thread plus this thread blocked in read(2).
+    const double server_cpu_ms = CpuMs(RUSAGE_SELF) - server_cpu_at_go;
+    // Stop the server before the clients leave: it would otherwise abort the round, one lost
+    // member at a time, and log it.
+    (*server)->Stop();
     for (const Worker& w : workers) {
       (void)!::write(w.to_child, "x", 1);
       ::close(w.to_child);
@@ -230,9 +261,11 @@ int Main(int argc, char** argv) {
       int status = 0;
       ::waitpid(w.pid, &status, 0);
     }
-    (*server)->Stop();
-    std::printf("lockstep clients=%u ms=%.1f nccl=%s peer_table=%s\n", clients, ms,
-                lib ? "yes" : "no", peer_table ? "yes" : "no");
+    // ms= first: run.py takes the first "ms=" of the line.
+    std::printf("lockstep clients=%u ms=%.1f nccl=%s peer_table=%s server_cpu_ms=%.1f "
+                "clients_cpu_ms=%.1f\n",
+                clients, ms, lib ? "yes" : "no", peer_table ? "yes" : "no", server_cpu_ms,
+                clients_cpu_ms);
     std::fflush(stdout);
   }
   return 0;

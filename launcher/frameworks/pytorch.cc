@@ -15,9 +15,16 @@ namespace lockstep::launcher::frameworks {
 namespace {
 
 // ROLE_RANK/ROLE_WORLD_SIZE count the processes of pods sharing this pod's role, in node order.
-// Without the peer table every pod has this pod's role (torchrun's single-role default).
+// The rendezvous sends them with the compact world (the launcher asks for no peer table for
+// PyTorch); a world without them and without the table counts every pod as this pod's role
+// (torchrun's single-role default).
 void RoleRanks(const World& world, int* role_first_rank, int* role_world_size) {
   const PeerInfo& self = world.self();
+  if (world.role_world_size > 0) {
+    *role_first_rank = world.role_first_rank;
+    *role_world_size = world.role_world_size;
+    return;
+  }
   if (!world.peers_complete) {
     *role_first_rank = self.first_rank;
     *role_world_size = world.world_size;

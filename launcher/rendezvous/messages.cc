@@ -88,6 +88,8 @@ std::string Encode(const WorldMsg& m) {
   w.PutU32(m.nproc);
   w.PutString(m.master_host);
   w.PutString(m.nccl_id);
+  w.PutU32(m.role_first_rank);
+  w.PutU32(m.role_world_size);
   return Framed(MessageType::kWorld, w);
 }
 
@@ -194,12 +196,18 @@ StatusOr<WorldMsg> DecodeWorld(std::string_view body) {
   LS_RETURN_IF_ERROR(r.GetU32(&m.nproc));
   LS_RETURN_IF_ERROR(r.GetString(&m.master_host));
   LS_RETURN_IF_ERROR(r.GetString(&m.nccl_id, kNcclIdBytes));
+  LS_RETURN_IF_ERROR(r.GetU32(&m.role_first_rank));
+  LS_RETURN_IF_ERROR(r.GetU32(&m.role_world_size));
   if (!m.nccl_id.empty() && m.nccl_id.size() != kNcclIdBytes) {
     return DataLossError("world: nccl id must be empty or 128 bytes");
   }
   if (m.group_rank >= m.nnodes) return DataLossError("world: group rank outside the round");
   if (static_cast<uint64_t>(m.first_rank) + m.nproc > m.world_size) {
     return DataLossError("world: ranks outside the world size");
+  }
+  if (static_cast<uint64_t>(m.role_first_rank) + m.nproc > m.role_world_size ||
+      m.role_world_size > m.world_size) {
+    return DataLossError("world: role ranks outside the role's size or the world size");
   }
   LS_RETURN_IF_ERROR(r.ExpectEnd());
   return m;

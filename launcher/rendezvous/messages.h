@@ -15,7 +15,8 @@
 
 namespace lockstep::launcher::rendezvous {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+// 2: World carries the member's role rank and role size (so PyTorch needs no peer table).
+inline constexpr uint32_t kProtocolVersion = 2;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;  // HMAC-SHA256
 inline constexpr size_t kNcclIdBytes = 128;
@@ -94,6 +95,11 @@ struct WorldMsg {
   uint32_t nproc = 1;
   std::string master_host;  // group rank 0's advertised host
   std::string nccl_id;      // empty, or kNcclIdBytes
+  // Processes of members sharing this member's role: those in lower group ranks (the global
+  // rank of its local rank 0 within the role), and all of them. PyTorch's ROLE_RANK and
+  // ROLE_WORLD_SIZE without the O(W) peer table.
+  uint32_t role_first_rank = 0;
+  uint32_t role_world_size = 0;
 };
 
 struct Heartbeat {

@@ -48,6 +48,7 @@ StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(ServerOptio
 
 RendezvousServer::RendezvousServer(ServerOptions options, sys::UniqueFd listen_fd, uint16_t port)
     : opt_(std::move(options)),
+      mac_key_(opt_.token),
       listen_fd_(std::move(listen_fd)),
       epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
       wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
@@ -123,11 +124,11 @@ void RendezvousServer::AcceptAll() {
       }
       return;
     }
-    sys::SetNoDelay(fd);
+    // TCP_NODELAY comes from the listening socket (sys::ListenTcp).
     auto conn = std::make_unique<Conn>();
     conn->fd = sys::UniqueFd(fd);
     conn->last_seen = opt_.clock->Now();
-    StatusOr<std::string> nonce = RandomBytes(kNonceBytes);
+    StatusOr<std::string> nonce = nonces_.Next();
     if (!nonce.ok()) {
       log::Error(std::string(kLogPrefix) + "no randomness for a nonce",
                  {{"error", nonce.status().ToString()}});
@@ -150,6 +151,16 @@ void RendezvousServer::Queue(Conn& c, std::string_view bytes) {
   if (c.out_pos == c.out.size()) {
     c.out.clear();
     c.out_pos = 0;
+    // Nothing pending (the usual case): send straight from `bytes` and buffer only what the
+    // socket did not take, instead of copying every challenge and world into `out` first.
+    const int fd = c.fd.get();
+    StatusOr<size_t> n = sys::WriteSome(fd, bytes);
+    if (!n.ok()) {
+      CloseConn(fd, n.status().ToString());
+      return;
+    }
+    if (*n == bytes.size()) return;
+    bytes.remove_prefix(*n);
   }
   c.out.append(bytes);
   OnWritable(c);
@@ -245,8 +256,7 @@ Status RendezvousServer::OnJoin(Conn& c, const Join& join) {
                                          std::to_string(kProtocolVersion) + ")");
     return Status::Ok();
   }
-  const std::string expected =
-      JoinMac(opt_.token, c.nonce, join.run_id, join.attempt, join.node_rank);
+  const std::string expected = mac_key_.Mac(c.nonce, join.run_id, join.attempt, join.node_rank);
   if (!MacEquals(expected, join.mac)) {
     Refuse(c, RefuseCode::kBadToken, who + ": authentication failed (wrong rendezvous token)");
     return Status::Ok();
@@ -295,10 +305,12 @@ void RendezvousServer::Refuse(Conn& c, RefuseCode code, const std::string& reaso
   rendezvous::Refuse refuse;
   refuse.code = code;
   refuse.reason = reason;
-  Queue(c, Encode(refuse));
-  // Half-close: the refusal is delivered, and the peer's close ends the connection.
-  ::shutdown(c.fd.get(), SHUT_WR);
+  const int fd = c.fd.get();
   c.state = ConnState::kClosing;
+  Queue(c, Encode(refuse));
+  if (conns_.count(fd) == 0) return;  // the write failed, which closed (and freed) it
+  // Half-close: the refusal is delivered, and the peer's close ends the connection.
+  ::shutdown(fd, SHUT_WR);
 }
 
 void RendezvousServer::MaybeComplete() {
@@ -336,6 +348,10 @@ void RendezvousServer::CompleteRound() {
   world.world_size = assignment->world_size;
   world.master_host = assignment->peers.front().host;
   if (opt_.nccl_id_source) world.nccl_id = opt_.nccl_id_source();
+  // Role ranks (PyTorch's ROLE_RANK/ROLE_WORLD_SIZE) for every member, so the compact world
+  // needs no peer table: one pass for the role sizes, the prefix as members are visited.
+  std::unordered_map<std::string, uint32_t> role_size, role_next;
+  for (const PeerEntry& p : assignment->peers) role_size[p.role] += p.nproc;
   // The peer table is encoded once and shared by every member that asked for it.
   std::string table;
   if (want_table) table = Encode(PeerTable{assignment->peers});
@@ -348,6 +364,10 @@ void RendezvousServer::CompleteRound() {
     world.group_rank = p.group_rank;
     world.first_rank = p.first_rank;
     world.nproc = p.nproc;
+    uint32_t& role_next_rank = role_next[p.role];
+    world.role_first_rank = role_next_rank;
+    world.role_world_size = role_size[p.role];
+    role_next_rank += p.nproc;
     c.last_seen = now;
     std::string bytes = c.join.want_peer_table ? table : std::string();
     bytes += Encode(world);

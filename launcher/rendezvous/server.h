@@ -24,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "launcher/rendezvous/auth.h"
 #include "launcher/rendezvous/frame.h"
 #include "launcher/rendezvous/messages.h"
 #include "launcher/sys/fd.h"
@@ -80,6 +81,8 @@ class RendezvousServer {
   std::chrono::milliseconds NextTimeout() const;
 
   ServerOptions opt_;
+  JoinMacKey mac_key_;     // opt_.token, keyed once (a join's MAC check is on the hot path)
+  NonceSource nonces_{kNonceBytes};
   sys::UniqueFd listen_fd_;
   sys::UniqueFd epoll_fd_;
   sys::UniqueFd wake_fd_;

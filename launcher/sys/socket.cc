@@ -108,6 +108,9 @@ StatusOr<UniqueFd> ListenTcp(uint16_t port, int backlog) {
     rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   }
   if (rc != 0) return Errno("bind port " + std::to_string(port));
+  // Linux copies TCP_NODELAY to every accepted socket: one setsockopt here instead of one per
+  // accepted peer (8,192 syscalls on the rendezvous server's single thread).
+  SetNoDelay(fd.get());
   if (::listen(fd.get(), backlog) != 0) return Errno("listen");
   return fd;
 }
@@ -163,6 +166,10 @@ StatusOr<ReadResult> ReadAvailable(int fd, std::string* out, size_t max_bytes) {
     if (n > 0) {
       out->append(buf, static_cast<size_t>(n));
       r.bytes += static_cast<size_t>(n);
+      // A short read emptied the socket: stop instead of paying one more read(2) for EAGAIN.
+      // Callers poll level-triggered, so data (or EOF) arriving later is reported again. At
+      // 8,192 peers this is one syscall per message less on both sides of the rendezvous.
+      if (static_cast<size_t>(n) < sizeof(buf)) break;
       continue;
     }
     if (n == 0) {

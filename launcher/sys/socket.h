@@ -21,7 +21,7 @@ struct HostPort {
 StatusOr<HostPort> ParseHostPort(std::string_view text);
 
 // Listens on all addresses (IPv6 dual-stack when available, else IPv4) at `port` (0 = any) with
-// SO_REUSEADDR; the socket is non-blocking.
+// SO_REUSEADDR; the socket is non-blocking, and sockets accepted from it inherit TCP_NODELAY.
 StatusOr<UniqueFd> ListenTcp(uint16_t port, int backlog = 65535);
 StatusOr<uint16_t> LocalPort(int fd);
 
@@ -39,7 +39,9 @@ struct ReadResult {
   size_t bytes = 0;
   bool eof = false;
 };
-// Reads until EAGAIN (or `max_bytes`), appending to `out`.
+// Reads what is queued (until a short read, EAGAIN, EOF or `max_bytes`), appending to `out`.
+// Meant for level-triggered polling: data or EOF that arrives after a short read is reported
+// by the next poll, so a caller must not assume EOF was seen just because bytes were read.
 StatusOr<ReadResult> ReadAvailable(int fd, std::string* out, size_t max_bytes = 1u << 20);
 // Writes as much of `data` as the socket takes; returns bytes written (0 on EAGAIN).
 StatusOr<size_t> WriteSome(int fd, std::string_view data);

@@ -1,5 +1,7 @@
 #include "operator/api/children.h"
 
+#include <algorithm>
+
 #include <openssl/evp.h>
 
 #include <set>
@@ -58,9 +60,13 @@ AttemptContext MakeAttemptContext(const TrainingJob& job, const std::vector<PodS
     ctx.nnodes = std::to_string(slots.size());
   }
   // Recreate mode: the launcher must not restart in place; it exits and the operator re-places.
-  ctx.in_place_restarts = job.spec.failure_policy.restart_mode == RestartMode::kInPlace
-                              ? job.spec.failure_policy.max_restarts
-                              : 0;
+  // InPlace: the launchers may restart the gang in place with what is left of maxRestarts (their
+  // restarts count as the job's failures: the operator adds the restartCount of the failed
+  // pod's termination message when the budget runs out).
+  ctx.in_place_restarts =
+      job.spec.failure_policy.restart_mode == RestartMode::kInPlace
+          ? std::max(0, job.spec.failure_policy.max_restarts - job.status.restarts.failures)
+          : 0;
   return ctx;
 }
 

@@ -23,5 +23,7 @@ nlohmann::json EncodeSpec(const TrainingJobSpec& spec);
 nlohmann::json EncodeStatus(const TrainingJobStatus& status);
 nlohmann::json EncodeObjectMeta(const ObjectMeta& meta);
 nlohmann::json EncodeCondition(const Condition& condition);
+// status.capacity as the scheduler applies it (EncodeStatus leaves it out: not the controller's).
+nlohmann::json EncodeCapacity(const Capacity& capacity);
 
 }  // namespace lockstep::api

@@ -17,6 +17,7 @@ inline constexpr RestartMode kDefaultRestartMode = RestartMode::kInPlace;
 inline constexpr int32_t kDefaultBackoffInitialSeconds = 10;
 inline constexpr int32_t kDefaultBackoffMaxSeconds = 300;
 inline constexpr int32_t kDefaultBackoffResetAfterSeconds = 600;
+inline constexpr int32_t kDefaultElasticGrowCooldownSeconds = 60;
 inline constexpr bool kDefaultSuspend = false;
 inline constexpr CleanPodPolicy kDefaultCleanPodPolicy = CleanPodPolicy::kRunning;
 inline constexpr SuccessOperator kDefaultSuccessOperator = SuccessOperator::kAll;

@@ -74,6 +74,8 @@ Status DecodeElasticAndPlacement(const json& spec, TrainingJobSpec* out) {
     ElasticPolicy elastic;
     LS_RETURN_IF_ERROR(ReadInt32(*e, "minReplicas", "spec.elastic", &elastic.min_replicas));
     LS_RETURN_IF_ERROR(ReadInt32(*e, "maxReplicas", "spec.elastic", &elastic.max_replicas));
+    LS_RETURN_IF_ERROR(ReadInt32(*e, "growCooldownSeconds", "spec.elastic",
+                                 &elastic.grow_cooldown_seconds));
     out->elastic = elastic;
   }
   if (const json* p = Member(spec, "placement")) {
@@ -221,7 +223,8 @@ json EncodeSpec(const TrainingJobSpec& spec) {
   }
   if (spec.elastic) {
     out["elastic"] = {{"minReplicas", spec.elastic->min_replicas},
-                      {"maxReplicas", spec.elastic->max_replicas}};
+                      {"maxReplicas", spec.elastic->max_replicas},
+                      {"growCooldownSeconds", spec.elastic->grow_cooldown_seconds}};
   }
   if (spec.placement) {
     json p = json::object();

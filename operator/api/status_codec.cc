@@ -14,6 +14,7 @@ using internal::ReadInt32;
 using internal::ReadInt64;
 using internal::ReadOptTime;
 using internal::ReadString;
+using internal::ReadStringList;
 using internal::TypeError;
 using nlohmann::json;
 
@@ -37,6 +38,7 @@ Status DecodeRestarts(const json& status, TrainingJobStatus* out) {
     if (!r->is_object()) return TypeError("status.restarts", "an object", *r);
     LS_RETURN_IF_ERROR(ReadInt32(*r, "failures", "status.restarts", &out->restarts.failures));
     LS_RETURN_IF_ERROR(ReadInt32(*r, "disruptions", "status.restarts", &out->restarts.disruptions));
+    LS_RETURN_IF_ERROR(ReadInt32(*r, "consecutive", "status.restarts", &out->restarts.consecutive));
   }
   if (const json* l = Member(status, "lastRestart")) {
     if (!l->is_object()) return TypeError("status.lastRestart", "an object", *l);
@@ -46,8 +48,43 @@ Status DecodeRestarts(const json& status, TrainingJobStatus* out) {
     if (when) last.time = *when;
     LS_RETURN_IF_ERROR(ReadString(*l, "reason", "status.lastRestart", &last.reason));
     LS_RETURN_IF_ERROR(ReadString(*l, "message", "status.lastRestart", &last.message));
+    LS_RETURN_IF_ERROR(ReadInt32(*l, "attempt", "status.lastRestart", &last.attempt));
+    LS_RETURN_IF_ERROR(
+        ReadInt32(*l, "backoffSeconds", "status.lastRestart", &last.backoff_seconds));
+    LS_RETURN_IF_ERROR(ReadString(*l, "mode", "status.lastRestart", &last.mode));
+    LS_RETURN_IF_ERROR(ReadStringList(*l, "nodes", "status.lastRestart", &last.nodes));
     out->last_restart = std::move(last);
   }
+  return Status::Ok();
+}
+
+Status DecodeExcludedNodes(const json& status, TrainingJobStatus* out) {
+  auto decode = [out](const json& e, const std::string& path) {
+    if (!e.is_object()) return TypeError(path, "an object", e);
+    ExcludedNode node;
+    LS_RETURN_IF_ERROR(ReadString(e, "name", path, &node.name));
+    if (node.name.empty()) return MissingError(path + ".name");
+    LS_RETURN_IF_ERROR(ReadString(e, "reason", path, &node.reason));
+    std::optional<Time> until;
+    LS_RETURN_IF_ERROR(ReadOptTime(e, "until", path, &until));
+    if (until) node.until = *until;
+    out->excluded_nodes.push_back(std::move(node));
+    return Status::Ok();
+  };
+  return ForEachElement(status, "excludedNodes", "status", decode);
+}
+
+Status DecodeCapacity(const json& status, TrainingJobStatus* out) {
+  const json* c = Member(status, "capacity");
+  if (c == nullptr) return Status::Ok();
+  if (!c->is_object()) return TypeError("status.capacity", "an object", *c);
+  Capacity capacity;
+  LS_RETURN_IF_ERROR(
+      ReadInt32(*c, "feasibleReplicas", "status.capacity", &capacity.feasible_replicas));
+  std::optional<Time> when;
+  LS_RETURN_IF_ERROR(ReadOptTime(*c, "observedTime", "status.capacity", &when));
+  if (when) capacity.observed_time = *when;
+  out->capacity = capacity;
   return Status::Ok();
 }
 
@@ -80,6 +117,8 @@ StatusOr<TrainingJobStatus> DecodeStatus(const json& status) {
   LS_RETURN_IF_ERROR(DecodeRestarts(status, &out));
   LS_RETURN_IF_ERROR(ReadOptTime(status, "startTime", "status", &out.start_time));
   LS_RETURN_IF_ERROR(ReadOptTime(status, "completionTime", "status", &out.completion_time));
+  LS_RETURN_IF_ERROR(DecodeExcludedNodes(status, &out));
+  LS_RETURN_IF_ERROR(DecodeCapacity(status, &out));
   return out;
 }
 
@@ -99,7 +138,10 @@ json EncodeStatus(const TrainingJobStatus& s) {
       {"replicas", s.replicas},
       {"readyReplicas", s.ready_replicas},
       {"attempt", s.attempt},
-      {"restarts", {{"failures", s.restarts.failures}, {"disruptions", s.restarts.disruptions}}}};
+      {"restarts",
+       {{"failures", s.restarts.failures},
+        {"disruptions", s.restarts.disruptions},
+        {"consecutive", s.restarts.consecutive}}}};
   if (s.state) out["state"] = ToString(*s.state);
   if (!s.reason.empty()) out["reason"] = s.reason;
   if (!s.message.empty()) out["message"] = s.message;
@@ -113,9 +155,26 @@ json EncodeStatus(const TrainingJobStatus& s) {
   if (s.last_restart) {
     out["lastRestart"] = {{"time", FormatTime(s.last_restart->time)},
                           {"reason", s.last_restart->reason},
-                          {"message", s.last_restart->message}};
+                          {"message", s.last_restart->message},
+                          {"attempt", s.last_restart->attempt},
+                          {"backoffSeconds", s.last_restart->backoff_seconds}};
+    if (!s.last_restart->mode.empty()) out["lastRestart"]["mode"] = s.last_restart->mode;
+    if (!s.last_restart->nodes.empty()) out["lastRestart"]["nodes"] = s.last_restart->nodes;
   }
+  // Always written (possibly empty), like conditions, so a merge patch replaces the list.
+  out["excludedNodes"] = json::array();
+  for (const ExcludedNode& e : s.excluded_nodes) {
+    out["excludedNodes"].push_back(
+        {{"name", e.name}, {"reason", e.reason}, {"until", FormatTime(e.until)}});
+  }
+  // status.capacity belongs to the scheduler (server-side apply); EncodeStatus leaves it out so
+  // the controller's merge patch never takes it over. EncodeCapacity writes it.
   return out;
+}
+
+json EncodeCapacity(const Capacity& c) {
+  return {{"feasibleReplicas", c.feasible_replicas},
+          {"observedTime", FormatTime(c.observed_time)}};
 }
 
 }  // namespace lockstep::api

@@ -53,6 +53,8 @@ struct Role {
 struct ElasticPolicy {
   int32_t min_replicas = 0;
   int32_t max_replicas = 0;
+  // A job running below spec.replicas grows back only after running this long at its size.
+  int32_t grow_cooldown_seconds = kDefaultElasticGrowCooldownSeconds;
 };
 
 struct Placement {
@@ -125,12 +127,33 @@ struct Condition {
 struct RestartCounts {
   int32_t failures = 0;
   int32_t disruptions = 0;
+  // Restarts since the job last ran healthy for failurePolicy.backoff.resetAfterSeconds: the
+  // exponent of the backoff before the next attempt.
+  int32_t consecutive = 0;
 };
 
 struct LastRestart {
-  Time time{};
+  Time time{};  // when the failure was detected and the restart decided
   std::string reason;
   std::string message;
+  int32_t attempt = 0;          // the attempt this restart started
+  int32_t backoff_seconds = 0;  // the wait before that attempt's pods were created
+  std::string mode;             // "InPlace" or "Recreate"
+  std::vector<std::string> nodes;  // the nodes found lost, if any
+};
+
+// A node the next placements of this job avoid until `until` (a failure cool-down).
+struct ExcludedNode {
+  std::string name;
+  std::string reason;
+  Time until{};
+};
+
+// Written by the gang scheduler (field manager lockstep-scheduler) for elastic jobs: the most
+// worker pods, at most spec.replicas, whose gang fits now, counting the job's own pods as free.
+struct Capacity {
+  int32_t feasible_replicas = 0;
+  Time observed_time{};
 };
 
 struct TrainingJobStatus {
@@ -148,6 +171,8 @@ struct TrainingJobStatus {
   std::optional<Time> start_time;
   std::optional<Time> completion_time;
   std::optional<LastRestart> last_restart;
+  std::vector<ExcludedNode> excluded_nodes;
+  std::optional<Capacity> capacity;  // the scheduler's; the controller only reads it
 };
 
 struct TrainingJob {

@@ -114,6 +114,8 @@ Status OperatorApp::Start() {
   copts.workers = options_.workers;
   copts.launcher_image = options_.launcher_image;
   copts.events.instance = Identity();
+  copts.node_health.lease_grace = options_.node_lease_grace;
+  copts.node_health.restart_on_cordon = options_.restart_on_node_cordon;
   p.controller = std::make_unique<controller::TrainingJobController>(
       *p.client, copts, p.kube_metrics.get(), p.metrics.get());
   if (options_.gang_scheduler) {
@@ -121,6 +123,11 @@ Status OperatorApp::Start() {
     // One watched namespace confines the scheduler's jobs and gangs to it (namespace-scoped
     // RBAC); with several, it watches TrainingJobs cluster-wide and needs cluster-wide reads.
     if (options_.namespaces.size() == 1) sopts.namespace_filter = options_.namespaces.front();
+    // The detector knows a node is dead (its Lease) long before its Node reads NotReady.
+    const controller::NodeHealthMonitor* health = &p.controller->node_health();
+    sopts.node_lost = [health](const std::string& node) {
+      return health->Assess(node, std::chrono::system_clock::now()).lost;
+    };
     kube::RestOptions srest;
     srest.qps = options_.scheduler_qps;
     srest.burst = options_.scheduler_burst;

@@ -42,6 +42,33 @@ Status ParseBool(const std::string& flag, const std::string& v, bool* out) {
   return Status::Ok();
 }
 
+// Whole seconds with a unit: "20s", "2m", "1h" (what Kubernetes components take, without
+// fractions or compound forms, which a lease grace never needs).
+Status ParseSeconds(const std::string& flag, const std::string& v, std::chrono::seconds* out) {
+  const Status bad = InvalidArgumentError("--" + flag +
+                                          ": want a duration like 20s or 2m (at least 1s), got \"" +
+                                          v + "\"");
+  if (v.size() < 2 || v[0] < '0' || v[0] > '9') return bad;
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (errno != 0 || n < 0 || n > 1000000) return bad;
+  const std::string unit(end);
+  long seconds = 0;
+  if (unit == "s") {
+    seconds = n;
+  } else if (unit == "m") {
+    seconds = n * 60;
+  } else if (unit == "h") {
+    seconds = n * 3600;
+  } else {
+    return bad;
+  }
+  if (seconds < 1) return bad;
+  *out = std::chrono::seconds(seconds);
+  return Status::Ok();
+}
+
 Status CheckAddress(const std::string& flag, const std::string& v) {
   if (v == "0") return Status::Ok();
   std::string host;
@@ -97,6 +124,17 @@ const std::map<std::string, Setter>& Setters() {
        }},
       {"workers", [](const std::string& v, OperatorOptions* o) {
          return ParseInt("workers", v, 1, &o->workers);
+       }},
+      {"node-lease-grace", [](const std::string& v, OperatorOptions* o) {
+         return ParseSeconds("node-lease-grace", v, &o->node_lease_grace);
+       }},
+      {"on-node-cordon", [](const std::string& v, OperatorOptions* o) {
+         if (v != "ignore" && v != "restart") {
+           return InvalidArgumentError("--on-node-cordon: want ignore or restart, got \"" + v +
+                                       "\"");
+         }
+         o->restart_on_node_cordon = v == "restart";
+         return Status::Ok();
        }},
       {"log-format", [](const std::string& v, OperatorOptions* o) {
          if (!log::ParseFormat(v, &o->log_format)) {
@@ -173,6 +211,9 @@ Flags:
   --gang-scheduler=true|false        bind pods of schedulerName lockstep, whole gangs at once (default true)
   --scheduler-qps N                  the scheduler's client-side requests per second (default 500)
   --scheduler-burst N                the scheduler's client-side burst (default 1000)
+  --node-lease-grace DURATION        a node whose kube-node-lease Lease is not renewed for this
+                                     long is lost and its jobs restart (default 20s; e.g. 30s, 1m)
+  --on-node-cordon ignore|restart    restart jobs off a cordoned node or not (default ignore)
   --help                             show this help
 )";
 }

@@ -3,6 +3,7 @@
 // also as bare `--flag`. A bad flag is an error value whose one-line message main prints before
 // exiting with status 2.
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct OperatorOptions {
   // second, far above what reconciles need.
   double scheduler_qps = 500;
   int scheduler_burst = 1000;
+  // The failure detector: a node whose kube-node-lease Lease is not renewed for this long is
+  // lost (a kubelet renews every 10 s, kwok too with its default 40 s lease).
+  std::chrono::seconds node_lease_grace{20};
+  // --on-node-cordon=restart: a cordoned node counts as lost (default ignore).
+  bool restart_on_node_cordon = false;
   bool help = false;
 };
 

@@ -9,7 +9,7 @@ std::vector<PodDeletion> PodsToClean(api::CleanPodPolicy policy,
   for (const kube::Pod& pod : pods) {
     if (pod.meta.deletion_timestamp) continue;
     if (policy == api::CleanPodPolicy::kRunning && pod.IsTerminal()) continue;
-    out.push_back({pod.meta.name, pod.meta.uid});
+    out.push_back({pod.meta.name, pod.meta.uid, std::nullopt});
   }
   return out;
 }

@@ -12,6 +12,7 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
       metrics_(metrics),
       clock_(clock),
       caches_(client, options_.namespaces),
+      node_health_(client, options_.node_health, metrics),
       expectations_(clock),
       events_(client, options_.events, clock),
       queue_(kControllerName, kube::DefaultControllerRateLimiter(clock), clock, kube_metrics),
@@ -39,11 +40,20 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
   };
   h.child_changed = [this](const std::string& key) { queue_.Add(key); };
   caches_.SetHandlers(std::move(h));
+  caches_.SetNodeHealth(&node_health_);
+  // A lost node is news for every job with a pod on it; their reconciles see it in
+  // Observed::lost_nodes.
+  node_health_.SetLostHandler([this](const std::string& node, const NodeVerdict&) {
+    for (const std::string& key : caches_.JobsOnNode(node)) queue_.Add(key);
+  });
 }
 
 TrainingJobController::~TrainingJobController() { Stop(); }
 
-void TrainingJobController::StartCaches() { caches_.Start(); }
+void TrainingJobController::StartCaches() {
+  node_health_.Start();
+  caches_.Start();
+}
 
 void TrainingJobController::StartWorkers() {
   std::lock_guard<std::mutex> lock(workers_mu_);
@@ -61,13 +71,15 @@ void TrainingJobController::Stop() {
   }
   queue_.ShutDown();
   for (std::thread& t : workers) t.join();
+  node_health_.Stop();
   caches_.Stop();
   events_.Flush(std::chrono::seconds(2));
 }
 
 void TrainingJobController::Worker() {
   // Acting on a partial cache would recreate children that exist.
-  while (!caches_.WaitForSync(std::chrono::milliseconds(200))) {
+  while (!caches_.WaitForSync(std::chrono::milliseconds(200)) ||
+         !node_health_.WaitForSync(std::chrono::milliseconds(200))) {
     if (queue_.ShuttingDown()) return;
   }
   while (std::optional<std::string> key = queue_.Get()) {

@@ -4,6 +4,10 @@
 // workers). Pod events also settle expectations: an added pod satisfies its creation, a deleted
 // pod (or one marked for deletion) satisfies its deletion.
 //
+// The NodeHealthMonitor (node_health.h) judges the nodes the pods run on; a node turning lost
+// enqueues every job with a pod bound to it, and ObserveChildren reports it in
+// Observed::lost_nodes.
+//
 // Lifecycle: construct, Start() (caches start; workers wait for the caches to sync),
 // Stop() (queue shut down, workers joined). Workers may start later than the caches (leader
 // election: a standby keeps warm caches and only starts workers once it leads).
@@ -19,6 +23,7 @@
 #include "operator/controller/event_recorder.h"
 #include "operator/controller/expectations.h"
 #include "operator/controller/job_caches.h"
+#include "operator/controller/node_health.h"
 #include "operator/controller/reconciler.h"
 #include "operator/kube/metrics.h"
 #include "operator/kube/workqueue.h"
@@ -30,6 +35,7 @@ struct ControllerOptions {
   int workers = 4;
   std::string launcher_image;
   EventRecorderOptions events;
+  NodeHealthOptions node_health;
 };
 
 class TrainingJobController {
@@ -41,7 +47,7 @@ class TrainingJobController {
   ~TrainingJobController();
 
   void StartCaches();
-  bool CachesSynced() const { return caches_.HasSynced(); }
+  bool CachesSynced() const { return caches_.HasSynced() && node_health_.HasSynced(); }
   // Starts the workers; they begin once the caches have synced.
   void StartWorkers();
   void Stop();
@@ -49,6 +55,7 @@ class TrainingJobController {
   // Sets lockstep_jobs from the cache (call before each scrape).
   void RefreshJobGauge();
   const JobCaches& caches() const { return caches_; }
+  const NodeHealthMonitor& node_health() const { return node_health_; }
 
  private:
   void Worker();
@@ -58,6 +65,7 @@ class TrainingJobController {
   ControllerMetrics* metrics_;
   const Clock& clock_;
   JobCaches caches_;
+  NodeHealthMonitor node_health_;
   Expectations expectations_;
   EventRecorder events_;
   kube::WorkQueue queue_;

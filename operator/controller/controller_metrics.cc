@@ -27,6 +27,24 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry)
                            .Name("lockstep_job_time_to_running_seconds")
                            .Help("Seconds from a TrainingJob's creation to all its pods running")
                            .Register(registry)),
+      restarts_(prometheus::BuildCounter()
+                    .Name("lockstep_restarts_total")
+                    .Help("Gang restarts of TrainingJobs, by cause and mode")
+                    .Register(registry)),
+      node_failures_(prometheus::BuildCounter()
+                         .Name("lockstep_node_failures_detected_total")
+                         .Help("Nodes the failure detector found lost, by reason")
+                         .Register(registry)),
+      detection_delay_(prometheus::BuildHistogram()
+                           .Name("lockstep_detection_delay_seconds")
+                           .Help("Seconds from a failure (e.g. a node's last lease renewal) to "
+                                 "its detection, where the failure time is known")
+                           .Register(registry)),
+      recovery_(prometheus::BuildHistogram()
+                    .Name("lockstep_recovery_duration_seconds")
+                    .Help("Seconds from a failure's detection to every pod of the next "
+                          "attempt running")
+                    .Register(registry)),
       errors_(reconcile_errors_.Add({{"controller", kControllerName}})),
       reconcile_seconds_(reconcile_time_.Add(
           {{"controller", kControllerName}},
@@ -36,6 +54,28 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry)
 prometheus::Histogram::BucketBoundaries ControllerMetrics::TimeToRunningBuckets() {
   return {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 43200,
           86400};
+}
+
+prometheus::Histogram::BucketBoundaries ControllerMetrics::RecoveryBuckets() {
+  return {0.5, 1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 300, 600, 1800};
+}
+
+void ControllerMetrics::ObserveRestart(const std::string& ns, const std::string& reason,
+                                       const std::string& mode) {
+  restarts_.Add({{"namespace", ns}, {"reason", reason}, {"mode", mode}}).Increment();
+}
+
+void ControllerMetrics::ObserveNodeFailure(const std::string& reason) {
+  node_failures_.Add({{"reason", reason}}).Increment();
+}
+
+void ControllerMetrics::ObserveDetectionDelay(const std::string& reason, double seconds) {
+  detection_delay_.Add({{"reason", reason}}, RecoveryBuckets()).Observe(seconds);
+}
+
+void ControllerMetrics::ObserveRecovery(const std::string& ns, const std::string& mode,
+                                        double seconds) {
+  recovery_.Add({{"namespace", ns}, {"mode", mode}}, RecoveryBuckets()).Observe(seconds);
 }
 
 void ControllerMetrics::ObserveReconcile(const std::string& result, double seconds) {

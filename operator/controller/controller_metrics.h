@@ -7,6 +7,13 @@
 //   lockstep_job_outcomes_total{namespace,framework,outcome}
 //   lockstep_job_time_to_running_seconds{namespace,framework}  creation -> all pods Running,
 //                                                           buckets 0.1 s .. 24 h
+//   lockstep_restarts_total{namespace,reason,mode}          gang restarts decided (reason:
+//                                                           PodFailed, NodeLeaseExpired, ...)
+//   lockstep_node_failures_detected_total{reason}           nodes the detector found lost
+//   lockstep_detection_delay_seconds{reason}                (histogram) failure -> detection,
+//                                                           where the failure time is known
+//   lockstep_recovery_duration_seconds{namespace,mode}      (histogram) detection -> every pod
+//                                                           of the next attempt Running
 // Thread-safe.
 
 #include <map>
@@ -33,12 +40,18 @@ class ControllerMetrics {
                       const std::string& outcome);
   void ObserveTimeToRunning(const std::string& ns, const std::string& framework, double seconds);
 
+  void ObserveRestart(const std::string& ns, const std::string& reason, const std::string& mode);
+  void ObserveNodeFailure(const std::string& reason);
+  void ObserveDetectionDelay(const std::string& reason, double seconds);
+  void ObserveRecovery(const std::string& ns, const std::string& mode, double seconds);
+
   using JobCounts = std::map<std::tuple<std::string, std::string, std::string>, int64_t>;
   // Replaces the lockstep_jobs gauge values: (namespace, framework, state) -> count. Label sets
   // that disappeared are set to 0.
   void SetJobCounts(const JobCounts& counts);
 
   static prometheus::Histogram::BucketBoundaries TimeToRunningBuckets();
+  static prometheus::Histogram::BucketBoundaries RecoveryBuckets();
 
  private:
   prometheus::Family<prometheus::Counter>& reconcile_total_;
@@ -47,6 +60,10 @@ class ControllerMetrics {
   prometheus::Family<prometheus::Gauge>& jobs_;
   prometheus::Family<prometheus::Counter>& outcomes_;
   prometheus::Family<prometheus::Histogram>& time_to_running_;
+  prometheus::Family<prometheus::Counter>& restarts_;
+  prometheus::Family<prometheus::Counter>& node_failures_;
+  prometheus::Family<prometheus::Histogram>& detection_delay_;
+  prometheus::Family<prometheus::Histogram>& recovery_;
   prometheus::Counter& errors_;
   prometheus::Histogram& reconcile_seconds_;
   std::mutex mu_;

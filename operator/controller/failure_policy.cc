@@ -1,11 +1,24 @@
 #include "operator/controller/failure_policy.h"
 
 #include <algorithm>
+#include <array>
+#include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "launcher/contract.h"
 #include "operator/api/enums.h"
+#include "operator/api/time.h"
 
 namespace lockstep::controller {
 namespace {
+
+namespace contract = launcher::contract;
+
+// Pod status reasons of a pod the node or the cluster took away (kubelet eviction, graceful node
+// shutdown, preemption), as opposed to one whose containers failed.
+constexpr std::array<std::string_view, 6> kDisruptedPodReasons = {
+    "Evicted", "Preempting", "Shutdown", "NodeShutdown", "Terminated", "NodeLost"};
 
 // The container whose termination explains the pod's failure: the first that exited non-zero,
 // else the first that terminated at all.
@@ -28,6 +41,7 @@ const kube::ContainerStatus* CulpritContainer(const kube::Pod& pod, bool* is_tra
 
 std::string Describe(const kube::Pod& pod, const kube::ContainerStatus* c) {
   std::string out = "pod " + pod.meta.name + " failed";
+  if (!pod.node_name.empty()) out += " on node " + pod.node_name;
   if (c != nullptr) {
     out += ": container " + c->name;
     if (c->exit_code) out += " exited with code " + std::to_string(*c->exit_code);
@@ -40,7 +54,151 @@ std::string Describe(const kube::Pod& pod, const kube::ContainerStatus* c) {
   return out;
 }
 
+// The launcher's termination message is JSON with the in-place restarts it made (launcher.md).
+int32_t InPlaceRestarts(const kube::ContainerStatus* c) {
+  if (c == nullptr || c->message.empty() || c->message.front() != '{') return 0;
+  const nlohmann::json m = nlohmann::json::parse(c->message, nullptr, /*allow_exceptions=*/false);
+  if (!m.is_object()) return 0;
+  auto it = m.find("restartCount");
+  if (it == m.end() || !it->is_number_integer()) return 0;
+  return std::max(0, it->get<int32_t>());
+}
+
+bool Unfinished(const kube::Pod& pod) { return pod.phase != "Succeeded"; }
+
+// Step 1: lost nodes under unfinished pods of the attempt.
+std::optional<FailureDecision> LostNodeFinding(
+    const std::vector<kube::Pod>& pods, const std::map<std::string, NodeVerdict>& lost_nodes) {
+  std::map<std::string, std::vector<std::string>> pods_by_node;  // sorted by node name
+  for (const kube::Pod& pod : pods) {
+    if (!Unfinished(pod) || pod.node_name.empty()) continue;
+    auto it = lost_nodes.find(pod.node_name);
+    if (it != lost_nodes.end() && it->second.lost) pods_by_node[pod.node_name].push_back(pod.meta.name);
+  }
+  if (pods_by_node.empty()) return std::nullopt;
+  FailureDecision d{FailureAction::kRestart, FailureKind::kDisruption, "", "", true, {}, 0, {}};
+  for (const auto& [node, names] : pods_by_node) {
+    const NodeVerdict& v = lost_nodes.at(node);
+    if (d.reason.empty()) d.reason = v.reason;
+    std::string pods_list;
+    for (const std::string& n : names) pods_list += (pods_list.empty() ? "" : ", ") + n;
+    d.message += (d.message.empty() ? "" : "; ") + v.message + " (pods " + pods_list + ")";
+    d.lost_nodes.push_back(node);
+    if (v.failed_at && (!d.failed_at || *v.failed_at < *d.failed_at)) d.failed_at = v.failed_at;
+  }
+  return d;
+}
+
+// Step 2: pods evicted, preempted or shut down with their node.
+std::optional<FailureDecision> DisruptionFinding(const std::vector<kube::Pod>& pods) {
+  for (const kube::Pod& pod : pods) {
+    if (!Unfinished(pod) || !IsDisrupted(pod)) continue;
+    std::string why = pod.reason + (pod.message.empty() ? "" : ": " + pod.message);
+    if (const kube::Condition* c = pod.FindCondition("DisruptionTarget")) {
+      why = c->reason + (c->message.empty() ? "" : ": " + c->message);
+    }
+    FailureDecision d{FailureAction::kRestart, FailureKind::kDisruption, "PodDisrupted",
+                      "pod " + pod.meta.name + " was disrupted" +
+                          (pod.node_name.empty() ? "" : " on node " + pod.node_name) +
+                          (why.empty() ? "" : ": " + why),
+                      true, {}, 0, {}};
+    return d;
+  }
+  return std::nullopt;
+}
+
+// Step 3: the failed pod that caused the others to fail: not a launcher's "peer lost" (75)
+// when another exit code exists, and among those the one that finished first (RFC 3339 UTC
+// times of one format compare as strings; an unknown time sorts last).
+const kube::Pod* CulpritPod(const std::vector<kube::Pod>& pods) {
+  const kube::Pod* best = nullptr;
+  std::pair<bool, std::string> best_key;
+  for (const kube::Pod& pod : pods) {
+    if (pod.phase != "Failed") continue;
+    bool is_trainer = false;
+    const kube::ContainerStatus* c = CulpritContainer(pod, &is_trainer);
+    const bool peer_lost = c != nullptr && c->exit_code.value_or(0) == contract::kExitPeerLost;
+    std::string finished = c != nullptr && !c->finished_at.empty() ? c->finished_at : "~";
+    std::pair<bool, std::string> key{peer_lost, std::move(finished)};
+    if (best == nullptr || key < best_key) {
+      best = &pod;
+      best_key = std::move(key);
+    }
+  }
+  return best;
+}
+
+std::string ReasonForExitCode(const kube::ContainerStatus* c) {
+  if (c == nullptr || !c->exit_code) return "PodFailed";
+  if (c->reason == "OOMKilled") return "OOMKilled";
+  switch (*c->exit_code) {
+    case contract::kExitHang: return "Hang";
+    case contract::kExitRefused: return "RendezvousRefused";
+    case contract::kExitJoinTimeout: return "RendezvousTimeout";
+    case contract::kExitInternal: return "LauncherError";
+    default: return "PodFailed";
+  }
+}
+
+std::optional<FailureDecision> PodFailureFinding(const api::TrainingJobSpec& spec,
+                                                 const std::vector<kube::Pod>& pods) {
+  const kube::Pod* pod = CulpritPod(pods);
+  if (pod == nullptr) return std::nullopt;
+  bool is_trainer = false;
+  const kube::ContainerStatus* c = CulpritContainer(*pod, &is_trainer);
+  FailureDecision d{FailureAction::kRestart, FailureKind::kFailure, ReasonForExitCode(c),
+                    Describe(*pod, c), true, {}, InPlaceRestarts(c), {}};
+  if (c != nullptr && !c->finished_at.empty()) {
+    if (StatusOr<api::Time> t = api::ParseTime(c->finished_at); t.ok()) d.failed_at = *t;
+  }
+  if (c != nullptr && c->exit_code) {
+    const api::FailureRule* rule =
+        MatchFailureRule(spec.failure_policy.rules, c->name, is_trainer, *c->exit_code);
+    const std::string rule_name = rule == nullptr ? "" : (rule->name.empty() ? "#" : rule->name);
+    if (rule != nullptr && rule->action == api::RuleAction::kFailJob) {
+      d.action = FailureAction::kFailJob;
+      d.reason = "FailJobRule";
+      d.message += "; failure rule " + rule_name + " says FailJob";
+    } else if (rule != nullptr && rule->action == api::RuleAction::kRestartJobAndIgnoreMaxRestarts) {
+      d.counts = false;
+      d.message += "; failure rule " + rule_name + " restarts without counting";
+    }
+  }
+  return d;
+}
+
+// Turns a restart into FailJob when its budget is used up.
+void ApplyBudget(const api::TrainingJob& job, FailureDecision* d) {
+  if (d->action != FailureAction::kRestart || !d->counts) return;
+  const api::FailurePolicy& fp = job.spec.failure_policy;
+  const api::RestartCounts& used = job.status.restarts;
+  if (d->kind == FailureKind::kDisruption && used.disruptions >= fp.max_disruptions) {
+    d->action = FailureAction::kFailJob;
+    d->message += "; failurePolicy.maxDisruptions (" + std::to_string(fp.max_disruptions) +
+                  ") used up";
+    d->reason = "MaxDisruptionsExceeded";
+  } else if (d->kind == FailureKind::kFailure &&
+             used.failures + d->in_place_restarts >= fp.max_restarts) {
+    d->action = FailureAction::kFailJob;
+    d->message += "; failurePolicy.maxRestarts (" + std::to_string(fp.max_restarts) +
+                  ") used up";
+    if (d->in_place_restarts > 0) {
+      d->message += " (" + std::to_string(d->in_place_restarts) + " of them in place)";
+    }
+    d->reason = "MaxRestartsExceeded";
+  }
+}
+
 }  // namespace
+
+bool IsDisrupted(const kube::Pod& pod) {
+  if (const kube::Condition* c = pod.FindCondition("DisruptionTarget")) {
+    if (c->status == "True") return true;
+  }
+  return pod.phase == "Failed" &&
+         std::find(kDisruptedPodReasons.begin(), kDisruptedPodReasons.end(), pod.reason) !=
+             kDisruptedPodReasons.end();
+}
 
 const api::FailureRule* MatchFailureRule(const std::vector<api::FailureRule>& rules,
                                          const std::string& container, bool is_trainer,
@@ -56,28 +214,14 @@ const api::FailureRule* MatchFailureRule(const std::vector<api::FailureRule>& ru
   return nullptr;
 }
 
-FailureDecision DecideFailure(const api::TrainingJobSpec& spec,
-                              const std::vector<kube::Pod>& pods) {
-  for (const kube::Pod& pod : pods) {
-    if (pod.phase != "Failed" || pod.meta.deletion_timestamp) continue;
-    bool is_trainer = false;
-    const kube::ContainerStatus* c = CulpritContainer(pod, &is_trainer);
-    FailureDecision d{FailureAction::kFailJob, "PodFailed", Describe(pod, c)};
-    if (!pod.reason.empty() && c == nullptr) d.reason = "Pod" + pod.reason;  // e.g. PodEvicted
-    if (c != nullptr && c->exit_code) {
-      const api::FailureRule* rule =
-          MatchFailureRule(spec.failure_policy.rules, c->name, is_trainer, *c->exit_code);
-      if (rule != nullptr && rule->action == api::RuleAction::kFailJob) {
-        d.reason = "FailJobRule";
-        d.message += "; failure rule " + (rule->name.empty() ? "#" : rule->name) +
-                     " says FailJob";
-      } else {
-        d.message += "; restarts are not implemented yet, so the job fails";
-      }
-    }
-    return d;
-  }
-  return {};
+FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kube::Pod>& pods,
+                              const std::map<std::string, NodeVerdict>& lost_nodes) {
+  std::optional<FailureDecision> d = LostNodeFinding(pods, lost_nodes);
+  if (!d) d = DisruptionFinding(pods);
+  if (!d) d = PodFailureFinding(job.spec, pods);
+  if (!d) return {};
+  ApplyBudget(job, &*d);
+  return *d;
 }
 
 }  // namespace lockstep::controller

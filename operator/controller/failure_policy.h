@@ -1,35 +1,63 @@
 #pragma once
-// What to do about failed pods: the seam where the restart machinery (failurePolicy.maxRestarts,
-// restartMode, backoff; a later issue) plugs in. Today every pod failure fails the job; the
-// decision still evaluates spec.failurePolicy.rules (first match wins) so the message names the
-// rule a restart would have followed, and the exit code, signal and reason of the failed pod.
+// What a failure of the current attempt means: detect it in the pods and nodes the caches show,
+// classify it (the job's own failure, or a disruption it did not cause) and decide between a gang
+// restart and failing the job. Pure; table-tested in tests/unit/controller/failure_policy_test.cc.
+//
+// Detection, in order (the first finding explains the restart):
+//   1. a lost node under any unfinished pod of the attempt (NodeHealthMonitor's verdict): a
+//      disruption, with the verdict's reason (NodeLeaseExpired, NodeNotReady, ...);
+//   2. a pod with DisruptionTarget=True, or Failed with reason Evicted/Preempting/Shutdown...: a
+//      disruption, reason PodDisrupted;
+//   3. a pod Failed with a container exit code: the job's own failure. Launcher exit 75 (peer
+//      lost) is never the cause when another pod shows one, so the culprit is the rank that
+//      failed first. spec.failurePolicy.rules decide (first match wins); the default, when no
+//      rule matches, is RestartJob for every exit code (1-255: application errors, signals,
+//      OOMKilled and the launcher's 76 hang, 77 refused, 78 join timeout, 79 launcher error).
+// Budgets: failures are bounded by maxRestarts (RestartJobAndIgnoreMaxRestarts skips the bound),
+// disruptions by maxDisruptions; neither consumes the other.
 
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "operator/api/types.h"
+#include "operator/controller/node_health.h"
 #include "operator/kube/objects.h"
 
 namespace lockstep::controller {
 
 enum class FailureAction {
-  kNone,     // no pod failed
+  kNone,     // nothing failed
+  kRestart,  // restart the gang as the next attempt
   kFailJob,  // the job ends Failed
 };
 
+enum class FailureKind { kFailure, kDisruption };
+
 struct FailureDecision {
   FailureAction action = FailureAction::kNone;
-  std::string reason;   // CamelCase, for the Failed condition and the event
-  std::string message;  // names the pod, container, exit code or signal
+  FailureKind kind = FailureKind::kFailure;
+  std::string reason;   // CamelCase, for lastRestart, the condition and the event
+  std::string message;  // names the node or the pod, container, exit code or signal
+  bool counts = true;   // false: RestartJobAndIgnoreMaxRestarts
+  std::vector<std::string> lost_nodes;  // sorted; the next placements exclude them
+  // In-place restarts the failed pod's launcher already made (its termination message's
+  // restartCount): they were the job's failures too, so they count against maxRestarts.
+  int32_t in_place_restarts = 0;
+  std::optional<api::Time> failed_at;  // when known: detection delay = now - failed_at
 };
 
-FailureDecision DecideFailure(const api::TrainingJobSpec& spec,
-                              const std::vector<kube::Pod>& pods);
+// `pods`: the pods of the current attempt only. `lost_nodes`: Observed::lost_nodes.
+FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kube::Pod>& pods,
+                              const std::map<std::string, NodeVerdict>& lost_nodes);
 
 // The rule of `rules` matching `exit_code` of `container` (first match wins), or null.
 const api::FailureRule* MatchFailureRule(const std::vector<api::FailureRule>& rules,
                                          const std::string& container, bool is_trainer,
                                          int32_t exit_code);
+
+// True when the pod was disrupted (evicted, preempted, deleted by the taint manager, node
+// shutdown) rather than failed by its own containers.
+bool IsDisrupted(const kube::Pod& pod);
 
 }  // namespace lockstep::controller

@@ -1,5 +1,7 @@
 #include "operator/controller/job_caches.h"
 
+#include <set>
+
 #include "operator/api/children.h"
 
 namespace lockstep::controller {
@@ -52,6 +54,10 @@ JobCaches::JobCaches(kube::RestClient& client, const std::vector<std::string>& n
         client, kube::resources::Secrets(), ns, Decoder(&kube::DecodeMetaObject),
         ChildOptions());
     n.pods->AddIndexer(kJobIndex, [](const kube::Pod& p) { return IndexByJob(p.meta); });
+    n.pods->AddIndexer(kNodeIndex, [](const kube::Pod& p) {
+      return p.node_name.empty() ? std::vector<std::string>{}
+                                 : std::vector<std::string>{p.node_name};
+    });
     n.services->AddIndexer(kJobIndex,
                            [](const kube::MetaObject& o) { return IndexByJob(o.meta); });
     n.secrets->AddIndexer(kJobIndex,
@@ -170,8 +176,16 @@ Observed JobCaches::ObserveChildren(const CachedJob& job) const {
   const Namespace* n = For(job.meta.namespace_);
   if (n == nullptr) return out;
   const std::string key = job.meta.Key();
+  const api::Time now = std::chrono::system_clock::now();
   for (const auto& pod : n->pods->store().ByIndex(kJobIndex, key)) {
-    if (ControlledBy(pod->meta, job.meta.uid)) out.pods.push_back(*pod);
+    if (!ControlledBy(pod->meta, job.meta.uid)) continue;
+    out.pods.push_back(*pod);
+    if (node_health_ == nullptr || pod->node_name.empty() || pod->IsTerminal() ||
+        out.lost_nodes.count(pod->node_name) != 0) {
+      continue;
+    }
+    NodeVerdict verdict = node_health_->Assess(pod->node_name, now);
+    if (verdict.lost) out.lost_nodes.emplace(pod->node_name, std::move(verdict));
   }
   for (const auto& svc : n->services->store().ByIndex(kJobIndex, key)) {
     if (ControlledBy(svc->meta, job.meta.uid)) out.service_exists = true;
@@ -180,6 +194,16 @@ Observed JobCaches::ObserveChildren(const CachedJob& job) const {
     if (ControlledBy(secret->meta, job.meta.uid)) out.secret_exists = true;
   }
   return out;
+}
+
+std::vector<std::string> JobCaches::JobsOnNode(const std::string& node) const {
+  std::set<std::string> keys;
+  for (const auto& [ns, n] : namespaces_) {
+    for (const auto& pod : n.pods->store().ByIndex(kNodeIndex, node)) {
+      if (std::string key = JobKeyOf(pod->meta); !key.empty()) keys.insert(std::move(key));
+    }
+  }
+  return {keys.begin(), keys.end()};
 }
 
 }  // namespace lockstep::controller

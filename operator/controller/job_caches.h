@@ -1,7 +1,8 @@
 #pragma once
 // The informer caches the job controller reads: TrainingJobs, and the Pods, Services and Secrets
 // that carry the lockstep.dev/job-name label (the only children it creates; the label selector
-// keeps unrelated objects out of memory), each indexed by job key. One set of informers per
+// keeps unrelated objects out of memory), each indexed by job key (pods also by node name, for the
+// failure detector). One set of informers per
 // watched namespace ("" = all namespaces). Readers get shared immutable objects: copy before
 // changing anything.
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "operator/controller/cached_job.h"
+#include "operator/controller/node_health.h"
 #include "operator/controller/plan.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/objects.h"
@@ -21,6 +23,7 @@
 namespace lockstep::controller {
 
 inline constexpr char kJobIndex[] = "job";
+inline constexpr char kNodeIndex[] = "node";  // pods by spec.nodeName (bound pods only)
 
 // Callbacks with the job key an object belongs to.
 struct CacheHandlers {
@@ -40,6 +43,8 @@ class JobCaches {
 
   // Before Start().
   void SetHandlers(CacheHandlers handlers);
+  // Before Start(); may stay unset (then no node is ever lost). Not owned; must outlive this.
+  void SetNodeHealth(const NodeHealthMonitor* node_health) { node_health_ = node_health; }
   void Start();
   void Stop();
   bool HasSynced() const;
@@ -47,8 +52,13 @@ class JobCaches {
 
   std::shared_ptr<const CachedJob> GetJob(const std::string& key) const;
   std::vector<std::shared_ptr<const CachedJob>> ListJobs() const;
-  // The children of `job` that it controls (ownerReference controller=true with its UID).
+  // The children of `job` that it controls (ownerReference controller=true with its UID), and
+  // the lost nodes among those its non-terminal pods are bound to (judged now, by wall clock).
+  // Terminal pods are left out: a finished pod loses nothing with its node, and the API server
+  // deletes it at once.
   Observed ObserveChildren(const CachedJob& job) const;
+  // The keys of the jobs with a pod bound to `node`, each once.
+  std::vector<std::string> JobsOnNode(const std::string& node) const;
 
  private:
   struct Namespace {
@@ -61,6 +71,7 @@ class JobCaches {
   void Wire(Namespace& n);
 
   CacheHandlers handlers_;
+  const NodeHealthMonitor* node_health_ = nullptr;
   std::map<std::string, Namespace> namespaces_;  // "" when watching all
 };
 

@@ -7,8 +7,11 @@
 #include "operator/api/enums.h"
 #include "operator/api/validation.h"
 #include "operator/controller/clean_pod_policy.h"
+#include "operator/controller/elastic_policy.h"
 #include "operator/controller/failure_policy.h"
 #include "operator/controller/job_status.h"
+#include "operator/controller/plan_pass.h"
+#include "operator/controller/restart_plan.h"
 #include "operator/controller/success_policy.h"
 #include "operator/controller/timers.h"
 
@@ -17,37 +20,6 @@ namespace {
 
 using api::ConditionStatus;
 using api::JobState;
-
-// The inputs of one pass, so the named steps below take one argument.
-struct Pass {
-  const api::TrainingJob& job;
-  const Observed& observed;
-  api::Time now;
-  bool settled;
-  const PlanOptions& options;
-  Plan* plan;
-
-  int64_t gen() const { return job.metadata.generation; }
-  api::TrainingJobStatus& status() { return plan->status; }
-  void Condition(std::string_view type, bool value, std::string reason, std::string message) {
-    SetJobCondition(&plan->status, type, value, std::move(reason), std::move(message), gen(), now);
-  }
-  void State(JobState state, std::string reason, std::string message) {
-    plan->status.state = state;
-    plan->status.reason = std::move(reason);
-    plan->status.message = std::move(message);
-  }
-  void Event(std::string type, std::string reason, std::string message) {
-    plan->events.push_back({std::move(type), std::move(reason), std::move(message)});
-  }
-  void RequeueIn(std::chrono::seconds d) {
-    if (!plan->requeue_after || d < *plan->requeue_after) plan->requeue_after = d;
-  }
-};
-
-bool WasTrue(const api::TrainingJob& job, std::string_view type) {
-  return api::IsConditionTrue(job.status.conditions, type);
-}
 
 // Stalled/InvalidSpec: report, never act.
 void PlanInvalid(Pass& p, const std::string& message) {
@@ -84,7 +56,10 @@ std::vector<PodDeletion> FinishedDeletes(const Pass& p) {
 
 // A finished job: clean its pods per cleanPodPolicy and run its TTL.
 void PlanFinished(Pass& p) {
-  if (p.settled) p.plan->pod_deletes = FinishedDeletes(p);
+  if (p.settled) {
+    p.plan->pod_deletes = FinishedDeletes(p);
+    ForceDeletesOnLostNodes(p);
+  }
   p.Condition(api::kConditionReconciling, false, "Finished", "the job has finished");
   api::TrainingJob view = p.job;
   view.status = p.status();
@@ -101,6 +76,9 @@ void Finish(Pass& p, Outcome outcome, const std::string& reason, const std::stri
   const bool ok = outcome == Outcome::kSucceeded;
   p.Condition(ok ? api::kConditionSucceeded : api::kConditionFailed, true, reason, message);
   p.Condition(api::kConditionRunning, false, reason, "the job has finished");
+  if (api::IsConditionTrue(p.status().conditions, api::kConditionRestarting)) {
+    p.Condition(api::kConditionRestarting, false, reason, "the job has finished");
+  }
   p.State(ok ? JobState::kSucceeded : JobState::kFailed, reason, message);
   p.status().completion_time = p.now;
   p.Event(ok ? "Normal" : "Warning", reason, message);
@@ -109,8 +87,11 @@ void Finish(Pass& p, Outcome outcome, const std::string& reason, const std::stri
 }
 
 void PlanSuspended(Pass& p) {
-  if (p.settled) p.plan->pod_deletes = ActivePods(p.observed.pods);
-  const int32_t left = CountPods(p.observed.pods).existing;
+  if (p.settled) {
+    p.plan->pod_deletes = ActivePods(p.observed.pods);
+    ForceDeletesOnLostNodes(p);
+  }
+  const int32_t left = CountPods(p.observed.pods).existing;  // every attempt's
   p.Condition(api::kConditionSuspended, true, "Suspended", "spec.runPolicy.suspend is true");
   p.Condition(api::kConditionRunning, false, "Suspended", "the job is suspended");
   p.Condition(api::kConditionReconciling, left > 0, "Suspended",
@@ -132,6 +113,7 @@ Status PlanCreates(Pass& p) {
   api::ChildrenOptions opts;
   opts.launcher_image = p.options.launcher_image;
   opts.attempt = p.job.status.attempt;
+  if (p.job.spec.elastic) opts.worker_replicas = p.spec.replicas;
   LS_ASSIGN_OR_RETURN(std::vector<nlohmann::json> desired, api::BuildPods(p.job, opts));
   std::set<std::string> present;
   for (const kube::Pod& pod : p.observed.pods) present.insert(pod.meta.name);
@@ -164,8 +146,8 @@ void PlanScheduled(Pass& p, const PodCounts& c, int32_t desired) {
 
 // Conditions, state and counters of a job that is neither finished nor suspended.
 void PlanProgress(Pass& p) {
-  const PodCounts c = CountPods(p.observed.pods);
-  const int32_t desired = DesiredPodCount(p.job.spec);
+  const PodCounts c = CountPods(p.pods);
+  const int32_t desired = DesiredPodCount(p.spec);
   PlanScheduled(p, c, desired);
   const bool running = c.running > 0 && c.running + c.succeeded >= desired;
   if (running) {
@@ -174,10 +156,11 @@ void PlanProgress(Pass& p) {
     p.Condition(api::kConditionReconciling, false, "Running", "the gang is running");
     p.State(JobState::kRunning, "AllPodsRunning",
             std::to_string(c.running) + " of " + std::to_string(desired) + " pods running");
-    if (!WasTrue(p.job, api::kConditionRunning)) {
-      p.plan->became_running = true;
+    if (!WasTrue(p.job, api::kConditionRunning) && p.job.status.attempt == 0) {
+      p.plan->became_running = true;  // time-to-running is the first attempt's
       p.Event("Normal", "Running", "all " + std::to_string(desired) + " pods are running");
     }
+    PlanRecovered(p);
     return;
   }
   std::string reason;
@@ -196,17 +179,22 @@ void PlanProgress(Pass& p) {
     reason = "StartingPods";
     message = std::to_string(c.running) + " of " + std::to_string(desired) + " pods running";
   }
+  // A restarted gang that is not running yet is still restarting.
+  if (api::IsConditionTrue(p.status().conditions, api::kConditionRestarting)) {
+    state = JobState::kRestarting;
+  }
   p.Condition(api::kConditionRunning, false, reason, message);
   p.Condition(api::kConditionReconciling, true, reason, message);
   p.State(state, reason, message);
 }
 
 void PlanCounters(Pass& p) {
-  const PodCounts c = CountPods(p.observed.pods);
-  p.status().replicas = c.workers;
+  const PodCounts c = CountPods(p.pods);
+  // An elastic job's status.replicas is its chosen size (the scheduler sizes the gang by it).
+  p.status().replicas = p.job.spec.elastic ? p.spec.replicas : c.workers;
   p.status().ready_replicas = c.ready;
   p.status().workers_ready =
-      std::to_string(c.ready) + "/" + std::to_string(DesiredPodCount(p.job.spec));
+      std::to_string(c.ready) + "/" + std::to_string(DesiredPodCount(p.spec));
   p.status().selector = api::JobSelector(p.job.metadata.name);
   p.status().observed_generation = p.gen();
 }
@@ -215,6 +203,27 @@ void ClearStalled(Pass& p) {
   if (api::FindCondition(p.status().conditions, api::kConditionStalled) != nullptr) {
     p.Condition(api::kConditionStalled, false, "SpecValid", "the spec is valid");
   }
+}
+
+std::optional<api::Time> RunningSince(const Pass& p) {
+  const api::Condition* c = api::FindCondition(p.job.status.conditions, api::kConditionRunning);
+  if (c == nullptr || c->status != ConditionStatus::kTrue) return std::nullopt;
+  return c->last_transition_time;
+}
+
+// An elastic job changes size (a restart that costs no budget). True when it does.
+bool PlanResize(Pass& p) {
+  const ResizeCheck check = DecideResize(p.job, CountPods(p.pods), RunningSince(p), p.now);
+  if (check.recheck_after) p.RequeueIn(*check.recheck_after);
+  if (!check.resize) return false;
+  RestartRequest r;
+  r.kind = RestartRequest::Kind::kResize;
+  r.reason = check.resize->reason;
+  r.message = check.resize->message;
+  r.counts = false;
+  r.size = check.resize->size;
+  PlanRestart(p, r, p.pods);
+  return true;
 }
 
 // The job is active: check its timers and pods, then create what is missing.
@@ -234,16 +243,28 @@ void PlanActive(Pass& p) {
   } else if (p.job.spec.run_policy.active_deadline_seconds) {
     p.RequeueIn(std::chrono::seconds(*p.job.spec.run_policy.active_deadline_seconds));
   }
-  const FailureDecision failure = DecideFailure(p.job.spec, p.observed.pods);
+  PruneExclusions(p);
+  const int32_t stale_left = PlanStaleDeletes(p, p.stale_pods);
+  const FailureDecision failure = DecideFailure(p.job, p.pods, p.observed.lost_nodes);
   if (failure.action == FailureAction::kFailJob) {
     Finish(p, Outcome::kFailed, failure.reason, failure.message);
     return;
   }
-  if (std::optional<std::string> success = EvaluateSuccess(p.job.spec, p.observed.pods)) {
+  if (failure.action == FailureAction::kRestart) {
+    PlanRestart(p, FromFailure(failure), p.pods);
+    return;
+  }
+  if (std::optional<std::string> success = EvaluateSuccess(p.spec, p.pods)) {
     Finish(p, Outcome::kSucceeded, "Succeeded", *success);
     return;
   }
+  if (PlanResize(p)) return;
   if (!p.status().start_time) p.status().start_time = p.now;
+  if (PlanRestartWait(p, stale_left)) {
+    p.plan->create_service = !p.observed.service_exists;
+    p.plan->create_secret = !p.observed.secret_exists;
+    return;
+  }
   if (Status s = PlanCreates(p); !s.ok()) {
     PlanInvalid(p, "cannot build the pods: " + s.message());
     return;
@@ -258,7 +279,10 @@ Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time no
   Plan plan;
   plan.status = cached.job.status;
   if (cached.job.metadata.deletion_timestamp) return plan;  // the garbage collector's turn
-  Pass p{cached.job, observed, now, settled, options, &plan};
+  const AttemptPods pods = SplitByAttempt(observed.pods, cached.job.status.attempt);
+  api::TrainingJobSpec spec = cached.job.spec;
+  spec.replicas = AttemptWorkers(cached.job);
+  Pass p{cached.job, observed, now, settled, options, &plan, pods.current, pods.stale, spec};
   p.status().observed_generation = p.gen();
   p.status().selector = api::JobSelector(cached.job.metadata.name);
   if (!cached.spec_error.empty()) {

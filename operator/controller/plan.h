@@ -9,6 +9,7 @@
 // create what is missing and report progress.
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,20 +18,27 @@
 
 #include "operator/api/types.h"
 #include "operator/controller/cached_job.h"
+#include "operator/controller/node_health.h"
 #include "operator/kube/objects.h"
 
 namespace lockstep::controller {
 
-// What the informer caches hold of the job's children (only objects it controls).
+// What the informer caches hold of the job's children (only objects it controls), and the
+// health of the nodes its pods are bound to.
 struct Observed {
   std::vector<kube::Pod> pods;
   bool service_exists = false;
   bool secret_exists = false;
+  // The lost nodes among those the pods are bound to (NodeHealthMonitor::Assess), by name.
+  std::map<std::string, NodeVerdict> lost_nodes;
 };
 
 struct PodDeletion {
   std::string name;
   std::string uid;  // a precondition: never delete a newer pod of the same name
+  // 0: force (a pod on a lost node: no kubelet will ever confirm it, so it would stay
+  // Terminating); unset: the pod's own grace period.
+  std::optional<int64_t> grace_period_seconds;
 };
 
 struct EventSpec {
@@ -57,12 +65,21 @@ struct Plan {
   std::optional<std::chrono::seconds> requeue_after;
 
   // Transitions of this pass, for metrics (recorded after the status write).
-  bool became_running = false;
+  bool became_running = false;  // the first attempt's gang is running
   Outcome outcome = Outcome::kNone;
+  struct Restart {
+    std::string reason;
+    std::string mode;
+    std::optional<double> detection_delay_seconds;  // failure -> this decision, when known
+  };
+  std::optional<Restart> restart;         // a gang restart was decided
+  std::optional<double> recovery_seconds;  // a restarted gang runs again: detection -> now
 };
 
 struct PlanOptions {
   std::string launcher_image;
+  // How long the nodes a job lost stay out of its placements (status.excludedNodes).
+  std::chrono::seconds node_exclusion{300};
 };
 
 Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time now, bool settled,

@@ -44,6 +44,15 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
   const bool settled = expectations_.Satisfied(key);  // before listing pods
   const Observed observed = caches_.ObserveChildren(job);
   const Plan plan = ComputePlan(job, observed, clock_.WallNow(), settled, options_);
+  if (plan.restart) {
+    // A restart is recorded before its pods are deleted: if the write lost a race, nothing
+    // was done and the next pass decides again from the same evidence. Acting first could
+    // delete the lost node's pods and leave attempt N without its record, and the next pass
+    // would refill attempt N instead of starting N+1.
+    LS_RETURN_IF_ERROR(PersistStatus(job, plan));
+    LS_RETURN_IF_ERROR(Act(job, plan));
+    return ReconcileResult{plan.requeue_after};
+  }
   Status acted = Act(job, plan);
   if (plan.delete_job) return ReconcileResult{};
   LS_RETURN_IF_ERROR(PersistStatus(job, plan));
@@ -122,6 +131,7 @@ Status TrainingJobReconciler::DeletePods(const CachedJob& job, const Plan& plan)
     kube::DeleteOptions opts;
     opts.precondition_uid = d.uid;
     opts.propagation_policy = "Background";
+    opts.grace_period_seconds = d.grace_period_seconds;
     StatusOr<nlohmann::json> r =
         client_.Delete(kube::resources::Pods(), job.meta.namespace_, d.name, opts);
     if (r.ok()) continue;
@@ -182,6 +192,16 @@ void TrainingJobReconciler::RecordMetrics(const CachedJob& job, const Plan& plan
   if (plan.outcome != Outcome::kNone) {
     metrics_->ObserveOutcome(job.meta.namespace_, framework,
                              plan.outcome == Outcome::kSucceeded ? "Succeeded" : "Failed");
+  }
+  if (plan.restart) {
+    metrics_->ObserveRestart(job.meta.namespace_, plan.restart->reason, plan.restart->mode);
+    if (plan.restart->detection_delay_seconds) {
+      metrics_->ObserveDetectionDelay(plan.restart->reason, *plan.restart->detection_delay_seconds);
+    }
+  }
+  if (plan.recovery_seconds && plan.status.last_restart) {
+    metrics_->ObserveRecovery(job.meta.namespace_, plan.status.last_restart->mode,
+                              *plan.recovery_seconds);
   }
   if (plan.became_running && job.job.metadata.creation_timestamp) {
     const std::chrono::duration<double> took =

@@ -15,11 +15,14 @@ RestOptions ElectionRestOptions(const LeaderElectionConfig& config) {
   RestOptions options;
   options.qps = 0;          // a renewal must never queue behind controller traffic
   options.max_retries = 0;  // the elector's own loop retries every retry_period
-  // An attempt that outlives retry_period cannot keep a leader past renew_deadline +
-  // retry_period, which stays below lease_duration for valid configs with client-go's timings.
-  options.timeout = std::max<std::chrono::milliseconds>(config.retry_period,
-                                                        std::chrono::seconds(1));
+  // A hung attempt cannot keep a leader past renew_deadline + this timeout (see MaxBackdate).
+  options.timeout = LeaderElectionRequestTimeout(config);
   return options;
+}
+
+std::chrono::milliseconds Until(const Clock& clock, Clock::Steady t) {
+  return std::max(std::chrono::milliseconds(0),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(t - clock.Now()));
 }
 
 int64_t DurationSeconds(std::chrono::milliseconds d) {
@@ -40,12 +43,29 @@ Status ValidateLeaderElectionConfig(const LeaderElectionConfig& c) {
   return Status::Ok();
 }
 
+std::chrono::milliseconds LeaderElectionRequestTimeout(const LeaderElectionConfig& config) {
+  return std::max<std::chrono::milliseconds>(config.retry_period, std::chrono::seconds(1));
+}
+
+std::chrono::milliseconds MaxBackdate(const LeaderElectionConfig& config) {
+  const std::chrono::milliseconds margin =
+      config.lease_duration - config.renew_deadline - LeaderElectionRequestTimeout(config);
+  return std::max(std::chrono::milliseconds(0), std::min(margin, config.retry_period));
+}
+
+Clock::Steady LeaseRecordStart(Clock::Steady seen_at, Clock::Wall seen_wall,
+                               Clock::Wall renew_time, std::chrono::milliseconds max_backdate) {
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(seen_wall - renew_time);
+  return seen_at - std::clamp(age, std::chrono::milliseconds(0), max_backdate);
+}
+
 LeaderElector::LeaderElector(std::shared_ptr<Transport> transport, LeaderElectionConfig config,
                              LeaderCallbacks callbacks, KubeMetrics* metrics, const Clock& clock)
     : config_(std::move(config)),
       callbacks_(std::move(callbacks)),
       clock_(clock),
       client_(std::move(transport), ElectionRestOptions(config_), metrics, clock),
+      max_backdate_(MaxBackdate(config_)),
       jitter_(BackoffPolicy{config_.retry_period, config_.retry_period, 1.0, 1.2}) {
   if (metrics != nullptr) {
     status_gauge_ = &metrics->LeaderStatus(config_.lease_name);
@@ -77,6 +97,10 @@ void LeaderElector::SetLeader(bool leading) {
 }
 
 void LeaderElector::Observe(const std::string& holder, const std::string& renew_time) {
+  // Taken after the response arrived, so the record existed by then: dating it back from here
+  // by its age can be early only by what max_backdate_ allows, never by the request's duration.
+  const Clock::Steady seen_at = clock_.Now();
+  const Clock::Wall seen_wall = clock_.WallNow();
   bool changed_holder = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -84,7 +108,9 @@ void LeaderElector::Observe(const std::string& holder, const std::string& renew_
     changed_holder = holder != observed_holder_;
     observed_holder_ = holder;
     observed_renew_time_ = renew_time;
-    observed_at_ = clock_.Now();
+    auto renewed = ParseTime(renew_time);
+    record_start_ = renewed.ok() ? LeaseRecordStart(seen_at, seen_wall, *renewed, max_backdate_)
+                                 : seen_at;  // unreadable renewTime: client-go's rule
   }
   if (changed_holder && callbacks_.on_new_leader) callbacks_.on_new_leader(holder);
 }
@@ -107,8 +133,9 @@ StatusOr<bool> LeaderElector::TryUpdate(json lease, bool ours) {
   return true;
 }
 
-bool LeaderElector::TryAcquireOrRenew() {
+bool LeaderElector::TryAcquireOrRenew(Clock::Steady no_write_after) {
   auto current = client_.Get(resources::Leases(), config_.lease_namespace, config_.lease_name);
+  if (clock_.Now() >= no_write_after) return false;  // a slow read must not buy a slow write
   const std::string now = FormatMicroTime(clock_.WallNow());
   if (IsNotFound(current.status())) {
     json lease = {{"apiVersion", "coordination.k8s.io/v1"},
@@ -135,7 +162,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   const bool ours = lease->holder_identity == config_.identity;
   if (!ours && !lease->holder_identity.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (clock_.Now() < observed_at_ + config_.lease_duration) return false;  // held and fresh
+    if (clock_.Now() < record_start_ + config_.lease_duration) return false;  // held and fresh
   }
   auto result = TryUpdate(std::move(current).value(), ours);
   if (!result.ok()) {
@@ -164,11 +191,17 @@ void LeaderElector::Release() {
 
 std::chrono::milliseconds LeaderElector::CampaignDelay() {
   std::chrono::milliseconds delay = jitter_.Delay(0);
+  // Poll at least every max_backdate_ (2 s with client-go's timings, instead of 2-4.4 s): the
+  // holder's last record is then first seen at most max_backdate_ after its renewTime, so
+  // LeaseRecordStart dates it exactly and a dead leader's lease is taken when it expires. The
+  // jitter's job, spreading candidates' writes, is moot: every candidate wakes at the computed
+  // expiry anyway and the optimistic update lets exactly one win.
+  if (max_backdate_.count() > 0) delay = std::min(delay, max_backdate_);
   std::lock_guard<std::mutex> lock(mu_);
   if (observed_holder_.empty()) return delay;
   // Wake right when the observed lease expires rather than up to 2.2 retry periods later.
   const auto until_expiry = std::chrono::duration_cast<std::chrono::milliseconds>(
-      observed_at_ + config_.lease_duration - clock_.Now());
+      record_start_ + config_.lease_duration - clock_.Now());
   if (until_expiry.count() >= 0 && until_expiry < delay) {
     delay = until_expiry + std::chrono::milliseconds(10);
   }
@@ -183,28 +216,32 @@ void LeaderElector::Run() {
   SetLeader(true);
   log::Info("started leading", {{"lease", config_.lease_name}, {"identity", config_.identity}});
   if (callbacks_.on_started_leading) callbacks_.on_started_leading();
+  const bool requested_stop = Lead();
+  SetLeader(false);
+  log::Info("stopped leading", {{"lease", config_.lease_name}, {"identity", config_.identity}});
+  if (callbacks_.on_stopped_leading) callbacks_.on_stopped_leading();
+  if (requested_stop && config_.release_on_cancel) Release();
+}
 
+bool LeaderElector::Lead() {
+  // Measured from before an attempt: the record it wrote is at least this old.
   Clock::Steady last_renew = clock_.Now();
-  bool requested_stop = false;
   while (true) {
-    if (!SleepFor(config_.retry_period)) {
-      requested_stop = true;
-      break;
-    }
-    // Measured from before the attempt: the record we wrote is at least this old.
+    // Never sleep past the renew deadline, and never start a request after it: an attempt is a
+    // read and a write, each within the request timeout, so this process stops leading at most
+    // renew_deadline + one timeout after last_renew, the bound MaxBackdate() relies on.
+    const Clock::Steady deadline = last_renew + config_.renew_deadline;
+    if (!SleepFor(std::min(config_.retry_period, Until(clock_, deadline)))) return true;
+    if (clock_.Now() >= deadline) return false;
     const Clock::Steady attempt_start = clock_.Now();
-    if (TryAcquireOrRenew()) {
+    if (TryAcquireOrRenew(deadline)) {
       last_renew = attempt_start;
       continue;
     }
     // Someone else holds it now, or we could not renew in time: stop leading at once.
     const bool taken = !ObservedLeader().empty() && ObservedLeader() != config_.identity;
-    if (taken || clock_.Now() - last_renew >= config_.renew_deadline) break;
+    if (taken || clock_.Now() >= last_renew + config_.renew_deadline) return false;
   }
-  SetLeader(false);
-  log::Info("stopped leading", {{"lease", config_.lease_name}, {"identity", config_.identity}});
-  if (callbacks_.on_stopped_leading) callbacks_.on_stopped_leading();
-  if (requested_stop && config_.release_on_cancel) Release();
 }
 
 }  // namespace lockstep::kube

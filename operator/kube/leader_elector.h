@@ -1,11 +1,19 @@
 #pragma once
-// Leader election on a coordination.k8s.io/v1 Lease, following client-go's algorithm:
+// Leader election on a coordination.k8s.io/v1 Lease, following client-go's algorithm with one
+// refinement (docs/kube-client.md, "Leader election"):
 //  - a candidate takes the Lease when it is free, or when its record (holder, renewTime) has not
-//    changed for lease_duration as observed on the candidate's own monotonic clock (no trust in
-//    other machines' wall clocks);
+//    changed for lease_duration on the candidate's own monotonic clock. client-go starts that
+//    interval when the candidate *observed* the record, which is up to one poll late; here it
+//    starts at the record's renewTime, moved onto the monotonic clock through the candidate's
+//    wall clock, but never more than MaxBackdate() before the observation. So a SIGKILLed
+//    leader's lease is taken when it expires, and whatever the wall clocks say, a candidate is
+//    at most MaxBackdate() early, which the old leader's stop bound below leaves room for. A
+//    candidate polls at least every MaxBackdate() (so it dates the last record exactly) and
+//    sleeps until the computed expiry rather than to its next poll;
 //  - the leader renews every retry_period; if no renewal succeeds within renew_deadline it stops
-//    leading at once: OnStoppedLeading runs and IsLeader() turns false before the Lease can
-//    expire for others (renew_deadline < lease_duration);
+//    leading at once: OnStoppedLeading runs and IsLeader() turns false at most renew_deadline +
+//    the request timeout after its last successful renewal began, before the Lease can expire
+//    for others (renew_deadline + timeout + MaxBackdate() <= lease_duration);
 //  - writes are optimistic (resourceVersion), so two candidates never both win one round.
 // leader_election_master_status{name} is 1 while leading, else 0.
 
@@ -39,6 +47,22 @@ struct LeaderElectionConfig {
 // client-go's rule: lease_duration > renew_deadline > 1.2 * retry_period, all positive.
 Status ValidateLeaderElectionConfig(const LeaderElectionConfig& config);
 
+// The elector's per-request timeout: retry_period, at least 1 s.
+std::chrono::milliseconds LeaderElectionRequestTimeout(const LeaderElectionConfig& config);
+
+// How far before its observation a candidate may date an observed record: retry_period, but no
+// more than lease_duration - renew_deadline - request timeout (the time by which the old leader
+// has certainly stopped), and not negative. 2 s for client-go's 15/10/2 s timings.
+std::chrono::milliseconds MaxBackdate(const LeaderElectionConfig& config);
+
+// When, on the candidate's monotonic clock, the lease of a record began: `seen_at` (when the
+// record was first seen, at `seen_wall` on the candidate's wall clock) moved back by the record's
+// age seen_wall - renew_time, clamped to [0, max_backdate]. A renewTime from the future (the
+// holder's clock ahead) therefore counts from the observation, like client-go, and one that looks
+// too old (slow polling, or the candidate's clock ahead) counts from max_backdate earlier.
+Clock::Steady LeaseRecordStart(Clock::Steady seen_at, Clock::Wall seen_wall,
+                               Clock::Wall renew_time, std::chrono::milliseconds max_backdate);
+
 struct LeaderCallbacks {
   // Run on the elector's thread; must return promptly (start workers, don't run them).
   std::function<void()> on_started_leading;
@@ -65,12 +89,16 @@ class LeaderElector {
   std::string ObservedLeader() const;
 
  private:
-  // One acquire-or-renew round; true when this candidate holds the Lease afterwards.
-  bool TryAcquireOrRenew();
+  // One acquire-or-renew round; true when this candidate holds the Lease afterwards. Writes
+  // nothing once the steady clock has reached `no_write_after` (a leader's renew deadline), so a
+  // round ends at most one request timeout after that.
+  bool TryAcquireOrRenew(Clock::Steady no_write_after = Clock::Steady::max());
   StatusOr<bool> TryUpdate(nlohmann::json lease, bool ours);
+  // Records holder and renewTime; on a change, restarts the lease interval (LeaseRecordStart).
   void Observe(const std::string& holder, const std::string& renew_time);
   void Release();
   bool SleepFor(std::chrono::milliseconds d);  // false when stopped
+  bool Lead();  // renews until the lease is lost or Stop(); true when Stop() ended it
   std::chrono::milliseconds CampaignDelay();
   void SetLeader(bool leading);
 
@@ -79,6 +107,7 @@ class LeaderElector {
   const Clock& clock_;
   RestClient client_;
   prometheus::Gauge* status_gauge_ = nullptr;
+  const std::chrono::milliseconds max_backdate_;
   Backoff jitter_;
 
   std::atomic<bool> leader_{false};
@@ -87,7 +116,7 @@ class LeaderElector {
   bool stop_ = false;                  // guarded by mu_
   std::string observed_holder_;        // guarded by mu_
   std::string observed_renew_time_;    // guarded by mu_
-  Clock::Steady observed_at_{};        // guarded by mu_
+  Clock::Steady record_start_{};       // guarded by mu_; LeaseRecordStart of the observed record
 };
 
 }  // namespace lockstep::kube

@@ -115,4 +115,14 @@ void Snapshot::Assume(NodeIndex n, const Resources& requests) {
   }
 }
 
+void Snapshot::Release(NodeIndex n, const Resources& requests) {
+  auto take = [this](size_t at, int64_t value) {
+    requested_[at] = std::max<int64_t>(0, requested_[at] - value);
+  };
+  for (const auto& [name, value] : requests.entries()) {
+    if (auto r = FindResource(name)) take(At(n, *r), value);
+  }
+  if (model_->pods_resource && requests.Get(kPods) == 0) take(At(n, *model_->pods_resource), 1);
+}
+
 }  // namespace lockstep::scheduler

@@ -65,6 +65,9 @@ class Snapshot {
   // Counts one more pod with `requests` on node `n` (plus one "pods" slot when nodes report it).
   // Resources no node has are ignored: a pod requesting them is never placed.
   void Assume(NodeIndex n, const Resources& requests);
+  // The inverse of Assume: the node as if a bound pod with `requests` were gone (e.g. a job's own
+  // pods when asking what its gang could get if it were replaced). Never below zero.
+  void Release(NodeIndex n, const Resources& requests);
 
  private:
   struct Model {

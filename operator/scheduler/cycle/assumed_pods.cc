@@ -2,10 +2,10 @@
 
 namespace lockstep::scheduler {
 
-void AssumedPods::Assume(const std::string& pod_key, const std::string& node,
-                         const Resources& requests) {
+void AssumedPods::Assume(const std::string& pod_key, const std::string& uid,
+                         const std::string& node, const Resources& requests) {
   std::lock_guard<std::mutex> lock(mu_);
-  entries_[pod_key] = Entry{node, requests, false, {}};
+  entries_[pod_key] = Entry{uid, node, requests, false, {}};
 }
 
 void AssumedPods::Confirm(const std::string& pod_key, Steady now) {
@@ -26,7 +26,9 @@ void AssumedPods::ApplyTo(const std::unordered_map<std::string, PodPtr>& pods_by
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
     auto pod = pods_by_key.find(it->first);
-    const bool caught_up = pod == pods_by_key.end() || !pod->second->node_name.empty();
+    // Gone, bound, or replaced by a new pod of the same name (then the assumed one is gone).
+    const bool caught_up = pod == pods_by_key.end() || !pod->second->node_name.empty() ||
+                           pod->second->meta.uid != it->second.uid;
     const bool expired = it->second.confirmed && now - it->second.confirmed_at > ttl_;
     // An entry still unconfirmed is in flight: the pod list may be older than the assume.
     if ((caught_up && it->second.confirmed) || expired) {
@@ -44,9 +46,10 @@ void AssumedPods::ApplyTo(const std::unordered_map<std::string, PodPtr>& pods_by
   }
 }
 
-bool AssumedPods::Contains(const std::string& pod_key) const {
+bool AssumedPods::Contains(const std::string& pod_key, const std::string& uid) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return entries_.count(pod_key) != 0;
+  auto it = entries_.find(pod_key);
+  return it != entries_.end() && it->second.uid == uid;
 }
 
 size_t AssumedPods::size() const {

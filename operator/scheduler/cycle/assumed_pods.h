@@ -3,7 +3,9 @@
 // cycle adds them to the snapshot so a cycle that runs before the watch catches up does not
 // hand the same capacity out twice. An entry is dropped when the pod list the cycle works from
 // shows the pod bound or gone, when its bind failed (Forget), or `ttl` after the bind succeeded
-// (a safety net should a watch event be lost; the informer's re-list repairs the cache).
+// (a safety net should a watch event be lost; the informer's re-list repairs the cache). A pod
+// recreated under the same name (a restart reuses pod names) is a different pod: entries carry
+// the uid, and a pod with another uid neither is assumed nor keeps the old entry alive.
 // Thread-safe: bind workers confirm and forget, the cycle thread applies.
 
 #include <chrono>
@@ -25,7 +27,8 @@ class AssumedPods {
   explicit AssumedPods(std::chrono::steady_clock::duration ttl = std::chrono::seconds(30))
       : ttl_(ttl) {}
 
-  void Assume(const std::string& pod_key, const std::string& node, const Resources& requests);
+  void Assume(const std::string& pod_key, const std::string& uid, const std::string& node,
+              const Resources& requests);
   void Confirm(const std::string& pod_key, Steady now);
   void Forget(const std::string& pod_key);
 
@@ -34,11 +37,13 @@ class AssumedPods {
   void ApplyTo(const std::unordered_map<std::string, PodPtr>& pods_by_key,
                std::map<std::string, NodeInfo>& nodes, Steady now);
 
-  bool Contains(const std::string& pod_key) const;
+  // Whether this pod (key and uid) is assumed.
+  bool Contains(const std::string& pod_key, const std::string& uid) const;
   size_t size() const;
 
  private:
   struct Entry {
+    std::string uid;
     std::string node;
     Resources requests;
     bool confirmed = false;

@@ -26,6 +26,7 @@ struct GangBind {
   std::vector<std::pair<PodPtr, std::string>> targets;  // pod -> node, gang order
   Clock::Steady queued_since{};
   std::string placed_message;  // the Scheduled=True message once every bind succeeded
+  int64_t cycle = 0;           // the cycle that placed it (orders its condition write)
 };
 
 struct BindOutcome {

@@ -1,5 +1,6 @@
 #include "operator/scheduler/cycle/cluster_objects.h"
 
+#include <algorithm>
 #include <string>
 
 #include "operator/api/codec.h"
@@ -19,6 +20,9 @@ StatusOr<JobInfo> DecodeJobInfo(const nlohmann::json& object) {
     LS_ASSIGN_OR_RETURN(api::TrainingJobStatus decoded, api::DecodeStatus(*status));
     job.status_replicas = decoded.replicas;
     job.status_attempt = decoded.attempt;
+    job.state = decoded.state;
+    job.excluded_nodes = std::move(decoded.excluded_nodes);
+    job.capacity = decoded.capacity;
     if (const api::Condition* c =
             api::FindCondition(decoded.conditions, api::kConditionScheduled)) {
       job.scheduled = *c;
@@ -63,6 +67,16 @@ std::vector<std::string> ExcludedNodes(const kube::ObjectMeta& meta) {
     if (first != std::string::npos) out.push_back(name.substr(first, last - first + 1));
     start = end + 1;
   }
+  return out;
+}
+
+std::vector<std::string> ExcludedNodes(const JobInfo& job, api::Time now) {
+  std::vector<std::string> out = ExcludedNodes(job.meta);
+  for (const api::ExcludedNode& node : job.excluded_nodes) {
+    if (node.until > now) out.push_back(node.name);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

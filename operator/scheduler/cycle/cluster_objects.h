@@ -1,6 +1,7 @@
 #pragma once
 // The compact cache types the scheduler keeps besides Pods and Nodes: the part of a TrainingJob
-// it reads (spec, the elastic world size, its own Scheduled condition) and PriorityClasses.
+// it reads (spec, the elastic world size, the attempt, excluded nodes, its own Scheduled
+// condition and capacity) and PriorityClasses.
 // Decoders never throw (they run on informer threads).
 
 #include <cstdint>
@@ -18,8 +19,8 @@
 
 namespace lockstep::scheduler {
 
-// Comma-separated node names the gang must avoid (failed nodes under cool-down). Written by the
-// failure detector, read by the scheduler on every cycle.
+// Comma-separated node names the gang must avoid (failed nodes under cool-down), set by hand or
+// by tools; the operator's own list is status.excludedNodes (with an expiry). Read every cycle.
 inline constexpr std::string_view kExcludedNodesAnnotation = "lockstep.dev/excluded-nodes";
 
 struct JobInfo {
@@ -27,7 +28,10 @@ struct JobInfo {
   api::TrainingJobSpec spec;
   int32_t status_replicas = 0;
   int32_t status_attempt = 0;
-  std::optional<api::Condition> scheduled;  // status.conditions[type=Scheduled]
+  std::optional<api::JobState> state;
+  std::vector<api::ExcludedNode> excluded_nodes;  // status.excludedNodes, expired ones included
+  std::optional<api::Condition> scheduled;        // status.conditions[type=Scheduled]
+  std::optional<api::Capacity> capacity;          // status.capacity (the scheduler's own)
 };
 
 struct PriorityClassInfo {
@@ -49,5 +53,10 @@ int32_t ExpectedPodCount(const JobInfo& job);
 
 // The annotation's node names, trimmed, empty entries dropped.
 std::vector<std::string> ExcludedNodes(const kube::ObjectMeta& meta);
+
+// Every node the job's placements must avoid at `now`: the annotation's, plus status.excludedNodes
+// whose `until` is still in the future (a cool-down that has run out no longer counts).
+// Sorted, without duplicates.
+std::vector<std::string> ExcludedNodes(const JobInfo& job, api::Time now);
 
 }  // namespace lockstep::scheduler

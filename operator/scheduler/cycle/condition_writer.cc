@@ -1,6 +1,7 @@
 #include "operator/scheduler/cycle/condition_writer.h"
 
 #include "common/log.h"
+#include "operator/api/codec.h"
 #include "operator/api/conditions.h"
 #include "operator/api/time.h"
 #include "operator/api/types.h"
@@ -26,8 +27,15 @@ ConditionWriter::ConditionWriter(kube::RestClient& status_client, kube::RestClie
                                  const Clock& clock)
     : status_client_(status_client), client_(client), clock_(clock) {}
 
-nlohmann::json ConditionWriter::ApplyBody(const JobInfo& job,
-                                          const ScheduledCondition& condition) const {
+std::shared_ptr<ConditionWriter::JobState> ConditionWriter::StateOf(const std::string& job_uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<JobState>& state = jobs_[job_uid];
+  if (state == nullptr) state = std::make_shared<JobState>();
+  return state;
+}
+
+nlohmann::json ConditionWriter::ConditionEntry(const JobInfo& job,
+                                               const ScheduledCondition& condition) const {
   const api::ConditionStatus status = condition.placed ? api::ConditionStatus::kTrue
                                                        : api::ConditionStatus::kFalse;
   // lastTransitionTime moves only when the status does (meta.SetStatusCondition semantics).
@@ -35,41 +43,70 @@ nlohmann::json ConditionWriter::ApplyBody(const JobInfo& job,
   if (job.scheduled && job.scheduled->status == status) {
     transition = job.scheduled->last_transition_time;
   }
+  return {{"type", std::string(api::kConditionScheduled)},
+          {"status", std::string(api::ToString(status))},
+          {"observedGeneration", job.meta.generation},
+          {"lastTransitionTime", api::FormatTime(transition)},
+          {"reason", condition.reason},
+          {"message", condition.message}};
+}
+
+nlohmann::json ConditionWriter::ApplyBody(const JobInfo& job, const JobState& state,
+                                          const std::optional<nlohmann::json>& condition,
+                                          const std::optional<api::Capacity>& capacity) const {
+  nlohmann::json status = nlohmann::json::object();
+  std::optional<nlohmann::json> entry = condition ? condition : state.condition;
+  if (!entry && job.scheduled) entry = api::EncodeCondition(*job.scheduled);
+  if (entry) status["conditions"] = nlohmann::json::array({*entry});
+  std::optional<api::Capacity> cap = capacity ? capacity : state.capacity;
+  if (!cap) cap = job.capacity;
+  if (cap) status["capacity"] = api::EncodeCapacity(*cap);
   return {{"apiVersion", std::string(api::kApiVersion)},
           {"kind", std::string(api::kKind)},
           {"metadata", {{"name", job.meta.name}, {"namespace", job.meta.namespace_}}},
-          {"status",
-           {{"conditions",
-             {{{"type", std::string(api::kConditionScheduled)},
-               {"status", std::string(api::ToString(status))},
-               {"observedGeneration", job.meta.generation},
-               {"lastTransitionTime", api::FormatTime(transition)},
-               {"reason", condition.reason},
-               {"message", condition.message}}}}}}};
+          {"status", status}};
 }
 
-Status ConditionWriter::Write(const JobInfo& job, const ScheduledCondition& condition) {
+Status ConditionWriter::Apply(const JobInfo& job, const nlohmann::json& body) {
+  return status_client_
+      .Apply(kube::resources::TrainingJobs(), job.meta.namespace_, job.meta.name, body,
+             /*force=*/true, "status")
+      .status();
+}
+
+Status ConditionWriter::Write(const JobInfo& job, const ScheduledCondition& condition,
+                              int64_t cycle) {
   const std::string text = Text(condition);
+  std::shared_ptr<JobState> state = StateOf(job.meta.uid);
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::string& last = last_written_[job.meta.uid];
-    if (last == text) return Status::Ok();
+    std::lock_guard<std::mutex> lock(state->mu);
+    if (cycle < state->newest_cycle) return Status::Ok();  // overtaken by a newer decision
+    state->newest_cycle = cycle;
+    if (state->condition_text == text) return Status::Ok();
     if (SameAsCached(job, condition)) {
-      last = text;
+      state->condition_text = text;
       return Status::Ok();
     }
-    last = text;  // claimed before the write so concurrent duplicates do not both write
-  }
-  StatusOr<nlohmann::json> applied =
-      status_client_.Apply(kube::resources::TrainingJobs(), job.meta.namespace_, job.meta.name,
-                           ApplyBody(job, condition), /*force=*/true, "status");
-  if (!applied.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    last_written_.erase(job.meta.uid);
-    return applied.status();
+    const nlohmann::json entry = ConditionEntry(job, condition);
+    LS_RETURN_IF_ERROR(Apply(job, ApplyBody(job, *state, entry, std::nullopt)));
+    state->condition_text = text;
+    state->condition = entry;
   }
   if (condition.placed) return Status::Ok();
   return Event(job, kEventUnschedulable, condition.message);
+}
+
+Status ConditionWriter::WriteCapacity(const JobInfo& job, int32_t feasible_replicas) {
+  std::shared_ptr<JobState> state = StateOf(job.meta.uid);
+  std::lock_guard<std::mutex> lock(state->mu);
+  const std::optional<api::Capacity>& known = state->capacity ? state->capacity : job.capacity;
+  if (known && known->feasible_replicas == feasible_replicas) return Status::Ok();
+  const api::Capacity capacity{feasible_replicas, clock_.WallNow()};
+  LS_RETURN_IF_ERROR(Apply(job, ApplyBody(job, *state, std::nullopt, capacity)));
+  state->capacity = capacity;
+  log::Info("elastic capacity",
+            {{"job", job.meta.Key()}, {"feasibleReplicas", std::to_string(feasible_replicas)}});
+  return Status::Ok();
 }
 
 Status ConditionWriter::Event(const JobInfo& job, std::string_view reason,
@@ -98,7 +135,7 @@ Status ConditionWriter::Event(const JobInfo& job, std::string_view reason,
 
 void ConditionWriter::Forget(const std::string& job_uid) {
   std::lock_guard<std::mutex> lock(mu_);
-  last_written_.erase(job_uid);
+  jobs_.erase(job_uid);
 }
 
 }  // namespace lockstep::scheduler

@@ -1,14 +1,21 @@
 #pragma once
-// Writes the scheduler's one piece of a TrainingJob's status, the Scheduled condition, with
-// server-side apply on the status subresource under its own field manager
-// ("lockstep-scheduler"). Conditions are a list-map keyed by type in the CRD, so the apply owns
-// only the Scheduled entry and never touches the controller's conditions (docs/
-// scheduler-cycle.md states the contract). A write happens only when the text differs from
-// both the job cache and the last text written; a change also records an Event.
-// Thread-safe.
+// Writes the scheduler's pieces of a TrainingJob's status — the Scheduled condition and, for
+// elastic jobs, status.capacity — with server-side apply on the status subresource under its own
+// field manager ("lockstep-scheduler"). Conditions are a list-map keyed by type in the CRD, so the
+// apply owns only the Scheduled entry and never touches the controller's conditions (docs/
+// scheduler-cycle.md states the contract).
+//
+// Server-side apply removes any field the manager owned and left out of its next apply, so every
+// apply carries BOTH pieces as last known (written here, else from the job cache), and applies
+// for one job are serialized (a per-job lock held across the request) so an older body never
+// lands after a newer one. A condition is written only when its text differs from both the job
+// cache and the last text written, and a change also records an Event; capacity is written only
+// when feasibleReplicas differs (or was never written). Thread-safe.
 
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/clock.h"
@@ -34,20 +41,40 @@ class ConditionWriter {
   ConditionWriter(kube::RestClient& status_client, kube::RestClient& client, const Clock& clock);
 
   // Applies the condition if it changed; emits the matching Event after a successful write.
-  Status Write(const JobInfo& job, const ScheduledCondition& condition);
+  // `cycle` is the scheduling cycle that decided it: writes run on a pool and may arrive out of
+  // order (a gang's GangPlaced is written when its binds answer, possibly after a later cycle
+  // found the job's next gang waiting), so a decision older than one already written is dropped.
+  Status Write(const JobInfo& job, const ScheduledCondition& condition, int64_t cycle = 0);
+  // Applies status.capacity = {feasible_replicas, now} unless that count is already stored.
+  Status WriteCapacity(const JobInfo& job, int32_t feasible_replicas);
   // A Warning Event without a condition change (e.g. a bind that failed and was undone).
   Status Event(const JobInfo& job, std::string_view reason, const std::string& message);
   // Drops what is remembered about jobs that are gone.
   void Forget(const std::string& job_uid);
 
  private:
-  nlohmann::json ApplyBody(const JobInfo& job, const ScheduledCondition& condition) const;
+  // What this writer last applied for one job; `mu` serializes that job's applies.
+  struct JobState {
+    std::mutex mu;
+    int64_t newest_cycle = 0;                 // of the newest condition decision seen
+    std::string condition_text;               // "" until written or found in the cache
+    std::optional<nlohmann::json> condition;  // the entry last applied
+    std::optional<api::Capacity> capacity;    // the value last applied
+  };
+
+  std::shared_ptr<JobState> StateOf(const std::string& job_uid);
+  nlohmann::json ConditionEntry(const JobInfo& job, const ScheduledCondition& condition) const;
+  // The apply body: both pieces, each as last applied here or else as cached (if any).
+  nlohmann::json ApplyBody(const JobInfo& job, const JobState& state,
+                           const std::optional<nlohmann::json>& condition,
+                           const std::optional<api::Capacity>& capacity) const;
+  Status Apply(const JobInfo& job, const nlohmann::json& body);
 
   kube::RestClient& status_client_;
   kube::RestClient& client_;
   const Clock& clock_;
   std::mutex mu_;
-  std::map<std::string, std::string> last_written_;  // job uid -> text; guarded by mu_
+  std::map<std::string, std::shared_ptr<JobState>> jobs_;  // by job uid; guarded by mu_
 };
 
 }  // namespace lockstep::scheduler

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "operator/scheduler/cycle/convert.h"
+#include "operator/scheduler/cycle/elastic_capacity.h"
 #include "operator/scheduler/cycle/placement_text.h"
 #include "operator/scheduler/fragmentation.h"
 
@@ -182,6 +183,7 @@ void GangScheduler::RunCycle() {
   // Phases 4 and 5: assume, then bind concurrently; explain the rest.
   size_t placed = 0;
   size_t waiting = 0;
+  std::set<std::string> waiting_jobs;
   for (const GangDecision& decision : plan.decisions) {
     const CollectedGang& gang = *by_request.at(decision.gang);
     if (decision.outcome == Outcome::kPlaced) {
@@ -191,10 +193,14 @@ void GangScheduler::RunCycle() {
       continue;
     }
     ++waiting;
+    waiting_jobs.insert(gang.job->meta.uid);
     metrics_.attempts_unschedulable.Increment();
     Explain(gang, decision);
   }
   const Steady dispatched = clock_.Now();
+
+  // Elastic jobs: the largest gang that would fit now, on what is left after this cycle.
+  EvaluateCapacity(plan.assumed, pods, waiting_jobs, dispatched);
 
   UpdateGauges(plan, pods, waiting);
   last_gauges_ = dispatched;
@@ -235,6 +241,7 @@ GangCollection GangScheduler::Collect(const std::vector<PodPtr>& pods) {
     in_flight = in_flight_;
   }
   inputs.in_flight = [&](const std::string& key) { return in_flight.count(key) != 0; };
+  inputs.now = clock_.WallNow();
   CollectOptions options;
   options.scheduler_name = options_.scheduler_name;
   options.namespace_filter = options_.namespace_filter;
@@ -243,14 +250,18 @@ GangCollection GangScheduler::Collect(const std::vector<PodPtr>& pods) {
   std::vector<PodPtr> unassumed;
   unassumed.reserve(pods.size());
   for (const PodPtr& pod : pods) {
-    if (!assumed_.Contains(pod->meta.Key())) unassumed.push_back(pod);
+    if (!assumed_.Contains(pod->meta.Key(), pod->meta.uid)) unassumed.push_back(pod);
   }
   return CollectGangs(unassumed, inputs, options);
 }
 
 Snapshot GangScheduler::BuildSnapshot(const std::vector<PodPtr>& pods, Steady now) {
   std::map<std::string, NodeInfo> nodes;
-  for (const auto& node : nodes_.store().List()) nodes.emplace(node->meta.name, ToNodeInfo(*node));
+  for (const auto& node : nodes_.store().List()) {
+    NodeInfo info = ToNodeInfo(*node);
+    if (info.ready && options_.node_lost && options_.node_lost(node->meta.name)) info.ready = false;
+    nodes.emplace(node->meta.name, std::move(info));
+  }
   std::unordered_map<std::string, PodPtr> by_key;
   by_key.reserve(pods.size());
   for (const PodPtr& pod : pods) {
@@ -273,9 +284,10 @@ void GangScheduler::AssumeAndBind(const CollectedGang& gang, const Placement& pl
   bind->gang = gang;
   bind->queued_since = queued_since;
   bind->placed_message = std::move(placed_message);
+  bind->cycle = cycles_.load();
   for (const PodAssignment& a : placement.assignments) {
     const PodPtr& pod = gang.pods[a.role][a.replica];
-    assumed_.Assume(pod->meta.Key(), a.node_name,
+    assumed_.Assume(pod->meta.Key(), pod->meta.uid, a.node_name,
                     gang.request.roles[a.role].pods[a.replica].requests);
     bind->targets.emplace_back(pod, a.node_name);
   }
@@ -293,8 +305,8 @@ void GangScheduler::OnGangBound(const GangBind& bind, const BindOutcome& outcome
     metrics_.attempts_scheduled.Increment();
     metrics_.gang_duration.Observe(Seconds(clock_.Now() - bind.queued_since));
     ++gangs_bound_;
-    Status written =
-        conditions_.Write(job, {true, std::string(kReasonGangPlaced), bind.placed_message});
+    Status written = conditions_.Write(
+        job, {true, std::string(kReasonGangPlaced), bind.placed_message}, bind.cycle);
     if (!written.ok()) {
       log::Warning("cannot write Scheduled condition",
                    {{"job", job.meta.Key()}, {"error", written.ToString()}});
@@ -317,8 +329,9 @@ void GangScheduler::OnGangBound(const GangBind& bind, const BindOutcome& outcome
 void GangScheduler::Explain(const CollectedGang& gang, const GangDecision& decision) {
   const ScheduledCondition condition = WaitingCondition(decision);
   JobPtr job = gang.job;
-  pool_->Submit([this, job, condition] {
-    Status written = conditions_.Write(*job, condition);
+  const int64_t cycle = cycles_.load();
+  pool_->Submit([this, job, condition, cycle] {
+    Status written = conditions_.Write(*job, condition, cycle);
     if (!written.ok()) {
       log::Warning("cannot write Scheduled condition",
                    {{"job", job->meta.Key()}, {"error", written.ToString()}});
@@ -355,6 +368,48 @@ void GangScheduler::ForgetStaleQueueEntries(const GangCollection& gangs) {
     } else {
       ++it;
     }
+  }
+}
+
+void GangScheduler::EvaluateCapacity(const Snapshot& snapshot, const std::vector<PodPtr>& pods,
+                                     const std::set<std::string>& waiting_jobs, Steady now) {
+  // Which jobs ask, at most once per capacity_period each.
+  std::map<std::string, JobPtr> due;  // by uid
+  std::set<std::string> live;
+  for (const JobPtr& job : jobs_.store().List()) {
+    live.insert(job->meta.uid);
+    if (NeedsCapacity(*job, waiting_jobs.count(job->meta.uid) != 0) == CapacityNeed::kNone) {
+      continue;
+    }
+    auto checked = capacity_checked_.find(job->meta.uid);
+    if (checked != capacity_checked_.end() && now - checked->second < options_.capacity_period) {
+      continue;
+    }
+    due.emplace(job->meta.uid, job);
+  }
+  std::erase_if(capacity_checked_, [&](const auto& entry) { return live.count(entry.first) == 0; });
+  if (due.empty()) return;
+
+  std::map<std::string, std::vector<PodPtr>> pods_of;  // by job uid
+  for (const PodPtr& pod : pods) {
+    if (pod->meta.deletion_timestamp && !HoldsResources(*pod)) continue;
+    const kube::OwnerRef* owner = pod->meta.ControllerRef();
+    if (owner != nullptr && due.count(owner->uid) != 0) pods_of[owner->uid].push_back(pod);
+  }
+  const api::Time wall_now = clock_.WallNow();
+  for (const auto& [uid, job] : due) {
+    capacity_checked_[uid] = now;
+    const std::optional<int32_t> feasible = ComputeCapacity(snapshot, *job, pods_of[uid], wall_now);
+    if (!feasible) continue;
+    JobPtr target = job;
+    const int32_t n = *feasible;
+    pool_->Submit([this, target, n] {
+      Status written = conditions_.WriteCapacity(*target, n);
+      if (!written.ok()) {
+        log::Warning("cannot write status.capacity",
+                     {{"job", target->meta.Key()}, {"error", written.ToString()}});
+      }
+    });
   }
 }
 

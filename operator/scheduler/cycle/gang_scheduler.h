@@ -5,7 +5,8 @@
 //   1 collect pending complete gangs   2 snapshot (bound + assumed pods)   3 PlanCycle
 //   4 assume placements                5 bind every pod of each placed gang concurrently
 //   6 undo a gang whose bind failed (delete its possibly-bound pods) and let it requeue
-// then explains every waiting gang in its Scheduled condition. Cycles run on one thread,
+// then explains every waiting gang in its Scheduled condition, and answers elastic jobs' capacity
+// question in status.capacity (elastic_capacity.h). Cycles run on one thread,
 // triggered by informer events (at most once per `debounce`) and by a periodic `tick`; binds
 // run on a pool and overlap the next cycles (their pods stay assumed).
 //
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,8 +53,14 @@ struct SchedulerOptions {
   std::chrono::seconds reserve_after{60};
   int bind_workers = 32;  // concurrent pods/binding requests
   std::chrono::seconds assume_ttl{30};
+  // How often at most one elastic job's status.capacity is recomputed (each costs a few
+  // placements): while its gang waits, and while it runs below spec.replicas (grow-back).
+  std::chrono::milliseconds capacity_period{5000};
   // Field manager of the Scheduled condition's server-side apply.
   std::string field_manager = "lockstep-scheduler";
+  // Nodes the operator's failure detector found lost (e.g. a Lease not renewed) while their
+  // Node still reads Ready for tens of seconds: never placed on. Unset: Ready only.
+  std::function<bool(const std::string& node)> node_lost;
 };
 
 class GangScheduler {
@@ -91,6 +99,8 @@ class GangScheduler {
   void OnGangBound(const GangBind& bind, const BindOutcome& outcome);
   Steady QueuedSince(const std::string& gang_key, Steady now);
   void ForgetStaleQueueEntries(const GangCollection& gangs);
+  void EvaluateCapacity(const Snapshot& snapshot, const std::vector<PodPtr>& pods,
+                        const std::set<std::string>& waiting_jobs, Steady now);
 
   kube::RestClient& client_;
   const SchedulerOptions options_;
@@ -114,6 +124,7 @@ class GangScheduler {
   std::set<std::string> in_flight_;                   // gang keys being bound; guarded by mu_
   std::map<std::string, Steady> first_seen_;          // gang key -> queue entry; cycle thread
   Steady last_gauges_{};                              // cycle thread
+  std::map<std::string, Steady> capacity_checked_;    // job uid -> last evaluation; cycle thread
 
   std::atomic<int64_t> cycles_{0};
   std::atomic<int64_t> gangs_bound_{0};

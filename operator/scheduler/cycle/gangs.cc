@@ -55,38 +55,68 @@ bool BuildGang(const std::string& key, std::vector<PodPtr> pods, const JobPtr& j
     const int32_t index = ReplicaIndex(*pod);
     if (index < 0 || !seen.emplace(Label(*pod, api::kLabelRole), index).second) return false;
   }
+  SortGangOrder(*job, pods);
+  out->key = key;
+  out->job = job;
+  out->request = RequestFor(*job, pods, inputs.priority_of(job->spec.priority_class_name),
+                            inputs.now, &out->pods);
+  return true;
+}
+
+// Where a group of pending pods stands against the attempt the job's status names.
+enum class AttemptMatch { kCurrent, kOlder, kNewer };
+
+AttemptMatch MatchAttempt(const kube::Pod& pod, const JobInfo& job) {
+  const std::optional<int32_t> attempt = PodAttempt(pod);
+  // No usable label: not a pod of any attempt the controller made; never a member.
+  if (!attempt || *attempt < job.status_attempt) return AttemptMatch::kOlder;
+  return *attempt == job.status_attempt ? AttemptMatch::kCurrent : AttemptMatch::kNewer;
+}
+
+}  // namespace
+
+std::optional<int32_t> PodAttempt(const kube::Pod& pod) {
+  const std::string text = Label(pod, api::kLabelAttempt);
+  int32_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value < 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+void SortGangOrder(const JobInfo& job, std::vector<PodPtr>& pods) {
   std::sort(pods.begin(), pods.end(), [&](const PodPtr& a, const PodPtr& b) {
     const std::string ra = Label(*a, api::kLabelRole), rb = Label(*b, api::kLabelRole);
-    const int ka = RoleRank(*job, ra), kb = RoleRank(*job, rb);
+    const int ka = RoleRank(job, ra), kb = RoleRank(job, rb);
     if (ka != kb) return ka < kb;
     if (ra != rb) return ra < rb;
     return ReplicaIndex(*a) < ReplicaIndex(*b);
   });
+}
 
-  out->key = key;
-  out->job = job;
-  GangRequest& req = out->request;
-  req.job_key = job->meta.Key();
-  req.priority = inputs.priority_of(job->spec.priority_class_name);
-  req.creation_time = CreationTime(job->meta);
-  if (job->spec.placement) {
-    req.topology_keys = job->spec.placement->topology_keys;
-    req.required_topology_key = job->spec.placement->required_topology_key.value_or("");
+GangRequest RequestFor(const JobInfo& job, const std::vector<PodPtr>& pods, int32_t priority,
+                       api::Time now, std::vector<std::vector<PodPtr>>* by_role) {
+  GangRequest req;
+  req.job_key = job.meta.Key();
+  req.priority = priority;
+  req.creation_time = CreationTime(job.meta);
+  if (job.spec.placement) {
+    req.topology_keys = job.spec.placement->topology_keys;
+    req.required_topology_key = job.spec.placement->required_topology_key.value_or("");
   }
-  req.excluded_nodes = ExcludedNodes(job->meta);
+  req.excluded_nodes = ExcludedNodes(job, now);
   for (const PodPtr& pod : pods) {
     const std::string role = Label(*pod, api::kLabelRole);
     if (req.roles.empty() || req.roles.back().name != role) {
       req.roles.push_back({role, {}});
-      out->pods.emplace_back();
+      if (by_role != nullptr) by_role->emplace_back();
     }
     req.roles.back().pods.push_back(ToPodRequest(*pod));
-    out->pods.back().push_back(pod);
+    if (by_role != nullptr) by_role->back().push_back(pod);
   }
-  return true;
+  return req;
 }
-
-}  // namespace
 
 bool IsPendingFor(const kube::Pod& pod, const CollectOptions& options) {
   if (pod.scheduler_name != options.scheduler_name || !pod.node_name.empty()) return false;
@@ -111,9 +141,17 @@ GangCollection CollectGangs(const std::vector<PodPtr>& pods, const CollectInputs
     if (inputs.in_flight(key)) continue;
     const kube::Pod& first = *members.front();
     JobPtr job = inputs.find_job(first.meta.namespace_ + "/" + Label(first, api::kLabelJobName));
+    // Every member shares the attempt label (it is part of the key), so the first one speaks for
+    // the group. An older attempt's pods are leftovers of a restart, whatever their number.
+    const AttemptMatch attempt =
+        job == nullptr ? AttemptMatch::kCurrent : MatchAttempt(first, *job);
+    if (attempt == AttemptMatch::kOlder) {
+      ++out.stale;
+      continue;
+    }
     CollectedGang gang;
-    if (job == nullptr || job->meta.deletion_timestamp || job->spec.run_policy.suspend ||
-        !BuildGang(key, std::move(members), job, inputs, &gang)) {
+    if (job == nullptr || attempt == AttemptMatch::kNewer || job->meta.deletion_timestamp ||
+        job->spec.run_policy.suspend || !BuildGang(key, std::move(members), job, inputs, &gang)) {
       ++out.incomplete;
       continue;
     }

@@ -1,12 +1,16 @@
 #pragma once
 // Phase 1 of the cycle: pending pods of this scheduler, grouped into gangs by (namespace,
-// lockstep.dev/job-name, lockstep.dev/attempt) and turned into GangRequests. A gang is complete
-// only when every pod its TrainingJob expects exists, unbound, exactly once per (role, index);
-// anything else waits (a partial gang is never placed). Pure, thread-safe.
+// lockstep.dev/job-name, lockstep.dev/attempt) and turned into GangRequests. A gang is the pods of
+// the job's CURRENT attempt (label == status.attempt): pods of an older attempt (being deleted in
+// a restart) are ignored, never members; pods of a newer attempt than the cached status wait until
+// the cache catches up. A gang is complete only when every pod its TrainingJob expects exists,
+// unbound, exactly once per (role, index); anything else waits (a partial gang is never placed).
+// Pure, thread-safe.
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,15 +41,32 @@ struct CollectInputs {
   std::function<int32_t(const std::string& class_name)> priority_of;
   // Gangs already being bound (their pods are assumed, not pending).
   std::function<bool(const std::string& gang_key)> in_flight;
+  // Wall-clock now: status.excludedNodes entries count until their `until`.
+  api::Time now{};
 };
 
 struct GangCollection {
   std::vector<CollectedGang> complete;  // sorted by key
-  int64_t incomplete = 0;               // gangs still missing pods, or without their job
+  int64_t incomplete = 0;               // gangs still missing pods, without their job, or of a
+                                        // newer attempt than the cached status
+  int64_t stale = 0;                    // groups of an older attempt: ignored
 };
 
 // A pod this scheduler must place: ours, unbound, not terminating, not finished.
 bool IsPendingFor(const kube::Pod& pod, const CollectOptions& options);
+
+// The pod's lockstep.dev/attempt label; nullopt when absent or not a number.
+std::optional<int32_t> PodAttempt(const kube::Pod& pod);
+
+// Sorts a job's pods into gang order: workers, then the job's roles in spec order, then any other
+// role by name; replica index within a role.
+void SortGangOrder(const JobInfo& job, std::vector<PodPtr>& pods);
+
+// The request for `pods` of `job` (in gang order; any subset, no completeness check): one Role
+// per run of equal role labels, the job's topology, and the nodes excluded at `now`. When
+// `by_role` is set it receives the pods parallel to the request's roles.
+GangRequest RequestFor(const JobInfo& job, const std::vector<PodPtr>& pods, int32_t priority,
+                       api::Time now, std::vector<std::vector<PodPtr>>* by_role = nullptr);
 
 GangCollection CollectGangs(const std::vector<PodPtr>& pods, const CollectInputs& inputs,
                             const CollectOptions& options = {});

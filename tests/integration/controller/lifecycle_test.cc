@@ -138,8 +138,10 @@ TEST_F(OperatorTest, SuccessfulJobRunsSucceedsAndMovesTheTimeToRunningHistogram)
   EXPECT_NE(metrics->find("controller_runtime_reconcile_total"), std::string::npos);
 }
 
-TEST_F(OperatorTest, FailedPodFailsTheJobWithItsExitCode) {
-  CreateJob(MakeJob("bad", 2));
+TEST_F(OperatorTest, FailedPodWithNoRestartsLeftFailsTheJobWithItsExitCode) {
+  json job = MakeJob("bad", 2);
+  job["spec"]["failurePolicy"]["maxRestarts"] = 0;  // the default would restart the gang
+  CreateJob(job);
   ASSERT_TRUE(WaitForPods("bad", 2));
   ASSERT_TRUE(BindJobPods(client(), ns(), "bad").ok());
   ASSERT_TRUE(WaitForJob(client(), ns(), "bad", [](const json& j) { return StateIs(j, "Running"); }).ok());
@@ -147,14 +149,15 @@ TEST_F(OperatorTest, FailedPodFailsTheJobWithItsExitCode) {
   auto failed = WaitForJob(client(), ns(), "bad", [](const json& j) { return StateIs(j, "Failed"); });
   ASSERT_TRUE(failed.ok()) << failed.status();
   EXPECT_EQ(ConditionStatus(*failed, "Failed"), "True");
-  EXPECT_EQ(ConditionReason(*failed, "Failed"), "PodFailed");
+  EXPECT_EQ(ConditionReason(*failed, "Failed"), "MaxRestartsExceeded");
   const std::string message = (*failed)["status"]["message"];
   EXPECT_NE(message.find("bad-worker-1"), std::string::npos) << message;
   EXPECT_NE(message.find("exited with code 3"), std::string::npos) << message;
+  EXPECT_NE(message.find("maxRestarts (0) used up"), std::string::npos) << message;
   // cleanPodPolicy Running (the default): the pod still running is deleted, the failed one kept.
   EXPECT_TRUE(WaitForPods("bad", 1));
   EXPECT_TRUE(kube::testing::WaitFor(
-      [&] { return Has(EventReasons(client(), ns(), "bad"), "PodFailed"); }, seconds(10)));
+      [&] { return Has(EventReasons(client(), ns(), "bad"), "MaxRestartsExceeded"); }, seconds(10)));
 }
 
 TEST_F(OperatorTest, SuspendDeletesPodsAndResumeRecreatesThem) {

@@ -59,10 +59,13 @@ class CrdTest : public ::testing::Test {
     s.workers_ready = "3/4";
     s.selector = "lockstep.dev/job-name=" + name;
     s.attempt = 2;
-    s.restarts = {1, 1};
+    s.restarts = {1, 1, 1};
     s.start_time = *api::ParseTime("2026-11-29T10:00:00Z");
     s.last_restart = api::LastRestart{*api::ParseTime("2026-11-29T10:05:00Z"), "PodFailed",
-                                      "pod x-worker-1 exited with code 1"};
+                                      "pod x-worker-1 exited with code 1", 2, 10, "Recreate",
+                                      {"gpu-node-3"}};
+    s.excluded_nodes.push_back(
+        api::ExcludedNode{"gpu-node-3", "NodeLeaseExpired", *api::ParseTime("2026-11-29T10:10:00Z")});
     s.conditions.push_back(api::Condition{"Running", api::ConditionStatus::kTrue, 1,
                                           *api::ParseTime("2026-11-29T10:06:00Z"), "AllRanksJoined",
                                           "4 pods running"});

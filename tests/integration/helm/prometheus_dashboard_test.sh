@@ -25,10 +25,9 @@ cleanup() {
   for pid in "$OPERATOR_PID" "$PROMETHEUS_PID"; do
     [[ -n "$pid" ]] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
   done
-  # Give the node back to kwok so later suites have every node.
+  # Give the node back to kwok so later suites have every node: kwok recreates a deleted Lease.
   if [[ -s "$WORK/killed-node" ]]; then
-    kubectl annotate node "$(cat "$WORK/killed-node")" kwok.x-k8s.io/node=fake --overwrite \
-      >/dev/null 2>&1 || true
+    kubectl -n kube-node-lease delete lease "$(cat "$WORK/killed-node")" >/dev/null 2>&1 || true
   fi
   kubectl delete namespace "$JOBS_NS" --wait=false >/dev/null 2>&1 || true
   rm -rf "$WORK"
@@ -96,11 +95,13 @@ drive_jobs() {
   succeed_pods prom-ok
   wait_for 60 state_is prom-ok Succeeded || fail "prom-ok not Succeeded: $(state_of prom-ok)"
   ok "prom-ok Succeeded"
-  # A node dies the way a kubelet does: kwok stops renewing its Lease and status.
+  # A node dies the way a kubelet does: its Lease stops being renewed. kwok leaves alone a Lease
+  # held by someone else (removing its node annotation does not stop it renewing).
   local node; node="$(pods_of "$JOBS_NS" prom-recover | awk -F'\t' 'NR == 1 {print $2}')"
   [[ -n "$node" ]] || fail "prom-recover has no bound pod"
   echo "$node" >"$WORK/killed-node"
-  kubectl annotate node "$node" kwok.x-k8s.io/node- >/dev/null
+  kubectl -n kube-node-lease patch lease "$node" --type=merge \
+    -p '{"spec":{"holderIdentity":"killed-by-test","leaseDurationSeconds":3600}}' >/dev/null
   # shellcheck disable=SC2329  # called through wait_for
   restarted() {
     [[ "$(job_field "$JOBS_NS" prom-recover .status.attempt)" -ge 1 ]]

@@ -126,6 +126,7 @@ void SchedulerTest::StartScheduler() {
   SchedulerOptions options;
   options.namespace_filter = ns();
   options.reserve_after = std::chrono::seconds(3600);  // reservation has unit tests; keep it off
+  options.capacity_period = std::chrono::seconds(1);   // elastic answers without a 5 s wait
   scheduler_ = std::make_unique<GangScheduler>(client(), registry_, options);
   scheduler_->Start();
   ASSERT_TRUE(scheduler_->WaitForSync(std::chrono::seconds(60)));
@@ -142,6 +143,9 @@ void SchedulerTest::CreateJob(const std::string& name, const JobSpec& spec, bool
     }
     job_spec["placement"] = placement;
   }
+  if (spec.min_replicas > 0) {
+    job_spec["elastic"] = {{"minReplicas", spec.min_replicas}, {"maxReplicas", spec.replicas}};
+  }
   const json job = {{"apiVersion", "lockstep.dev/v1alpha1"},
                     {"kind", "TrainingJob"},
                     {"metadata", {{"name", name}, {"namespace", ns()}}},
@@ -157,14 +161,15 @@ void SchedulerTest::CreatePods(const std::string& job, const JobSpec& spec) {
     const json labels = {{std::string(api::kLabelJobName), job},
                          {std::string(api::kLabelRole), "worker"},
                          {std::string(api::kLabelReplicaIndex), std::to_string(i)},
-                         {std::string(api::kLabelAttempt), "0"}};
+                         {std::string(api::kLabelAttempt), std::to_string(spec.attempt)}};
+    const std::string suffix = spec.attempt > 0 ? "-a" + std::to_string(spec.attempt) : "";
     const json owner = {{"apiVersion", "lockstep.dev/v1alpha1"}, {"kind", "TrainingJob"},
                         {"name", job}, {"uid", job_uids_.at(job)}, {"controller", true}};
     const json pod = {
         {"apiVersion", "v1"},
         {"kind", "Pod"},
         {"metadata",
-         {{"name", job + "-worker-" + std::to_string(i)},
+         {{"name", job + "-worker-" + std::to_string(i) + suffix},
           {"labels", labels},
           {"ownerReferences", {owner}}}},
         {"spec",
@@ -195,6 +200,26 @@ void SchedulerTest::DeletePods(const std::string& job) {
     ASSERT_TRUE(client().Delete(kube::resources::Pods(), ns(), pod, options).ok());
   }
   ASSERT_TRUE(WaitFor([&] { return Placement(job).empty(); }, std::chrono::seconds(60)));
+}
+
+void SchedulerTest::ApplyControllerStatus(const std::string& job, const json& status) {
+  kube::RestOptions options = kube::testing::NoLimits();
+  options.field_manager = "lockstep";
+  StatusOr<kube::testing::Cluster> controller = kube::testing::Connect(options);
+  ASSERT_TRUE(controller.ok()) << controller.status().ToString();
+  const json body = {{"apiVersion", "lockstep.dev/v1alpha1"},
+                     {"kind", "TrainingJob"},
+                     {"metadata", {{"name", job}, {"namespace", ns()}}},
+                     {"status", status}};
+  StatusOr<json> applied = controller->client->Apply(kube::resources::TrainingJobs(), ns(), job,
+                                                     body, /*force=*/true, "status");
+  ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+}
+
+int SchedulerTest::FeasibleReplicas(const std::string& job) {
+  StatusOr<json> got = client().Get(kube::resources::TrainingJobs(), ns(), job);
+  if (!got.ok()) return -1;
+  return got->value("/status/capacity/feasibleReplicas"_json_pointer, -1);
 }
 
 std::map<std::string, std::string> SchedulerTest::Placement(const std::string& job) {

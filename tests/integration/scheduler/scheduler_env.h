@@ -35,6 +35,8 @@ struct JobSpec {
   int gpus_per_pod = 8;
   std::vector<std::string> topology_keys;
   std::string required_topology_key;
+  int min_replicas = 0;  // > 0: spec.elastic = {minReplicas, maxReplicas: replicas}
+  int attempt = 0;       // CreatePods: the lockstep.dev/attempt label (and a name suffix if > 0)
 };
 
 class SchedulerTest : public ::testing::Test {
@@ -54,6 +56,11 @@ class SchedulerTest : public ::testing::Test {
   // A pod of another scheduler already bound to `node`.
   void CreateForeignPod(const std::string& name, const std::string& node, int gpus);
   void DeletePods(const std::string& job);
+  // Applies `status` (fields of TrainingJob.status) as the controller would: server-side apply
+  // on /status under the controller's field manager "lockstep".
+  void ApplyControllerStatus(const std::string& job, const nlohmann::json& status);
+  // status.capacity.feasibleReplicas as stored, or -1 when absent.
+  int FeasibleReplicas(const std::string& job);
 
   // Pod name -> node ("" when unbound) for a job.
   std::map<std::string, std::string> Placement(const std::string& job);

@@ -2,7 +2,8 @@
 // the launcher gave it, then behaves as told:
 //   lockstep_test_child OUTDIR [--sleep S] [--forever] [--fail-rank R --fail-code C]
 //                              [--fail-restart N] [--heartbeat-every S] [--no-heartbeat-rank R]
-// Files: OUTDIR/env.<attempt>.<rank> (KEY=VALUE lines, written atomically),
+// Files: OUTDIR/env.<attempt>.<rank> (KEY=VALUE lines of LOCKSTEP_* and the PyTorch variables,
+//        written atomically),
 //        OUTDIR/term.<attempt>.<rank> when SIGTERM arrives (then exits 143).
 #include <fcntl.h>
 #include <signal.h>
@@ -32,6 +33,18 @@ void OnTerm(int) {
 std::string Env(const char* name, const char* fallback = "") {
   const char* v = std::getenv(name);
   return v ? v : fallback;
+}
+
+// LOCKSTEP_* plus the variables torchrun gives a worker (framework "pytorch").
+bool Recorded(const char* entry) {
+  static const char* const kPrefixes[] = {
+      "LOCKSTEP_", "TORCHELASTIC_", "RANK=", "LOCAL_RANK=", "WORLD_SIZE=", "LOCAL_WORLD_SIZE=",
+      "GROUP_RANK=", "GROUP_WORLD_SIZE=", "ROLE_RANK=", "ROLE_WORLD_SIZE=", "ROLE_NAME=",
+      "MASTER_ADDR=", "MASTER_PORT="};
+  for (const char* p : kPrefixes) {
+    if (std::strncmp(entry, p, std::strlen(p)) == 0) return true;
+  }
+  return false;
 }
 
 void Touch(const std::string& path) {
@@ -69,7 +82,7 @@ int main(int argc, char** argv) {
     std::ofstream out(path + ".tmp");
     out << "PID=" << ::getpid() << "\n";
     for (char** e = environ; *e != nullptr; ++e) {
-      if (std::strncmp(*e, "LOCKSTEP_", 9) == 0) out << *e << "\n";
+      if (Recorded(*e)) out << *e << "\n";
     }
   }
   std::rename((path + ".tmp").c_str(), path.c_str());

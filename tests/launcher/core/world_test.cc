@@ -99,6 +99,66 @@ INSTANTIATE_TEST_SUITE_P(Sizes, WorldTest,
                                   std::to_string(param_info.param.second);
                          });
 
+// Worlds of many pods whose framework needs no peer table get the compact world (O(1) bytes per
+// launcher; the launcher logs peer_table=no) and still every variable right, including
+// PyTorch's role ranks in a job with two roles.
+TEST(CompactWorldTest, GenericWorldOfManyNodesGetsNoTable) {
+  constexpr int kNodes = 48;
+  Gang g;
+  for (int i = kNodes - 1; i >= 0; --i) {
+    g.Start(g.Spec(kNodes, i, 1, {"--sleep", "0.2"}), "launcher." + std::to_string(i));
+  }
+  for (auto& l : g.launchers) {
+    std::optional<int> code = l->Wait(seconds(90));
+    ASSERT_TRUE(code.has_value()) << "launcher did not finish\n" << g.Logs();
+    EXPECT_EQ(*code, 0) << l->Log();
+    EXPECT_NE(l->Log().find("peer_table=no"), std::string::npos) << l->Log();
+  }
+  ExpectConsistentWorld(ReadEnvFiles(g.dir.path(), "0"), kNodes, 1, !g.nccl.empty());
+}
+
+TEST(CompactWorldTest, PyTorchWorldOfManyNodesWithTwoRolesGetsNoTableAndRightRoleRanks) {
+  // Node ranks 0..1 are "driver" pods, 2..kNodes-1 workers; 2 processes each.
+  constexpr int kNodes = 40, kNproc = 2, kDrivers = 2;
+  Gang g;
+  const int master_port = FreePort();
+  for (int i = kNodes - 1; i >= 0; --i) {
+    LauncherSpec s = g.Spec(kNodes, i, kNproc, {"--sleep", "0.2"});
+    const bool driver = i < kDrivers;
+    s.args.insert(s.args.end(),
+                  {"--framework", "pytorch", "--master-port", std::to_string(master_port),
+                   "--role", driver ? "driver" : "worker",
+                   "--role-index", std::to_string(driver ? i : i - kDrivers)});
+    g.Start(s, "launcher." + std::to_string(i));
+  }
+  for (auto& l : g.launchers) {
+    std::optional<int> code = l->Wait(seconds(90));
+    ASSERT_TRUE(code.has_value()) << "launcher did not finish\n" << g.Logs();
+    EXPECT_EQ(*code, 0) << l->Log();
+    EXPECT_NE(l->Log().find("peer_table=no"), std::string::npos) << l->Log();
+  }
+  const auto envs = ReadEnvFiles(g.dir.path(), "0");
+  ExpectConsistentWorld(envs, kNodes, kNproc, !g.nccl.empty());
+  for (const auto& env : envs) {
+    const int rank = std::stoi(env.at("RANK"));
+    const int node = rank / kNproc;
+    const bool driver = node < kDrivers;
+    EXPECT_EQ(env.at("LOCKSTEP_RANK"), env.at("RANK"));
+    EXPECT_EQ(env.at("WORLD_SIZE"), std::to_string(kNodes * kNproc));
+    EXPECT_EQ(env.at("LOCAL_RANK"), std::to_string(rank % kNproc));
+    EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), std::to_string(kNproc));
+    EXPECT_EQ(env.at("GROUP_RANK"), std::to_string(node));
+    EXPECT_EQ(env.at("GROUP_WORLD_SIZE"), std::to_string(kNodes));
+    EXPECT_EQ(env.at("ROLE_NAME"), driver ? "driver" : "worker");
+    EXPECT_EQ(env.at("ROLE_RANK"), std::to_string(driver ? rank : rank - kDrivers * kNproc));
+    EXPECT_EQ(env.at("ROLE_WORLD_SIZE"),
+              std::to_string((driver ? kDrivers : kNodes - kDrivers) * kNproc));
+    EXPECT_EQ(env.at("MASTER_ADDR"), "127.0.0.1");
+    EXPECT_EQ(env.at("MASTER_PORT"), std::to_string(master_port));
+    EXPECT_EQ(env.at("TORCHELASTIC_RUN_ID"), "test-run");
+  }
+}
+
 TEST(RefusalTest, IntrudersExitAtOnceWithTheReasonAndTheRoundStillCompletes) {
   Gang g;
   LauncherSpec server = g.Spec(2, 0, 1, {"--sleep", "0.2"});

@@ -147,13 +147,31 @@ TEST(ChildrenTest, TensorFlowChiefIsRankZeroAndHostsRendezvous) {
 TEST(ChildrenTest, ElasticNnodesIsARangeAndAttemptSizeIsHonoured) {
   TrainingJob job = testing::MinimalJob();
   job.spec.replicas = 4;
-  job.spec.elastic = ElasticPolicy{2, 6};
+  job.spec.elastic = ElasticPolicy{2, 6, 60};
   job.spec.roles = {Role{"head", 1, std::nullopt, job.spec.pod_template}};
   ChildrenOptions options = Options();
   options.worker_replicas = 3;  // capacity was short this attempt
   const std::vector<json> pods = Pods(job, options);
   ASSERT_EQ(pods.size(), 4u);
   EXPECT_EQ(EnvOf(pods[0]["spec"]["containers"][0]).at("LOCKSTEP_NNODES"), "3:7");
+}
+
+// InPlace: the launchers get what is left of maxRestarts (their restarts count as failures).
+TEST(ChildrenTest, InPlaceRestartsGetWhatIsLeftOfMaxRestarts) {
+  TrainingJob job = testing::MinimalJob();
+  job.spec.failure_policy.max_restarts = 5;
+  auto max_restarts = [&job] {
+    return EnvOf(Pods(job)[0]["spec"]["containers"][0]).at("LOCKSTEP_MAX_RESTARTS");
+  };
+  EXPECT_EQ(max_restarts(), "5");
+  job.status.restarts.failures = 2;
+  EXPECT_EQ(max_restarts(), "3");
+  job.status.restarts.disruptions = 4;  // disruptions do not consume maxRestarts
+  EXPECT_EQ(max_restarts(), "3");
+  job.status.restarts.failures = 5;
+  EXPECT_EQ(max_restarts(), "0");
+  job.status.restarts.failures = 7;  // past the budget (an ignored rule's restarts): never < 0
+  EXPECT_EQ(max_restarts(), "0");
 }
 
 TEST(ChildrenTest, RecreateModeDisablesInPlaceRestarts) {

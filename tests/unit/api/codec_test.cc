@@ -136,6 +136,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"BadConditionStatus", "/status",
                  json::parse(R"({"conditions":[{"type":"Running","status":"Maybe"}]})"),
                  "status.conditions[0].status: unsupported value"},
+        BadInput{"ExcludedNodeWithoutName", "/status",
+                 json::parse(R"({"excludedNodes":[{"reason":"NodeDeleted"}]})"),
+                 "status.excludedNodes[0].name: required"},
+        BadInput{"ExcludedNodeBadUntil", "/status",
+                 json::parse(R"({"excludedNodes":[{"name":"n","until":"later"}]})"),
+                 "status.excludedNodes[0].until: not an RFC 3339 time"},
+        BadInput{"LastRestartNodesNotStrings", "/status",
+                 json::parse(R"({"lastRestart":{"nodes":[1]}})"), "status.lastRestart.nodes"},
+        BadInput{"CapacityNotObject", "/status", json{{"capacity", 6}},
+                 "status.capacity: expected an object"},
+        BadInput{"GrowCooldownString", "/spec/elastic",
+                 json{{"minReplicas", 1}, {"maxReplicas", 2}, {"growCooldownSeconds", "1m"}},
+                 "spec.elastic.growCooldownSeconds: expected an integer"},
         BadInput{"WrongKind", "/kind", "Pod", "kind: expected TrainingJob"},
         BadInput{"SpecNotObject", "/spec", "x", "spec: expected an object"}),
     [](const ::testing::TestParamInfo<BadInput>& p) { return p.param.name; });
@@ -151,9 +164,10 @@ TEST(CodecTest, StatusRoundTrip) {
   s.workers_ready = "3/4";
   s.selector = "lockstep.dev/job-name=demo";
   s.attempt = 2;
-  s.restarts = {1, 1};
+  s.restarts = {1, 1, 1};
   s.start_time = *ParseTime("2026-11-29T10:00:00Z");
-  s.last_restart = LastRestart{*ParseTime("2026-11-29T10:05:00Z"), "PodFailed", "exit 1"};
+  s.last_restart = LastRestart{*ParseTime("2026-11-29T10:05:00Z"), "PodFailed", "exit 1", 2, 10,
+                               "Recreate", {}};
   s.conditions.push_back(Condition{"Running", ConditionStatus::kFalse, 4,
                                    *ParseTime("2026-11-29T10:05:00Z"), "Restarting", "m"});
   const json encoded = EncodeStatus(s);
@@ -165,6 +179,100 @@ TEST(CodecTest, StatusRoundTrip) {
   StatusOr<TrainingJobStatus> decoded = DecodeStatus(encoded);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(EncodeStatus(*decoded), encoded);
+}
+
+// The failure-handling fields of issue 6: restarts.consecutive, lastRestart.{attempt,
+// backoffSeconds,mode,nodes}, excludedNodes, and capacity (the scheduler's, written apart).
+TEST(CodecTest, RestartStatusFieldsRoundTrip) {
+  TrainingJobStatus s;
+  s.attempt = 3;
+  s.restarts = {2, 5, 1};
+  s.last_restart = LastRestart{*ParseTime("2026-11-29T10:05:00Z"),
+                               "NodeLeaseExpired",
+                               "node n-7: lease not renewed for 23s",
+                               3,
+                               0,
+                               "Recreate",
+                               {"n-7", "n-9"}};
+  s.excluded_nodes = {{"n-7", "NodeLeaseExpired", *ParseTime("2026-11-29T10:10:00Z")},
+                      {"n-9", "NodeNotReady", *ParseTime("2026-11-29T10:11:00Z")}};
+  const json encoded = EncodeStatus(s);
+  EXPECT_EQ(encoded["restarts"],
+            json::parse(R"({"failures": 2, "disruptions": 5, "consecutive": 1})"));
+  EXPECT_EQ(encoded["lastRestart"], json::parse(R"({"time": "2026-11-29T10:05:00Z",
+      "reason": "NodeLeaseExpired", "message": "node n-7: lease not renewed for 23s",
+      "attempt": 3, "backoffSeconds": 0, "mode": "Recreate", "nodes": ["n-7", "n-9"]})"));
+  EXPECT_EQ(encoded["excludedNodes"], json::parse(R"([
+      {"name": "n-7", "reason": "NodeLeaseExpired", "until": "2026-11-29T10:10:00Z"},
+      {"name": "n-9", "reason": "NodeNotReady", "until": "2026-11-29T10:11:00Z"}])"));
+  StatusOr<TrainingJobStatus> decoded = DecodeStatus(encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->restarts.consecutive, 1);
+  ASSERT_TRUE(decoded->last_restart.has_value());
+  EXPECT_EQ(decoded->last_restart->attempt, 3);
+  EXPECT_EQ(decoded->last_restart->mode, "Recreate");
+  EXPECT_EQ(decoded->last_restart->nodes, (std::vector<std::string>{"n-7", "n-9"}));
+  ASSERT_EQ(decoded->excluded_nodes.size(), 2u);
+  EXPECT_EQ(decoded->excluded_nodes[1].name, "n-9");
+  EXPECT_EQ(decoded->excluded_nodes[1].until, *ParseTime("2026-11-29T10:11:00Z"));
+  EXPECT_EQ(EncodeStatus(*decoded), encoded);
+}
+
+TEST(CodecTest, EmptyExcludedNodesAreWrittenSoAMergePatchClearsThem) {
+  const json encoded = EncodeStatus(TrainingJobStatus{});
+  ASSERT_TRUE(encoded.contains("excludedNodes"));
+  EXPECT_EQ(encoded["excludedNodes"], json::array());
+  EXPECT_FALSE(encoded.contains("lastRestart"));
+  EXPECT_FALSE(encoded.contains("capacity"));
+}
+
+TEST(CodecTest, CapacityIsDecodedButLeftToTheScheduler) {
+  TrainingJobStatus s;
+  s.capacity = Capacity{6, *ParseTime("2026-11-29T10:06:00Z")};
+  EXPECT_FALSE(EncodeStatus(s).contains("capacity"));  // the controller never writes it
+  const json capacity = EncodeCapacity(*s.capacity);
+  EXPECT_EQ(capacity, json::parse(R"({"feasibleReplicas": 6,
+      "observedTime": "2026-11-29T10:06:00Z"})"));
+  json status = EncodeStatus(s);
+  status["capacity"] = capacity;
+  StatusOr<TrainingJobStatus> decoded = DecodeStatus(status);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_TRUE(decoded->capacity.has_value());
+  EXPECT_EQ(decoded->capacity->feasible_replicas, 6);
+  EXPECT_EQ(decoded->capacity->observed_time, *ParseTime("2026-11-29T10:06:00Z"));
+}
+
+// A status written before these fields existed decodes to their zero values.
+TEST(CodecTest, StatusWithoutTheRestartFieldsDecodes) {
+  StatusOr<TrainingJobStatus> s = DecodeStatus(json::parse(R"({"attempt": 1,
+      "restarts": {"failures": 1, "disruptions": 0},
+      "lastRestart": {"time": "2026-11-29T10:05:00Z", "reason": "PodFailed", "message": "m"}})"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->restarts.consecutive, 0);
+  EXPECT_EQ(s->last_restart->attempt, 0);
+  EXPECT_EQ(s->last_restart->backoff_seconds, 0);
+  EXPECT_TRUE(s->last_restart->mode.empty());
+  EXPECT_TRUE(s->last_restart->nodes.empty());
+  EXPECT_TRUE(s->excluded_nodes.empty());
+  EXPECT_FALSE(s->capacity.has_value());
+}
+
+TEST(CodecTest, ElasticGrowCooldownRoundTripsAndDefaults) {
+  json j = testing::MinimalJobJson();
+  j["spec"]["replicas"] = 4;
+  j["spec"]["elastic"] = {{"minReplicas", 2}, {"maxReplicas", 4}};
+  StatusOr<TrainingJob> job = DecodeTrainingJob(j);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->spec.elastic->grow_cooldown_seconds, 60);  // the schema default
+  j["spec"]["elastic"]["growCooldownSeconds"] = 15;
+  job = DecodeTrainingJob(j);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->spec.elastic->grow_cooldown_seconds, 15);
+  const json encoded = EncodeTrainingJob(*job);
+  EXPECT_EQ(encoded["spec"]["elastic"]["growCooldownSeconds"], 15);
+  StatusOr<TrainingJob> again = DecodeTrainingJob(encoded);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(EncodeTrainingJob(*again), encoded);
 }
 
 TEST(CodecTest, EmptyStatusDecodesToZeroValues) {

@@ -38,6 +38,7 @@ TEST(DefaultsTest, CxxDefaultsMirrorTheCrdSchema) {
   json minimal = testing::MinimalJobJson();
   minimal["spec"].erase("replicas");
   minimal["spec"]["successPolicy"] = json::object();  // so its nested default is reachable
+  minimal["spec"]["elastic"] = {{"minReplicas", 1}, {"maxReplicas", 1}};  // growCooldownSeconds
   StatusOr<TrainingJob> job = DecodeTrainingJob(minimal);
   ASSERT_TRUE(job.ok()) << job.status();
   const json encoded = EncodeTrainingJob(*job);

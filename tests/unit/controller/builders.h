@@ -7,6 +7,7 @@
 #include "operator/api/children.h"
 #include "operator/api/types.h"
 #include "operator/controller/cached_job.h"
+#include "operator/controller/node_health.h"
 #include "operator/kube/objects.h"
 
 namespace lockstep::controller::testing {
@@ -59,6 +60,27 @@ inline kube::Pod FailedPod(const std::string& role, int index, int exit_code) {
   c.reason = "Error";
   p.container_statuses.push_back(c);
   return p;
+}
+
+// `p` labelled as a pod of `attempt` (lockstep.dev/attempt).
+inline kube::Pod InAttempt(kube::Pod p, int attempt) {
+  p.meta.labels[std::string(api::kLabelAttempt)] = std::to_string(attempt);
+  return p;
+}
+
+// `p` with its deletion requested (Terminating).
+inline kube::Pod Terminating(kube::Pod p) {
+  p.meta.deletion_timestamp = "2027-01-15T08:00:00Z";
+  return p;
+}
+
+// NodeHealthMonitor's verdict on a lost node.
+inline NodeVerdict LostNode(const std::string& reason, const std::string& message) {
+  NodeVerdict v;
+  v.lost = true;
+  v.reason = reason;
+  v.message = message;
+  return v;
 }
 
 }  // namespace lockstep::controller::testing

@@ -15,6 +15,41 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(o->metrics_bind_address, ":8080");
   EXPECT_EQ(o->health_probe_bind_address, ":8081");
   EXPECT_EQ(o->workers, 4);
+  EXPECT_EQ(o->node_lease_grace, std::chrono::seconds(20));
+  EXPECT_FALSE(o->restart_on_node_cordon);
+}
+
+TEST(OptionsTest, NodeHealthFlags) {
+  struct Row {
+    std::vector<std::string> args;
+    std::chrono::seconds grace;
+    bool restart_on_cordon;
+  };
+  for (const Row& row : std::vector<Row>{
+           {{"--node-lease-grace=3s"}, std::chrono::seconds(3), false},
+           {{"--node-lease-grace", "2m"}, std::chrono::seconds(120), false},
+           {{"--node-lease-grace=1h"}, std::chrono::seconds(3600), false},
+           {{"--on-node-cordon=restart"}, std::chrono::seconds(20), true},
+           {{"--on-node-cordon", "ignore"}, std::chrono::seconds(20), false},
+       }) {
+    auto o = ParseFlags(row.args);
+    ASSERT_TRUE(o.ok()) << row.args[0] << ": " << o.status();
+    EXPECT_EQ(o->node_lease_grace, row.grace) << row.args[0];
+    EXPECT_EQ(o->restart_on_node_cordon, row.restart_on_cordon) << row.args[0];
+  }
+}
+
+TEST(OptionsTest, BadNodeHealthFlagsNameTheFlag) {
+  for (const std::string arg :
+       {"--node-lease-grace=20", "--node-lease-grace=0s", "--node-lease-grace=-5s",
+        "--node-lease-grace=1.5s", "--node-lease-grace=20ms", "--node-lease-grace=s",
+        "--node-lease-grace=", "--on-node-cordon=drain", "--on-node-cordon="}) {
+    auto o = ParseFlags({arg});
+    ASSERT_FALSE(o.ok()) << arg;
+    const std::string flag = arg.substr(0, arg.find('='));
+    EXPECT_EQ(o.status().message().rfind(flag + ":", 0), 0u) << o.status();
+    EXPECT_EQ(o.status().message().find('\n'), std::string::npos);
+  }
 }
 
 TEST(OptionsTest, EveryFlagBothSpellings) {
@@ -58,6 +93,8 @@ TEST(OptionsTest, Help) {
   ASSERT_TRUE(o.ok());
   EXPECT_TRUE(o->help);
   EXPECT_NE(Usage().find("--launcher-image"), std::string::npos);
+  EXPECT_NE(Usage().find("--node-lease-grace"), std::string::npos);
+  EXPECT_NE(Usage().find("--on-node-cordon"), std::string::npos);
 }
 
 TEST(BindAddressTest, Parses) {

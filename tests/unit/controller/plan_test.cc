@@ -16,6 +16,7 @@ namespace lockstep::controller {
 namespace {
 
 using testing::FailedPod;
+using testing::InAttempt;
 using testing::Job;
 using testing::Pod;
 using testing::T0;
@@ -54,6 +55,20 @@ std::vector<Case> Cases() {
     c.job.status.state = api::JobState::kSucceeded;
     c.job.status.completion_time = T0();
   };
+  auto no_restarts = [started](CachedJob& c) {
+    started(c);
+    c.job.spec.failure_policy.max_restarts = 0;
+  };
+  // Attempt 1, decided at T0 after a pod failure, with the first backoff (10 s).
+  auto restarted = [started](CachedJob& c) {
+    started(c);
+    c.job.status.attempt = 1;
+    c.job.status.restarts = {1, 0, 1};
+    c.job.status.last_restart = api::LastRestart{T0(), "PodFailed", "m", 1, 10, "Recreate", {}};
+    c.job.status.conditions.push_back(Cond(api::kConditionRestarting, true, "PodFailed"));
+  };
+  kube::Pod evicted = Pod("worker", 0, "Failed");
+  evicted.reason = "Evicted";
   return {
       {"fresh job creates every pod", none, {}, true, 0, 2, 0, api::JobState::kPending},
       {"unsettled expectations create nothing", none, {}, false, 0, 0, 0,
@@ -72,17 +87,49 @@ std::vector<Case> Cases() {
       {"one worker succeeded, one running", started,
        {Pod("worker", 0, "Succeeded"), Pod("worker", 1, "Running")}, true, 0, 0, 0,
        api::JobState::kRunning, {"Running"}, false, std::nullopt, Outcome::kNone, true},
-      {"a failed pod fails the job and cleans running pods", started,
-       {FailedPod("worker", 0, 3), Pod("worker", 1, "Running")}, true, 0, 0, 1,
-       api::JobState::kFailed, {"PodFailed"}, false, std::nullopt, Outcome::kFailed},
-      {"cleanPodPolicy All deletes terminal pods too",
-       [](CachedJob& c) { c.job.spec.run_policy.clean_pod_policy = api::CleanPodPolicy::kAll; },
+      {"a failed pod restarts the gang by default, after a backoff", started,
        {FailedPod("worker", 0, 3), Pod("worker", 1, "Running")}, true, 0, 0, 2,
-       api::JobState::kFailed, {"PodFailed"}, false, std::nullopt, Outcome::kFailed},
+       api::JobState::kRestarting, {"PodFailed"}, false, 10},
+      {"unsettled expectations decide a restart but delete nothing", started,
+       {FailedPod("worker", 0, 3), Pod("worker", 1, "Running")}, false, 0, 0, 0,
+       api::JobState::kRestarting, {"PodFailed"}, false, 10},
+      {"an evicted pod restarts the gang without a backoff", started,
+       {evicted, Pod("worker", 1, "Running")}, true, 0, 0, 2, api::JobState::kRestarting,
+       {"PodDisrupted"}},
+      {"the next attempt waits for the old attempt's pods", restarted,
+       {Pod("worker", 0, "Running"), Pod("worker", 1, "Running")}, true, 5, 0, 2,
+       api::JobState::kRestarting},
+      {"the next attempt waits for its backoff", restarted, {}, true, 5, 0, 0,
+       api::JobState::kRestarting, {}, false, 7},
+      {"the next attempt is created after its backoff", restarted, {}, true, 11, 2, 0,
+       api::JobState::kRestarting},
+      {"the next attempt runs: Recovered", restarted,
+       {InAttempt(Pod("worker", 0, "Running"), 1), InAttempt(Pod("worker", 1, "Running"), 1)},
+       true, 40, 0, 0, api::JobState::kRunning, {"Recovered"}},
+      {"a failure past maxRestarts fails the job and cleans running pods", no_restarts,
+       {FailedPod("worker", 0, 3), Pod("worker", 1, "Running")}, true, 0, 0, 1,
+       api::JobState::kFailed, {"MaxRestartsExceeded"}, false, std::nullopt, Outcome::kFailed},
+      {"a used-up maxRestarts fails the job",
+       [started](CachedJob& c) {
+         started(c);
+         c.job.status.restarts.failures = 3;
+       },
+       {FailedPod("worker", 0, 3), Pod("worker", 1, "Running")}, true, 0, 0, 1,
+       api::JobState::kFailed, {"MaxRestartsExceeded"}, false, std::nullopt, Outcome::kFailed},
+      {"cleanPodPolicy All deletes terminal pods too",
+       [no_restarts](CachedJob& c) {
+         no_restarts(c);
+         c.job.spec.run_policy.clean_pod_policy = api::CleanPodPolicy::kAll;
+       },
+       {FailedPod("worker", 0, 3), Pod("worker", 1, "Running")}, true, 0, 0, 2,
+       api::JobState::kFailed, {"MaxRestartsExceeded"}, false, std::nullopt, Outcome::kFailed},
       {"cleanPodPolicy None keeps a failed job's pods",
-       [](CachedJob& c) { c.job.spec.run_policy.clean_pod_policy = api::CleanPodPolicy::kNone; },
+       [no_restarts](CachedJob& c) {
+         no_restarts(c);
+         c.job.spec.run_policy.clean_pod_policy = api::CleanPodPolicy::kNone;
+       },
        {FailedPod("worker", 0, 3), Pod("worker", 1, "Running")}, true, 0, 0, 0,
-       api::JobState::kFailed, {"PodFailed"}, false, std::nullopt, Outcome::kFailed},
+       api::JobState::kFailed, {"MaxRestartsExceeded"}, false, std::nullopt, Outcome::kFailed},
       {"deadline not reached requeues at the deadline",
        [](CachedJob& c) {
          c.job.status.start_time = T0();

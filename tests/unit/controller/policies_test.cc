@@ -35,8 +35,9 @@ TEST(SuccessPolicyTest, ChiefDecidesWhenPresent) {
   EXPECT_TRUE(EvaluateSuccess(spec, {Pod("chief", 0, "Succeeded")}));
 }
 
+// DecideFailure's table is failure_policy_test.cc; here only its plainest answers.
 TEST(FailurePolicyTest, NoFailedPodNoDecision) {
-  EXPECT_EQ(DecideFailure(Job().job.spec, {Pod("worker", 0, "Running")}).action,
+  EXPECT_EQ(DecideFailure(Job().job, {Pod("worker", 0, "Running")}, {}).action,
             FailureAction::kNone);
 }
 
@@ -60,14 +61,24 @@ TEST(FailurePolicyTest, RulesMatchByExitCodeAndContainer) {
   EXPECT_EQ(MatchFailureRule(rules, "sidecar", false, 9), nullptr);
 }
 
+// An eviction is a disruption the job did not cause: a restart, not a failure of the job.
 TEST(FailurePolicyTest, EvictedPodWithoutContainerStatus) {
   kube::Pod p = Pod("worker", 0, "Failed");
   p.reason = "Evicted";
   p.message = "node low on memory";
-  FailureDecision d = DecideFailure(Job().job.spec, {p});
-  EXPECT_EQ(d.action, FailureAction::kFailJob);
-  EXPECT_EQ(d.reason, "PodEvicted");
-  EXPECT_NE(d.message.find("node low on memory"), std::string::npos);
+  FailureDecision d = DecideFailure(Job().job, {p}, {});
+  EXPECT_EQ(d.action, FailureAction::kRestart);
+  EXPECT_EQ(d.kind, FailureKind::kDisruption);
+  EXPECT_EQ(d.reason, "PodDisrupted");
+  EXPECT_NE(d.message.find("job-worker-0"), std::string::npos);
+  EXPECT_NE(d.message.find("Evicted: node low on memory"), std::string::npos);
+}
+
+TEST(FailurePolicyTest, FailedPodRestartsByDefault) {
+  FailureDecision d = DecideFailure(Job().job, {FailedPod("worker", 0, 3)}, {});
+  EXPECT_EQ(d.action, FailureAction::kRestart);
+  EXPECT_EQ(d.kind, FailureKind::kFailure);
+  EXPECT_EQ(d.reason, "PodFailed");
 }
 
 TEST(CleanPodPolicyTest, SkipsPodsAlreadyBeingDeleted) {

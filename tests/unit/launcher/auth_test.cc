@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "launcher/nccl/nccl.h"
 
 namespace lockstep::launcher::rendezvous {
@@ -43,6 +45,32 @@ TEST(AuthTest, RandomBytesDiffer) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(a->size(), 32u);
   EXPECT_NE(*a, *b);
+}
+
+// The keyed fast path must give JoinMac's result for every key length HMAC distinguishes:
+// empty, short, exactly one SHA-256 block, and longer than a block (hashed first).
+TEST(AuthTest, KeyedMacEqualsOneShotMacForEveryKeyLength) {
+  const std::string nonce(32, 'n');
+  for (const std::string& token : {std::string(), std::string("Jefe"), std::string(64, 'k'),
+                                   std::string(65, 'k'), std::string(200, '\xaa')}) {
+    const JoinMacKey key(token);
+    for (uint32_t node = 0; node < 3; ++node) {
+      EXPECT_EQ(key.Mac(nonce, "run", 7, node), JoinMac(token, nonce, "run", 7, node))
+          << "token of " << token.size() << " bytes, node " << node;
+    }
+    EXPECT_NE(key.Mac(nonce, "run", 7, 0), JoinMac(token + "x", nonce, "run", 7, 0));
+  }
+}
+
+TEST(AuthTest, NonceSourceHandsOutDistinctNoncesAcrossRefills) {
+  NonceSource source(32);
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {  // several bulk refills of 256
+    StatusOr<std::string> n = source.Next();
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_EQ(n->size(), 32u);
+    EXPECT_TRUE(seen.insert(*n).second) << "nonce repeated at " << i;
+  }
 }
 
 TEST(HexTest, RoundTrips) {

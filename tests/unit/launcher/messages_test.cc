@@ -49,10 +49,29 @@ TEST(MessagesTest, WorldRoundTripsWithNcclId) {
   w.nproc = 8;
   w.master_host = "10.0.0.1";
   w.nccl_id = std::string(kNcclIdBytes, '\x7f');
+  w.role_first_rank = 8;
+  w.role_world_size = 24;
   StatusOr<WorldMsg> back = DecodeWorld(Only(Encode(w)).body);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->first_rank, 16u);
   EXPECT_EQ(back->nccl_id, w.nccl_id);
+  EXPECT_EQ(back->role_first_rank, 8u);
+  EXPECT_EQ(back->role_world_size, 24u);
+}
+
+TEST(MessagesTest, WorldRejectsRoleRanksOutsideTheRoleOrTheWorld) {
+  WorldMsg w;
+  w.nnodes = 2;
+  w.world_size = 8;
+  w.first_rank = 4;
+  w.nproc = 4;
+  w.role_first_rank = 4;
+  w.role_world_size = 8;
+  ASSERT_TRUE(DecodeWorld(Only(Encode(w)).body).ok());
+  w.role_world_size = 6;  // role ranks 4..7 exceed the role of 6
+  EXPECT_FALSE(DecodeWorld(Only(Encode(w)).body).ok());
+  w.role_world_size = 12;  // a role larger than the world
+  EXPECT_FALSE(DecodeWorld(Only(Encode(w)).body).ok());
 }
 
 TEST(MessagesTest, WorldRejectsInconsistentRanks) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "launcher/child_plan.h"
+#include "launcher/frameworks/frameworks.h"
 
 namespace lockstep::launcher {
 namespace {
@@ -27,6 +28,8 @@ rendezvous::WorldMsg Msg() {
   m.nproc = 4;
   m.master_host = "node0";
   m.nccl_id = std::string(128, '\x01');
+  m.role_first_rank = 0;  // node 0 has another role ("chief"): this is the first worker
+  m.role_world_size = 8;
   return m;
 }
 
@@ -40,6 +43,46 @@ TEST(WorldBuilderTest, CompactWorldFillsSelfAndMaster) {
   EXPECT_EQ(w.master_addr, "node0");
   EXPECT_EQ(w.restart_count, 1);
   EXPECT_EQ(w.nccl_unique_id_hex.size(), 256u);
+  EXPECT_EQ(w.role_first_rank, 0);
+  EXPECT_EQ(w.role_world_size, 8);
+}
+
+// Only the frameworks that use every pod ask for the O(W) table.
+TEST(WorldBuilderTest, OnlyTensorFlowAndHorovodNeedThePeerTable) {
+  EXPECT_TRUE(NeedsPeerTable("tensorflow"));
+  EXPECT_TRUE(NeedsPeerTable("horovod"));
+  for (const char* f : {"pytorch", "jax", "ray", "nccl", "generic", ""}) {
+    EXPECT_FALSE(NeedsPeerTable(f)) << f;
+  }
+}
+
+// NeedsPeerTable must agree with the adapters: every framework it leaves compact plans its
+// children from the compact world; the others refuse it rather than guess.
+TEST(WorldBuilderTest, EveryFrameworkWithoutTheTablePlansFromTheCompactWorld) {
+  for (const char* f : {"pytorch", "jax", "ray", "nccl", "generic", "tensorflow", "horovod"}) {
+    LauncherConfig c = Config();
+    c.framework = f;
+    World w = BuildWorld(c, Msg(), std::nullopt, 0);
+    w.kv_port = 29501;
+    StatusOr<frameworks::ChildPlan> plan = frameworks::PlanChildren(w, {"train"});
+    EXPECT_EQ(plan.ok(), !NeedsPeerTable(f)) << f << ": " << plan.status();
+  }
+}
+
+TEST(WorldBuilderTest, PyTorchRoleRanksComeFromTheCompactWorld) {
+  LauncherConfig c = Config();
+  c.framework = "pytorch";
+  World w = BuildWorld(c, Msg(), std::nullopt, 0);
+  StatusOr<frameworks::ChildPlan> plan = frameworks::PlanChildren(w, {"train"});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->children.size(), 4u);
+  const auto& env = plan->children[3].env;
+  EXPECT_EQ(env.at("RANK"), "7");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "12");
+  EXPECT_EQ(env.at("ROLE_RANK"), "3");  // role ranks count workers only, not node 0's chief
+  EXPECT_EQ(env.at("ROLE_WORLD_SIZE"), "8");
+  EXPECT_EQ(env.at("GROUP_RANK"), "1");
+  EXPECT_EQ(env.at("MASTER_ADDR"), "node0");
 }
 
 TEST(WorldBuilderTest, PeerTableFillsEveryPeer) {

@@ -1,0 +1,90 @@
+#pragma once
+// The node half of the failure detector: is the node a pod runs on still fit to run it?
+// `AssessNode` is pure (table-tested); `NodeHealthMonitor` keeps the Node and node-Lease caches,
+// re-assesses on their events and on a one-second tick (a Lease that stops being renewed makes
+// no event), and reports each node that turns lost so the controller can enqueue the jobs with
+// pods on it.
+//
+// Lost, in order of precedence: deleted; Ready=False or Unknown; a NoExecute taint; the
+// kube-node-lease Lease not renewed for `lease_grace` (the kubelet renews it every 10 s, so this
+// catches a dead node long before the node controller's 40-50 s); cordoned
+// (spec.unschedulable) only when `restart_on_cordon`. A node never seen (no Node object and no
+// Lease) is lost as deleted. NoSchedule and PreferNoSchedule taints (the cordon's
+// node.kubernetes.io/unschedulable among them) never make a node lost by themselves.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "operator/api/types.h"
+#include "operator/kube/objects.h"
+#include "operator/kube/rest_client.h"
+
+namespace lockstep::controller {
+
+class ControllerMetrics;
+
+struct NodeHealthOptions {
+  std::chrono::seconds lease_grace{20};  // --node-lease-grace
+  bool restart_on_cordon = false;        // --on-node-cordon=restart (default ignore)
+};
+
+struct NodeVerdict {
+  bool lost = false;
+  // CamelCase: NodeDeleted, NodeNotReady, NodeUnreachable (Ready=Unknown), NodeTainted,
+  // NodeLeaseExpired, NodeCordoned.
+  std::string reason;
+  // Names the node and the evidence: "node gpu-node-3: lease not renewed for 23s".
+  std::string message;
+  // Best estimate of when the node failed (the last lease renewal, the Ready transition, the
+  // taint's timeAdded); unset when unknown. Detection delay = detection time - this.
+  std::optional<api::Time> failed_at;
+};
+
+// `node` null: the Node object is gone. `lease` null: no Lease seen (not an error by itself: a
+// node without a Lease is judged by its conditions only). Unparseable timestamps count as
+// absent.
+NodeVerdict AssessNode(const std::string& name, const kube::Node* node, const kube::Lease* lease,
+                       api::Time now, const NodeHealthOptions& options);
+
+// When the node's Lease would pass the grace if not renewed again (for a timer); unset without
+// a Lease.
+std::optional<api::Time> LeaseDeadline(const kube::Lease& lease, const NodeHealthOptions& options);
+
+// Thread-safe. Owns two informers (Nodes cluster-wide, Leases in kube-node-lease) and a tick
+// thread. Memory: the two caches plus one entry per node currently lost.
+class NodeHealthMonitor {
+ public:
+  using LostHandler = std::function<void(const std::string& node, const NodeVerdict& verdict)>;
+
+  // `metrics` may be null; when set, each loss (not a later change of its reason) counts in
+  // lockstep_node_failures_detected_total and, when its failure time is known and the monitor
+  // was already watching, in lockstep_detection_delay_seconds.
+  NodeHealthMonitor(kube::RestClient& client, NodeHealthOptions options,
+                    ControllerMetrics* metrics = nullptr);
+  ~NodeHealthMonitor();
+
+  // Before Start(). Called (from a cache or the tick thread, never under a lock of the monitor)
+  // once per transition to lost, and again if the reason changes. A node that recovers (or
+  // disappears from both caches) is forgotten, so a later loss is reported again.
+  void SetLostHandler(LostHandler handler);
+  void Start();
+  void Stop();
+  bool HasSynced() const;
+  bool WaitForSync(std::chrono::milliseconds timeout) const;
+
+  // The verdict on `node` from the caches. Before both caches have synced every node is
+  // healthy: a partial cache would call live nodes deleted.
+  NodeVerdict Assess(const std::string& node, api::Time now) const;
+  const NodeHealthOptions& options() const { return options_; }
+
+ private:
+  struct State;
+  NodeHealthOptions options_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace lockstep::controller

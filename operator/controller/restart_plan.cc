@@ -1,0 +1,226 @@
+#include "operator/controller/restart_plan.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "operator/api/children.h"
+#include "operator/api/enums.h"
+
+namespace lockstep::controller {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr std::string_view kRecreate = "Recreate";
+
+seconds Elapsed(api::Time from, api::Time to) {
+  return std::chrono::duration_cast<seconds>(to - from);
+}
+
+bool OnLostNode(const Pass& p, const kube::Pod& pod) {
+  if (pod.node_name.empty()) return false;
+  auto it = p.observed.lost_nodes.find(pod.node_name);
+  return it != p.observed.lost_nodes.end() && it->second.lost;
+}
+
+// A pod already being deleted needs nothing more, unless its node is lost: then only a force
+// delete removes it.
+std::optional<PodDeletion> DeletionFor(const Pass& p, const kube::Pod& pod) {
+  const bool lost = OnLostNode(p, pod);
+  if (pod.meta.deletion_timestamp && !lost) return std::nullopt;
+  PodDeletion d{pod.meta.name, pod.meta.uid, std::nullopt};
+  if (lost) d.grace_period_seconds = 0;
+  return d;
+}
+
+void CountRestart(Pass& p, const RestartRequest& r, int32_t* backoff_seconds) {
+  api::RestartCounts& counts = p.status().restarts;
+  *backoff_seconds = 0;
+  switch (r.kind) {
+    case RestartRequest::Kind::kFailure:
+      if (r.counts) counts.failures += 1 + r.in_place_restarts;
+      *backoff_seconds = static_cast<int32_t>(
+          FailureBackoff(p.job.spec.failure_policy.backoff, counts.consecutive).count());
+      ++counts.consecutive;
+      break;
+    case RestartRequest::Kind::kDisruption:
+      if (r.counts) ++counts.disruptions;
+      break;
+    case RestartRequest::Kind::kResize:
+      break;
+  }
+}
+
+void ExcludeNodes(Pass& p, const RestartRequest& r) {
+  std::vector<api::ExcludedNode>& excluded = p.status().excluded_nodes;
+  const api::Time until = p.now + p.options.node_exclusion;
+  for (const std::string& node : r.lost_nodes) {
+    auto it = std::find_if(excluded.begin(), excluded.end(),
+                           [&node](const api::ExcludedNode& e) { return e.name == node; });
+    if (it == excluded.end()) it = excluded.insert(excluded.end(), api::ExcludedNode{node, "", {}});
+    it->reason = r.reason;
+    it->until = until;
+  }
+}
+
+std::string Describe(const RestartRequest& r, int32_t attempt, int32_t backoff_seconds) {
+  std::string out = r.message + "; restarting the gang as attempt " + std::to_string(attempt);
+  if (r.size) out += " with " + std::to_string(*r.size) + " workers";
+  if (backoff_seconds > 0) out += " after a " + std::to_string(backoff_seconds) + "s backoff";
+  if (!r.lost_nodes.empty()) {
+    std::string nodes;
+    for (const std::string& n : r.lost_nodes) nodes += (nodes.empty() ? "" : ", ") + n;
+    out += "; excluding node" + std::string(r.lost_nodes.size() > 1 ? "s " : " ") + nodes;
+  }
+  return out;
+}
+
+}  // namespace
+
+int32_t PodAttempt(const kube::Pod& pod) {
+  auto it = pod.meta.labels.find(std::string(api::kLabelAttempt));
+  if (it == pod.meta.labels.end()) return 0;
+  int32_t value = 0;
+  const std::string& s = it->second;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  return ec == std::errc() && end == s.data() + s.size() ? value : 0;
+}
+
+AttemptPods SplitByAttempt(const std::vector<kube::Pod>& pods, int32_t attempt) {
+  AttemptPods out;
+  for (const kube::Pod& pod : pods) {
+    (PodAttempt(pod) == attempt ? out.current : out.stale).push_back(pod);
+  }
+  return out;
+}
+
+int32_t PlanStaleDeletes(Pass& p, const std::vector<kube::Pod>& stale) {
+  if (!p.settled) return static_cast<int32_t>(stale.size());
+  for (const kube::Pod& pod : stale) {
+    if (std::optional<PodDeletion> d = DeletionFor(p, pod)) p.plan->pod_deletes.push_back(*d);
+  }
+  return static_cast<int32_t>(stale.size());
+}
+
+RestartRequest FromFailure(const FailureDecision& d) {
+  RestartRequest r;
+  r.kind = d.kind == FailureKind::kDisruption ? RestartRequest::Kind::kDisruption
+                                              : RestartRequest::Kind::kFailure;
+  r.reason = d.reason;
+  r.message = d.message;
+  r.counts = d.counts;
+  r.in_place_restarts = d.in_place_restarts;
+  r.lost_nodes = d.lost_nodes;
+  r.failed_at = d.failed_at;
+  return r;
+}
+
+seconds FailureBackoff(const api::Backoff& backoff, int32_t consecutive) {
+  int64_t wait = std::max(0, backoff.initial_seconds);
+  for (int32_t i = 0; i < consecutive && wait < backoff.max_seconds; ++i) wait *= 2;
+  return seconds(std::min<int64_t>(wait, std::max(0, backoff.max_seconds)));
+}
+
+void PlanRestart(Pass& p, const RestartRequest& r, const std::vector<kube::Pod>& current) {
+  const int32_t attempt = p.job.status.attempt + 1;
+  int32_t backoff_seconds = 0;
+  CountRestart(p, r, &backoff_seconds);
+  p.status().attempt = attempt;
+  if (r.size) p.status().replicas = *r.size;
+  p.status().last_restart = api::LastRestart{p.now,           r.reason, r.message, attempt,
+                                             backoff_seconds, std::string(kRecreate),
+                                             r.lost_nodes};
+  ExcludeNodes(p, r);
+  const std::string message = Describe(r, attempt, backoff_seconds);
+  p.Condition(api::kConditionRestarting, true, r.reason, message);
+  p.Condition(api::kConditionRunning, false, "Restarting", message);
+  p.Condition(api::kConditionReconciling, true, "Restarting", message);
+  p.State(api::JobState::kRestarting, r.reason, message);
+  p.Event(r.kind == RestartRequest::Kind::kResize ? "Normal" : "Warning", r.reason, message);
+  if (p.settled) {
+    for (const kube::Pod& pod : current) {
+      if (std::optional<PodDeletion> d = DeletionFor(p, pod)) p.plan->pod_deletes.push_back(*d);
+    }
+  }
+  if (backoff_seconds > 0) p.RequeueIn(seconds(backoff_seconds));
+  Plan::Restart metric{r.reason, std::string(kRecreate), std::nullopt};
+  // Node losses are timed by the detector when it sees them (NodeHealthMonitor); pod failures here.
+  if (r.failed_at && r.lost_nodes.empty()) {
+    metric.detection_delay_seconds =
+        std::max(0.0, std::chrono::duration<double>(p.now - *r.failed_at).count());
+  }
+  p.plan->restart = metric;
+}
+
+bool PlanRestartWait(Pass& p, int32_t stale_left) {
+  const std::optional<api::LastRestart>& last = p.job.status.last_restart;
+  if (!last || last->attempt != p.job.status.attempt) return false;
+  const std::string previous = "attempt " + std::to_string(last->attempt - 1);
+  if (stale_left > 0) {
+    p.State(api::JobState::kRestarting, "WaitingForOldPods",
+            "waiting for " + std::to_string(stale_left) + " pods of " + previous + " to go");
+    return true;
+  }
+  // lastRestart.time is stored in whole seconds (truncated): wait one more so the real wait is
+  // never shorter than backoffSeconds.
+  const api::Time start =
+      last->time + seconds(last->backoff_seconds + (last->backoff_seconds > 0 ? 1 : 0));
+  if (p.now < start) {
+    const seconds left = Elapsed(p.now, start) + seconds(1);
+    p.State(api::JobState::kRestarting, "BackingOff",
+            "backing off " + std::to_string(last->backoff_seconds) + "s before attempt " +
+                std::to_string(last->attempt) + " (" + std::to_string(left.count()) + "s left)");
+    p.RequeueIn(left);
+    return true;
+  }
+  return false;
+}
+
+void PlanRecovered(Pass& p) {
+  const bool running = api::IsConditionTrue(p.status().conditions, api::kConditionRunning);
+  if (!running) return;
+  if (WasTrue(p.job, api::kConditionRestarting)) {
+    const std::optional<api::LastRestart>& last = p.job.status.last_restart;
+    std::string message = "attempt " + std::to_string(p.job.status.attempt) + " is running";
+    if (last) {
+      const double took = std::chrono::duration<double>(p.now - last->time).count();
+      p.plan->recovery_seconds = std::max(0.0, took);
+      message += " " + std::to_string(static_cast<int64_t>(took)) + "s after the " +
+                 last->reason + " restart";
+    }
+    p.Condition(api::kConditionRestarting, false, "Recovered", message);
+    p.Event("Normal", "Recovered", message);
+  }
+  api::RestartCounts& counts = p.status().restarts;
+  if (counts.consecutive == 0) return;
+  const api::Condition* c = api::FindCondition(p.status().conditions, api::kConditionRunning);
+  const seconds reset(p.job.spec.failure_policy.backoff.reset_after_seconds);
+  const seconds ran = Elapsed(c->last_transition_time, p.now);
+  if (ran >= reset) {
+    counts.consecutive = 0;
+  } else {
+    p.RequeueIn(reset - ran);
+  }
+}
+
+void ForceDeletesOnLostNodes(Pass& p) {
+  std::vector<PodDeletion>& deletes = p.plan->pod_deletes;
+  for (const kube::Pod& pod : p.observed.pods) {
+    if (!OnLostNode(p, pod)) continue;
+    auto it = std::find_if(deletes.begin(), deletes.end(),
+                           [&pod](const PodDeletion& d) { return d.uid == pod.meta.uid; });
+    if (it != deletes.end()) {
+      it->grace_period_seconds = 0;
+    } else if (pod.meta.deletion_timestamp) {
+      deletes.push_back(PodDeletion{pod.meta.name, pod.meta.uid, 0});
+    }
+  }
+}
+
+void PruneExclusions(Pass& p) {
+  std::vector<api::ExcludedNode>& excluded = p.status().excluded_nodes;
+  std::erase_if(excluded, [&p](const api::ExcludedNode& e) { return e.until <= p.now; });
+  for (const api::ExcludedNode& e : excluded) p.RequeueIn(Elapsed(p.now, e.until) + seconds(1));
+}
+
+}  // namespace lockstep::controller

@@ -1,0 +1,71 @@
+#pragma once
+// The gang-restart steps of ComputePlan (see plan.h for the pass order):
+//   SplitByAttempt  - pods of the current attempt (label lockstep.dev/attempt) vs older ones;
+//   PlanStaleDeletes - delete what is left of older attempts; grace 0 for pods on lost nodes,
+//                      whose kubelet will never confirm, so nothing stays Terminating;
+//   PlanRestart     - start attempt N+1: counters, backoff, lastRestart, excluded nodes,
+//                     Restarting condition, the event, and the deletes of attempt N's pods;
+//   PlanRestartWait - the new attempt's pods wait until the old ones are gone (same names)
+//                     and the backoff has passed;
+//   PlanRecovered   - the new gang runs: Restarting=False, recovery time, and after
+//                     backoff.resetAfterSeconds of healthy running the backoff streak resets.
+// Restart mode: the operator's own restarts are Recreate (a pod or node was lost, or the size
+// changes). InPlace restarts of rank failures are made by the launchers of the attempt within
+// what is left of maxRestarts (children.cc hands it to them as LOCKSTEP_MAX_RESTARTS); their
+// count reaches the status through the failed pod's termination message (failure_policy.h).
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "operator/controller/failure_policy.h"
+#include "operator/controller/plan_pass.h"
+
+namespace lockstep::controller {
+
+struct AttemptPods {
+  std::vector<kube::Pod> current;
+  std::vector<kube::Pod> stale;  // older attempts (or unlabelled), being deleted
+};
+
+int32_t PodAttempt(const kube::Pod& pod);  // the label; 0 when absent or malformed
+AttemptPods SplitByAttempt(const std::vector<kube::Pod>& pods, int32_t attempt);
+
+// Returns how many stale pods still exist.
+int32_t PlanStaleDeletes(Pass& p, const std::vector<kube::Pod>& stale);
+
+struct RestartRequest {
+  enum class Kind { kFailure, kDisruption, kResize };
+  Kind kind = Kind::kFailure;
+  std::string reason;
+  std::string message;
+  bool counts = true;             // false: RestartJobAndIgnoreMaxRestarts
+  int32_t in_place_restarts = 0;  // made by the launchers before the pod failed
+  std::vector<std::string> lost_nodes;
+  std::optional<api::Time> failed_at;
+  std::optional<int32_t> size;  // a resize: the new worker count
+};
+
+RestartRequest FromFailure(const FailureDecision& d);
+
+// The wait before the pods of a restart caused by the job's own failure: initialSeconds doubled
+// per consecutive failure restart, capped at maxSeconds. Disruptions and resizes do not wait.
+std::chrono::seconds FailureBackoff(const api::Backoff& backoff, int32_t consecutive);
+
+void PlanRestart(Pass& p, const RestartRequest& r, const std::vector<kube::Pod>& current);
+
+// True while the current attempt's pods must not be created yet.
+bool PlanRestartWait(Pass& p, int32_t stale_left);
+
+void PlanRecovered(Pass& p);
+
+// Pods on lost nodes among `plan->pod_deletes` are force-deleted (grace 0), and pods already
+// Terminating on a lost node get the force delete too: whatever ends the pods (finish, suspend,
+// restart), none may stay Terminating on a node that will never confirm it.
+void ForceDeletesOnLostNodes(Pass& p);
+
+// Drops exclusions whose cool-down is over; requeues for the next expiry.
+void PruneExclusions(Pass& p);
+
+}  // namespace lockstep::controller

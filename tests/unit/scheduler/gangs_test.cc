@@ -1,0 +1,136 @@
+// Phase 1 of the cycle: which pending pods form a gang, by attempt; and the nodes a job avoids.
+
+#include "operator/scheduler/cycle/gangs.h"
+
+#include <gtest/gtest.h>
+
+#include "operator/api/time.h"
+#include "tests/unit/scheduler/cycle_builders.h"
+
+namespace lockstep::scheduler {
+namespace {
+
+using nlohmann::json;
+using testing::Job;
+using testing::JobJson;
+using testing::PodOf;
+
+api::Time At(const char* text) { return *api::ParseTime(text); }
+
+CollectInputs InputsFor(const JobPtr& job, const char* now = "2026-06-01T12:00:00Z") {
+  CollectInputs inputs;
+  inputs.find_job = [job](const std::string& key) { return key == "ns/job" ? job : nullptr; };
+  inputs.priority_of = [](const std::string&) { return 0; };
+  inputs.in_flight = [](const std::string&) { return false; };
+  inputs.now = At(now);
+  return inputs;
+}
+
+std::vector<PodPtr> Workers(int count, int attempt, int first_index = 0) {
+  std::vector<PodPtr> pods;
+  for (int i = first_index; i < first_index + count; ++i) {
+    pods.push_back(PodOf("worker", i, attempt, 8));
+  }
+  return pods;
+}
+
+std::vector<PodPtr> Concat(std::vector<PodPtr> a, const std::vector<PodPtr>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(CollectGangsTest, CurrentAttemptIsTheGang) {
+  const JobPtr job = Job(JobJson(4, 0, 8, {{"attempt", 2}}));
+  const GangCollection got = CollectGangs(Workers(4, 2), InputsFor(job));
+  ASSERT_EQ(got.complete.size(), 1u);
+  EXPECT_EQ(got.complete[0].key, "ns/job/2");
+  EXPECT_EQ(got.complete[0].request.PodCount(), 4u);
+  EXPECT_EQ(got.incomplete, 0);
+  EXPECT_EQ(got.stale, 0);
+}
+
+TEST(CollectGangsTest, OlderAttemptPodsAreNeverMembersNorAGang) {
+  const JobPtr job = Job(JobJson(4, 0, 8, {{"attempt", 2}}));
+  // A whole gang of attempt 1 still pending (its deletion has not been seen yet): not placed.
+  GangCollection got = CollectGangs(Workers(4, 1), InputsFor(job));
+  EXPECT_TRUE(got.complete.empty());
+  EXPECT_EQ(got.incomplete, 0);
+  EXPECT_EQ(got.stale, 1);
+  // Beside a complete current attempt, leftovers of attempts 0 and 1 change nothing.
+  got = CollectGangs(Concat(Concat(Workers(2, 0), Workers(4, 1)), Workers(4, 2)), InputsFor(job));
+  ASSERT_EQ(got.complete.size(), 1u);
+  EXPECT_EQ(got.complete[0].key, "ns/job/2");
+  EXPECT_EQ(got.complete[0].request.PodCount(), 4u);
+  EXPECT_EQ(got.stale, 2);
+  // Beside an incomplete current attempt, an old one does not fill it up.
+  got = CollectGangs(Concat(Workers(3, 2), Workers(1, 1, 3)), InputsFor(job));
+  EXPECT_TRUE(got.complete.empty());
+  EXPECT_EQ(got.incomplete, 1);
+  EXPECT_EQ(got.stale, 1);
+}
+
+TEST(CollectGangsTest, NewerAttemptThanTheCachedStatusWaits) {
+  const JobPtr job = Job(JobJson(4, 0, 8, {{"attempt", 1}}));
+  const GangCollection got = CollectGangs(Workers(4, 2), InputsFor(job));
+  EXPECT_TRUE(got.complete.empty());
+  EXPECT_EQ(got.incomplete, 1);
+  EXPECT_EQ(got.stale, 0);
+}
+
+TEST(CollectGangsTest, PodsWithoutAUsableAttemptLabelAreIgnored) {
+  const JobPtr job = Job(JobJson(1, 0, 8));
+  for (const char* label : {"", "one", "-1"}) {
+    auto pod = std::make_shared<kube::Pod>(*PodOf("worker", 0, 0, 8));
+    pod->meta.labels["lockstep.dev/attempt"] = label;
+    const GangCollection got = CollectGangs({pod}, InputsFor(job));
+    EXPECT_TRUE(got.complete.empty()) << label;
+    EXPECT_EQ(got.stale, 1) << label;
+  }
+}
+
+TEST(CollectGangsTest, ElasticGangIsStatusReplicasWide) {
+  const JobPtr job = Job(JobJson(8, 4, 8, {{"replicas", 6}, {"attempt", 1}}));
+  EXPECT_TRUE(CollectGangs(Workers(8, 1), InputsFor(job)).complete.empty());
+  EXPECT_EQ(CollectGangs(Workers(6, 1), InputsFor(job)).complete.size(), 1u);
+}
+
+TEST(CollectGangsTest, ExcludedNodesFromStatusUntilTheirCoolDownEnds) {
+  json job_json = JobJson(
+      1, 0, 8,
+      {{"excludedNodes",
+        {{{"name", "lost-a"}, {"reason", "NodeLost"}, {"until", "2026-06-01T12:05:00Z"}},
+         {{"name", "lost-b"}, {"reason", "NodeLost"}, {"until", "2026-06-01T11:59:00Z"}},
+         {{"name", "lost-c"}, {"reason", "NodeLost"}, {"until", "2026-06-01T12:05:00Z"}}}}});
+  // The annotation also names lost-a: listed once; it has no expiry of its own.
+  job_json["metadata"]["annotations"] = {{"lockstep.dev/excluded-nodes", "by-hand, lost-a"}};
+  const JobPtr job = Job(job_json);
+  GangCollection got = CollectGangs(Workers(1, 0), InputsFor(job, "2026-06-01T12:00:00Z"));
+  ASSERT_EQ(got.complete.size(), 1u);
+  EXPECT_EQ(got.complete[0].request.excluded_nodes,
+            (std::vector<std::string>{"by-hand", "lost-a", "lost-c"}));
+  got = CollectGangs(Workers(1, 0), InputsFor(job, "2026-06-01T12:05:00Z"));  // until == now
+  ASSERT_EQ(got.complete.size(), 1u);
+  EXPECT_EQ(got.complete[0].request.excluded_nodes,
+            (std::vector<std::string>{"by-hand", "lost-a"}));
+}
+
+TEST(ClusterObjectsTest, DecodesWhatTheSchedulerReadsFromStatus) {
+  const JobPtr job = Job(
+      JobJson(8, 4, 8,
+              {{"state", "Running"},
+               {"replicas", 6},
+               {"attempt", 3},
+               {"capacity", {{"feasibleReplicas", 6}, {"observedTime", "2026-06-01T12:00:00Z"}}},
+               {"excludedNodes", {{{"name", "n1"}, {"until", "2026-06-01T12:00:00Z"}}}}}));
+  EXPECT_EQ(job->state, api::JobState::kRunning);
+  EXPECT_EQ(job->status_replicas, 6);
+  EXPECT_EQ(job->status_attempt, 3);
+  ASSERT_TRUE(job->capacity.has_value());
+  EXPECT_EQ(job->capacity->feasible_replicas, 6);
+  ASSERT_EQ(job->excluded_nodes.size(), 1u);
+  EXPECT_EQ(ExcludedNodes(*job, At("2026-06-01T11:00:00Z")), std::vector<std::string>{"n1"});
+  EXPECT_TRUE(ExcludedNodes(*job, At("2026-06-01T13:00:00Z")).empty());
+}
+
+}  // namespace
+}  // namespace lockstep::scheduler
