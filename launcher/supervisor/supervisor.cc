@@ -105,21 +105,48 @@ void Supervisor::Reap(Steady::time_point now) {
   if (AllExited() && !children_.empty()) state_ = State::kExited;
 }
 
+namespace {
+
+// Longest partial line held back before it is written anyway (a child printing without
+// newlines must not grow the launcher's memory).
+constexpr size_t kMaxPartialLine = 64 * 1024;
+
+// Appends `data` to `partial` and writes out everything up to its last newline.
+void ForwardLines(int out_fd, std::string& partial, std::string_view data) {
+  partial.append(data);
+  const size_t end = partial.rfind('\n');
+  const size_t upto = end == std::string::npos
+                          ? (partial.size() >= kMaxPartialLine ? partial.size() : 0)
+                          : end + 1;
+  if (upto == 0) return;
+  WriteAll(out_fd, partial.data(), upto);
+  partial.erase(0, upto);
+}
+
+}  // namespace
+
 void Supervisor::Drain(Child& c, Steady::time_point now) {
   for (sys::UniqueFd* fd : {&c.out, &c.err}) {
     if (!fd->valid()) continue;
+    const bool is_err = fd == &c.err;
+    const int out_fd = is_err ? STDERR_FILENO : STDOUT_FILENO;
+    std::string& partial = is_err ? c.partial_err : c.partial_out;
     char buf[65536];
     for (;;) {
       const ssize_t n = ::read(fd->get(), buf, sizeof(buf));
       if (n > 0) {
-        const bool is_err = fd == &c.err;
-        WriteAll(is_err ? STDERR_FILENO : STDOUT_FILENO, buf, static_cast<size_t>(n));
-        if (is_err) c.tail.Append(std::string_view(buf, static_cast<size_t>(n)));
+        const std::string_view data(buf, static_cast<size_t>(n));
+        ForwardLines(out_fd, partial, data);
+        if (is_err) c.tail.Append(data);
         if (c.spec.heartbeat_file.empty()) c.last_progress = now;
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
-      if (n == 0) fd->Reset();  // EOF: every writer (grandchildren too) closed it
+      if (n == 0) {  // EOF: every writer (grandchildren too) closed it; flush the last line
+        if (!partial.empty()) WriteAll(out_fd, partial.data(), partial.size());
+        partial.clear();
+        fd->Reset();
+      }
       break;
     }
   }

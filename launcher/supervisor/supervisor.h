@@ -72,6 +72,10 @@ class Supervisor {
     pid_t pid = -1;
     sys::UniqueFd out;
     sys::UniqueFd err;
+    // The unfinished last line of each stream: output is passed on in whole lines so the
+    // lines of two ranks never interleave mid-line in the container's log.
+    std::string partial_out;
+    std::string partial_err;
     bool exited = false;
     sys::ExitInfo exit;
     OutputTail tail;
