@@ -48,7 +48,7 @@ if (( ${#examples[@]} > 0 )); then
   echo
   kubectl get tj
   echo
-  kubectl get pods -L lockstep.dev/role | head -20
+  kubectl get pods -L lockstep.dev/role | sed -n 1,20p  # sed reads it all: no SIGPIPE under pipefail
 fi
 
 # The gang scheduler at work: a 6-pod x 8-GPU job cannot fit beside the examples, so it waits
@@ -120,7 +120,7 @@ if [[ -f examples/pytorch-ddp.yaml ]]; then show_node_loss_and_recovery big-gang
 
 echo
 echo "The local cluster '$CLUSTER' is up:"
-kubectl get nodes -L topology.lockstep.dev/block,topology.lockstep.dev/rack | head -6
+kubectl get nodes -L topology.lockstep.dev/block,topology.lockstep.dev/rack | sed -n 1,6p
 echo "..."
 echo
 echo "Use it from this shell with:"
