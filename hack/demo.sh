@@ -87,8 +87,8 @@ if [[ -f examples/pytorch-ddp.yaml ]]; then show_gang_wait_then_place; fi
 # Kubernetes would only mark the node unreachable after 50 s and evict its pods 300 s later.
 tj_field() { kubectl get tj "$1" -o jsonpath="{$2}" 2>/dev/null || true; }
 show_node_loss_and_recovery() {
-  local job="$1" attempt node started i
-  for i in $(seq 1 150); do [[ "$(tj_field "$job" .status.state)" == Running ]] && break; sleep 0.2; done
+  local job="$1" attempt node started
+  for _ in $(seq 1 150); do [[ "$(tj_field "$job" .status.state)" == Running ]] && break; sleep 0.2; done
   [[ "$(tj_field "$job" .status.state)" == Running ]] || { log "$job is not running; skipping the node-loss step"; return 0; }
   attempt="$(tj_field "$job" .status.attempt)"; attempt="${attempt:-0}"
   node="$(kubectl get pods -l "lockstep.dev/job-name=$job,lockstep.dev/attempt=$attempt" \
@@ -100,7 +100,7 @@ show_node_loss_and_recovery() {
   kubectl label lease -n kube-node-lease "$node" lockstep.dev/heartbeat=stopped >/dev/null
   kubectl label node "$node" lockstep.dev/heartbeat=stopped >/dev/null
   started=$SECONDS
-  for i in $(seq 1 450); do
+  for _ in $(seq 1 450); do
     [[ "$(tj_field "$job" .status.attempt)" -gt "$attempt" && \
        "$(tj_field "$job" .status.state)" == Running ]] && break
     sleep 0.2
