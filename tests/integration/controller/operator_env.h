@@ -17,6 +17,8 @@
 #include "common/status.h"
 #include "operator/kube/rest_client.h"
 
+#include "tests/testing/free_port.h"
+
 namespace lockstep::controller::testing {
 
 // Runs `kubectl <args>` with the environment's KUBECONFIG; returns its exit status.
@@ -25,7 +27,7 @@ int Kubectl(const std::string& args);
 Status InstallCrd();
 
 // A free TCP port on 127.0.0.1 (bound and released; good enough for a test).
-int FreePort();
+using ::lockstep::testing::FreePort;  // tests/testing/free_port.h
 // GET http://127.0.0.1:<port><path>; the body, or an error for a non-200 answer.
 StatusOr<std::string> HttpGet(int port, const std::string& path);
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/free_port.h"
+
 namespace lockstep::launcher::testing {
 
 // A fresh directory under the test temp dir, removed by the destructor.
@@ -22,7 +24,7 @@ class TempDir {
   std::string path_;
 };
 
-int FreePort();
+using ::lockstep::testing::FreePort;  // tests/testing/free_port.h
 // The NCCL library the tests use ("" when none); fails the test when LOCKSTEP_REQUIRE_NCCL=1
 // and none is found.
 std::string NcclLibraryForTests();

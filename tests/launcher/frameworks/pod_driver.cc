@@ -127,18 +127,6 @@ bool VenvHasModule(const std::string& module) {
   return std::system(cmd.c_str()) == 0;
 }
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 World MakeWorld(const JobSpec& spec, int node_rank, int master_port, int kv_port,
                 const std::vector<int>& pod_ports) {
   World w;

@@ -16,6 +16,8 @@
 #include "launcher/stores/tcp_store_server.h"
 #include "launcher/world.h"
 
+#include "tests/testing/free_port.h"
+
 namespace lockstep::launcher::testing {
 
 // Repository root and the venv's interpreter (LOCKSTEP_VENV overrides <root>/.venv).
@@ -23,7 +25,7 @@ std::string RepoRoot();
 std::string VenvPython();
 bool VenvHasModule(const std::string& module);
 // A port that was free a moment ago on 127.0.0.1.
-int FreePort();
+using ::lockstep::testing::FreePort;  // tests/testing/free_port.h
 
 struct PodSpec {
   std::string role = "worker";
