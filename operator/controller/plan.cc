@@ -104,11 +104,16 @@ void PlanSuspended(Pass& p) {
   }
 }
 
+// The Service and the rendezvous Secret outlive attempts: created whenever missing.
+void PlanSharedChildren(Pass& p) {
+  p.plan->create_service = !p.observed.service_exists;
+  p.plan->create_secret = !p.observed.secret_exists;
+}
+
 // The children that are missing. Pods are created only when the cache is settled; a pod name
 // still held by a terminating pod waits for that pod to go.
 Status PlanCreates(Pass& p) {
-  p.plan->create_service = !p.observed.service_exists;
-  p.plan->create_secret = !p.observed.secret_exists;
+  PlanSharedChildren(p);
   if (!p.settled) return Status::Ok();
   api::ChildrenOptions opts;
   opts.launcher_image = p.options.launcher_image;
@@ -261,8 +266,7 @@ void PlanActive(Pass& p) {
   if (PlanResize(p)) return;
   if (!p.status().start_time) p.status().start_time = p.now;
   if (PlanRestartWait(p, stale_left)) {
-    p.plan->create_service = !p.observed.service_exists;
-    p.plan->create_secret = !p.observed.secret_exists;
+    PlanSharedChildren(p);
     return;
   }
   if (Status s = PlanCreates(p); !s.ok()) {
