@@ -49,12 +49,6 @@ StatusOr<LocalPlan> PlanLocalChildren(const LauncherConfig& config, const World&
   LocalPlan plan;
 #if defined(LOCKSTEP_HAVE_FRAMEWORKS)
   LS_ASSIGN_OR_RETURN(frameworks::ChildPlan fw, frameworks::PlanChildren(world, config.command));
-  if (fw.driver) {
-    // Ray's head runs services, then a driver whose exit decides the pod: not supervised yet.
-    return UnimplementedError("framework '" + world.framework +
-                              "' needs a driver process, which the launcher core does not "
-                              "supervise yet");
-  }
   for (frameworks::ChildProcess& c : fw.children) {
     plan.children.push_back(MakeSpec(config, world, inherited, c.local_rank, c.global_rank,
                                      std::move(c.argv), c.env, c.env_defaults));

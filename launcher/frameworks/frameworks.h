@@ -13,21 +13,12 @@
 //     launcher exits.
 //  2. Start every ChildProcess: argv as given (argv[0] resolved through PATH), environment = the
 //     launcher's own environment, then the generic LOCKSTEP_* child variables, then `env` (later
-//     wins); `env_defaults` only where that environment lacks the name. Children whose `kind` is
-//     kService are long-running helpers (Ray's `ray start --block`): see 3.
-//  3. Result of the pod:
-//     - No driver (every framework but Ray): as for any job, the first failing child's exit code,
-//       else 0.
-//     - `driver` set (Ray head): once the service children run, start the driver (argv/env as in
-//       2); the pod's exit code is the driver's. Then stop the service children (SIGTERM, grace,
-//       SIGKILL) and do not count their exit as a failure.
-//     - kService children without a driver (Ray workers): the pod ends when they exit; their exit
-//       is success when the cluster was stopped by the head (any exit status), since failures of
-//       the job are reported by the head's driver. A service that exits before the head's driver
-//       finished is still visible in its output tail.
+//     wins); `env_defaults` only where that environment lacks the name.
+//  3. The pod's result is that of any job: the first failing child's exit code, else 0. Ray
+//     fits this too: its one child per pod owns `ray start --block` and, on the head, runs the
+//     entrypoint and exits with its code (ray.cc says how the workers' children end).
 
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,13 +28,8 @@
 namespace lockstep::launcher::frameworks {
 
 struct ChildProcess {
-  enum class Kind {
-    kWorker,   // a training process; its exit code decides the pod's result
-    kService,  // a helper the driver needs (ray start --block); stopped after the driver
-  };
-  Kind kind = Kind::kWorker;
   int local_rank = 0;
-  int global_rank = 0;  // -1 where the framework assigns ranks itself (Ray)
+  int global_rank = 0;
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // added on top of the launcher's environment
   // Set only when the launcher's own environment lacks the variable (the user's value wins),
@@ -61,9 +47,6 @@ struct NodeServices {
 struct ChildPlan {
   std::vector<ChildProcess> children;
   NodeServices services;
-  // Ray head only: the user's entrypoint, run after the service children once every node has
-  // joined; its exit code is the pod's.
-  std::optional<ChildProcess> driver;
 };
 
 // Dispatches on world.framework ("pytorch", "tensorflow", "jax", "horovod", "ray", "nccl",

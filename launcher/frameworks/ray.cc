@@ -1,16 +1,23 @@
-// Ray: every pod runs one `ray start --block` (a kService child); node 0 is the head (GCS on
-// master_addr:master_port), the others join it once the head's GCS accepts connections. On the
-// head the user's entrypoint runs as the driver of a Ray job, after a short wait until all pods'
-// nodes are alive, with RAY_ADDRESS pointing at the cluster; its exit code is the pod's (see
-// frameworks.h, step 3).
+// Ray: every pod runs one child, a small Python wrapper (kRayNode) that owns `ray start --block`.
+// Node 0 is the head (GCS on its own address at master_port); the others join it. On the head
+// the wrapper waits until all nnodes Ray nodes are alive, runs the user's entrypoint as the
+// job's driver (RAY_ADDRESS set, on the head as Ray documents for a manual cluster) and exits
+// with its code after stopping the cluster; so for the launcher core a Ray pod is one ordinary
+// child whose exit code is the pod's (frameworks.h, step 3).
 //
-// world.extra: "ray.ray" (the ray CLI, default "ray"), "ray.python" (interpreter for the
-// waits, default "python3"), "ray.num_cpus", "ray.wait_timeout" (seconds, default
-// 300), "ray.start_args" (extra `ray start` flags for every pod, space-separated) and
-// "ray.start_args.<node rank>" (for one pod: several pods on one machine need distinct
-// --object-manager-port, --dashboard-agent-listen-port, ... since Ray's defaults are fixed).
-
-#include <sstream>
+// The end of a job: on success the head's wrapper writes a key into the GCS's key-value store
+// before it stops; each worker's wrapper polls for that key and then stops its node and exits 0.
+// A failed entrypoint writes nothing: the head's launcher reports the failure to the rendezvous,
+// whose abort ends the workers' launchers (peer-failed), exactly as for every other framework;
+// a head lost mid-job closes the workers' rendezvous sessions (peer-lost). So a worker never
+// reports success for a job that did not succeed.
+//
+// Knobs the wrapper reads from the pod's environment (the launcher passes its environment on):
+//   LOCKSTEP_RAY_START_ARGS    extra `ray start` flags, shell-split, after ours (click keeps the
+//                              last value of a repeated flag, so these win): --num-cpus, ports
+//                              (several nodes on one machine need distinct ones), --temp-dir.
+//   LOCKSTEP_RAY_WAIT_TIMEOUT  seconds the head waits for every node, and a worker for the head
+//                              (default 300).
 
 #include "launcher/frameworks/frameworks.h"
 #include "launcher/frameworks/plan_util.h"
@@ -18,77 +25,136 @@
 namespace lockstep::launcher::frameworks {
 namespace {
 
-// Waits until argv[1] nodes are alive, then becomes the entrypoint (argv[3:]).
-constexpr const char* kWaitForNodes = R"PY(import os, sys, time
-import ray
-want, deadline = int(sys.argv[1]), time.time() + float(sys.argv[2])
-ray.init(address=os.environ["RAY_ADDRESS"], logging_level="ERROR", log_to_driver=False)
-while sum(1 for n in ray.nodes() if n["Alive"]) < want:
-    if time.time() > deadline:
-        sys.exit("lockstep: only %d of %d Ray nodes joined" %
-                 (sum(1 for n in ray.nodes() if n["Alive"]), want))
-    time.sleep(0.2)
-ray.shutdown()
-os.execvp(sys.argv[3], sys.argv[3:])
-)PY";
+// argv: role ("head"|"worker"), nnodes, own host, head host, GCS port, the `ray start` command
+// (without addresses), "--", the entrypoint (head only).
+//
+// GcsClient is Ray's own client of the GCS (what `ray status` and ray.init use underneath); it
+// lets the wrapper count nodes and read the end key without registering a Ray job, which would
+// start worker processes on a 2-core test machine for nothing.
+constexpr const char* kRayNode = R"PY(import os, shlex, signal, socket, subprocess, sys, time
+role, nnodes, self_host, head_host = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+port, rest = int(sys.argv[5]), sys.argv[6:]
+ray_start, entrypoint = rest[:rest.index("--")], rest[rest.index("--") + 1:]
+deadline = time.monotonic() + float(os.environ.get("LOCKSTEP_RAY_WAIT_TIMEOUT", "300"))
+DONE, NS = b"job_succeeded", b"lockstep"
+ray = job = gcs = None
 
-// Waits until the head's GCS accepts connections (argv[1]:argv[2], for argv[3] seconds), then
-// becomes `ray start` (argv[4:]). `ray start --address` gives its raylet a fixed 30 s to register,
-// which a head still starting up can exceed; KubeRay waits in an init container for the same
-// reason.
-constexpr const char* kWaitForHead = R"PY(import os, socket, sys, time
-host, port, deadline = sys.argv[1], int(sys.argv[2]), time.time() + float(sys.argv[3])
+def log(msg):
+    print("lockstep-ray: " + msg, file=sys.stderr, flush=True)
+
+def resolve(host):  # Ray wants IP addresses; pods are known by DNS names that may lag
+    while True:
+        try:
+            return socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)[0][4][0]
+        except OSError as e:
+            if time.monotonic() > deadline:
+                log("cannot resolve %s: %s" % (host, e)); sys.exit(1)
+            time.sleep(0.5)
+
+def kill_descendants():  # whatever `ray start` left behind (it runs in our process group)
+    import psutil
+    for p in psutil.Process().children(recursive=True):
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+
+def stop(code):
+    for p in (job, ray):
+        if p is not None and p.poll() is None:
+            p.terminate()
+    for p in (job, ray):
+        try:
+            p is not None and p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+    kill_descendants()
+    sys.exit(code)
+
+def nodes():
+    from ray.core.generated.gcs_pb2 import GcsNodeInfo
+    try:
+        infos = gcs.get_all_node_info(timeout=5).values()
+    except Exception:
+        return []
+    return [n.node_manager_address for n in infos if n.state == GcsNodeInfo.ALIVE]
+
+def succeeded():
+    try:
+        return gcs.internal_kv_get(DONE, NS, timeout=5) is not None
+    except Exception:
+        return False
+
+def start_ray(args):
+    # On SIGTERM `ray start` first drains its node for up to 30 s (for Ray Serve); a training
+    # gang being stopped gains nothing from that, and a head already gone makes it wait it out.
+    os.environ.setdefault("RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S", "0")
+    user_args = shlex.split(os.environ.get("LOCKSTEP_RAY_START_ARGS", ""))
+    return subprocess.Popen(ray_start + args + user_args)
+
+signal.signal(signal.SIGTERM, lambda sig, frame: stop(128 + sig))
+head_ip = resolve(head_host)
+address = "%s:%d" % ("[%s]" % head_ip if ":" in head_ip else head_ip, port)
+me = resolve(self_host)
+if role == "head":
+    ray = start_ray(["--node-ip-address=" + me])
+# `ray start --address` gives its raylet a fixed 30 s to register: workers start it only once the
+# head's GCS answers (and again below if it missed that window on a loaded machine).
 while True:
     try:
-        socket.create_connection((host, port), timeout=2).close()
+        socket.create_connection((head_ip, port), timeout=2).close()
         break
     except OSError:
-        if time.time() > deadline:
-            sys.exit("lockstep: Ray head %s:%d not reachable" % (host, port))
+        if ray is not None and ray.poll() is not None:
+            log("ray start exited with %d" % ray.returncode); stop(1)
+        if time.monotonic() > deadline:
+            log("Ray head %s not reachable" % address); stop(1)
         time.sleep(0.5)
-os.execvp(sys.argv[4], sys.argv[4:])
+from ray._raylet import GcsClient
+gcs = GcsClient(address=address)
+
+if role == "head":
+    while len(nodes()) < nnodes:
+        if ray.poll() is not None:
+            log("ray start exited with %d before the cluster formed" % ray.returncode); stop(1)
+        if time.monotonic() > deadline:
+            log("only %d of %d Ray nodes joined" % (len(nodes()), nnodes)); stop(1)
+        time.sleep(0.5)
+    log("%d Ray nodes alive; running the entrypoint" % nnodes)
+    job = subprocess.Popen(entrypoint, env=dict(os.environ, RAY_ADDRESS=address))
+    while job.poll() is None:
+        if ray.poll() is not None:
+            log("the Ray head exited with %d under the job" % ray.returncode); stop(1)
+        time.sleep(0.5)
+    code = job.returncode if job.returncode >= 0 else 128 - job.returncode
+    if code == 0:
+        try:
+            gcs.internal_kv_put(DONE, b"1", True, NS, timeout=5)
+        except Exception as e:  # the workers then end when their raylets lose the GCS
+            log("could not tell the workers the job succeeded: %s" % e)
+        end = time.monotonic() + 20  # let the workers leave first, so none loses its head
+        while len(nodes()) > 1 and time.monotonic() < end:
+            time.sleep(0.5)
+    log("entrypoint exited with %d; stopping the Ray head" % code)
+    stop(code)
+
+for attempt in range(1, 4):
+    ray = start_ray(["--node-ip-address=" + me, "--address=" + address])
+    joined = False
+    while ray.poll() is None:
+        if not joined:
+            joined = me in nodes()
+        elif succeeded():
+            log("the job succeeded; stopping this Ray node")
+            stop(0)
+        time.sleep(0.5)
+    if joined or attempt == 3 or time.monotonic() > deadline:
+        rc = ray.returncode
+        log("ray start exited with %d" % rc)
+        stop(rc if rc > 0 else 128 - rc if rc < 0 else 1)
+    log("ray start exited with %d before this node joined; starting it again" % ray.returncode)
+    kill_descendants()
 )PY";
-
-std::vector<std::string> SplitArgs(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string arg; in >> arg;) out.push_back(arg);
-  return out;
-}
-
-ChildProcess RayStart(const World& world) {
-  const PeerInfo& self = world.self();
-  ChildProcess c;
-  c.kind = ChildProcess::Kind::kService;
-  c.global_rank = -1;
-  c.argv = {internal::Extra(world, "ray.ray", "ray"), "start", "--block", "--disable-usage-stats",
-            "--node-ip-address=" + self.host};
-  if (world.node_rank == 0) {
-    c.argv.push_back("--head");
-    c.argv.push_back("--port=" + std::to_string(world.master_port));
-    c.argv.push_back("--include-dashboard=false");
-  } else {
-    c.argv.push_back("--address=" + internal::HostPort(world.master_addr, world.master_port));
-  }
-  if (self.port > 0) c.argv.push_back("--node-manager-port=" + std::to_string(self.port));
-  const std::string cpus = internal::Extra(world, "ray.num_cpus", "");
-  if (!cpus.empty()) c.argv.push_back("--num-cpus=" + cpus);
-  const std::string per_pod = "ray.start_args." + std::to_string(world.node_rank);
-  for (const std::string& key : {std::string("ray.start_args"), per_pod}) {
-    for (std::string& a : SplitArgs(internal::Extra(world, key, "")))
-      c.argv.push_back(std::move(a));
-  }
-  if (world.node_rank != 0) {
-    std::vector<std::string> wait = {internal::Extra(world, "ray.python", "python3"),
-                                     "-c",
-                                     kWaitForHead,
-                                     world.master_addr,
-                                     std::to_string(world.master_port),
-                                     internal::Extra(world, "ray.wait_timeout", "300")};
-    c.argv.insert(c.argv.begin(), wait.begin(), wait.end());
-  }
-  return c;
-}
 
 }  // namespace
 
@@ -98,17 +164,34 @@ StatusOr<ChildPlan> PlanRay(const World& world, const std::vector<std::string>& 
   if (world.master_addr.empty() || world.master_port <= 0) {
     return InvalidArgumentError("ray needs master_addr and master_port for the head's GCS");
   }
+  const PeerInfo& self = world.self();
+  const bool head = world.node_rank == 0;
+  ChildProcess c;
+  c.global_rank = self.first_rank;
+  c.argv = {"python3",
+            "-c",
+            kRayNode,
+            head ? "head" : "worker",
+            std::to_string(world.nnodes),
+            self.host,
+            world.master_addr,
+            std::to_string(world.master_port),
+            "ray",
+            "start",
+            "--block",
+            "--disable-usage-stats"};
+  if (head) {
+    c.argv.push_back("--head");
+    c.argv.push_back("--port=" + std::to_string(world.master_port));
+    // The entrypoint runs on the head as the driver; the dashboard (a web UI and the job API)
+    // would cost a Python process per node for nothing. LOCKSTEP_RAY_START_ARGS can turn it on.
+    c.argv.push_back("--include-dashboard=false");
+  }
+  if (self.port > 0) c.argv.push_back("--node-manager-port=" + std::to_string(self.port));
+  c.argv.push_back("--");
+  if (head) c.argv.insert(c.argv.end(), command.begin(), command.end());
   ChildPlan plan;
-  plan.children.push_back(RayStart(world));
-  if (world.node_rank != 0) return plan;
-
-  ChildProcess driver;
-  driver.global_rank = 0;
-  driver.argv = {internal::Extra(world, "ray.python", "python3"), "-c", kWaitForNodes,
-                 std::to_string(world.nnodes), internal::Extra(world, "ray.wait_timeout", "300")};
-  driver.argv.insert(driver.argv.end(), command.begin(), command.end());
-  driver.env["RAY_ADDRESS"] = internal::HostPort(world.master_addr, world.master_port);
-  plan.driver = std::move(driver);
+  plan.children.push_back(std::move(c));
   return plan;
 }
 

@@ -2,12 +2,13 @@
 
 Every pod runs `ray start --block`; on the head pod the launcher waits until all pods' nodes are
 alive and then runs this script as the job's driver, with RAY_ADDRESS pointing at the cluster.
-The pod's (and so the job's) result is this script's exit code. Nothing here is specific to
+The head pod's (and so the job's) result is this script's exit code. Nothing here is specific to
 Lockstep: it is a plain Ray Train TorchTrainer (one CPU worker per node by default).
 
 Each worker checks that the world has --num-workers members and that its loss fell; the driver
-prints `RAY_TRAIN workers=<n> nodes=<alive nodes> error=None`. --fail makes worker 1 raise, so
-the driver (and the job) fails.
+prints `RAY_TRAIN workers=<n> nodes=<alive nodes> error=None`, then `RAY_CLUSTER cpus=<CPUs>`
+(with one CPU per node, as in the launcher test, 3 one-CPU workers need all 3 nodes). --fail
+makes worker 1 raise, so the driver (and the job) fails.
 """
 import argparse
 import tempfile
@@ -61,6 +62,7 @@ def main():
     result = trainer.fit()  # raises if a worker failed
     nodes = sum(1 for n in ray.nodes() if n["Alive"])
     print(f"RAY_TRAIN workers={args.num_workers} nodes={nodes} error={result.error}", flush=True)
+    print(f"RAY_CLUSTER cpus={int(ray.cluster_resources().get('CPU', 0))}", flush=True)
 
 
 if __name__ == "__main__":

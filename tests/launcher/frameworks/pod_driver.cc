@@ -26,7 +26,6 @@ using frameworks::ChildProcess;
 
 struct Running {
   ChildResult result;
-  ChildProcess::Kind kind = ChildProcess::Kind::kWorker;
   pid_t pid = -1;
   std::string log_path;
   bool done = false;
@@ -88,9 +87,9 @@ void Reap(std::vector<Running>& procs, bool block) {
   }
 }
 
-bool AllDone(const std::vector<Running>& procs, bool services_too) {
+bool AllDone(const std::vector<Running>& procs) {
   for (const Running& r : procs) {
-    if (!r.done && (services_too || r.kind != ChildProcess::Kind::kService)) return false;
+    if (!r.done) return false;
   }
   return true;
 }
@@ -105,7 +104,7 @@ void SignalAll(std::vector<Running>& procs, int sig) {
 void StopAll(std::vector<Running>& procs, std::chrono::seconds grace) {
   SignalAll(procs, SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + grace;
-  while (!AllDone(procs, true) && std::chrono::steady_clock::now() < deadline) {
+  while (!AllDone(procs) && std::chrono::steady_clock::now() < deadline) {
     Reap(procs, false);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -173,7 +172,7 @@ std::string JobResult::AllOutput() const {
   std::string out;
   for (const ChildResult& c : children) {
     out += "---- node " + std::to_string(c.node_rank) + " local " + std::to_string(c.local_rank) +
-           (c.driver ? " (driver)" : "") + " exit " + std::to_string(c.exit_code) + "\n" + c.output;
+           " exit " + std::to_string(c.exit_code) + "\n" + c.output;
   }
   return out;
 }
@@ -190,7 +189,7 @@ JobResult RunJob(const JobSpec& spec) {
     StatusOr<ChildPlan> plan =
         frameworks::PlanChildren(MakeWorld(spec, n, master_port, kv_port, pod_ports), spec.command);
     if (!plan.ok()) {
-      job.children.push_back({n, 0, false, -1, "PlanChildren: " + plan.status().ToString()});
+      job.children.push_back({n, 0, -1, "PlanChildren: " + plan.status().ToString()});
       return job;
     }
     plans.push_back(*plan);
@@ -207,19 +206,15 @@ JobResult RunJob(const JobSpec& spec) {
   char dir_template[] = "/tmp/lockstep-fwtest-XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
   std::vector<Running> procs;
-  auto start = [&](const ChildProcess& c, int node, bool driver) {
-    Running r;
-    r.result = {node, c.local_rank, driver, -1, ""};
-    r.kind = c.kind;
-    r.log_path = dir + "/n" + std::to_string(node) + "-l" + std::to_string(c.local_rank) +
-                 (driver ? "-driver" : "") + ".log";
-    r.pid = SpawnChild(c, spec, r.log_path);
-    procs.push_back(std::move(r));
-  };
   for (size_t n = 0; n < plans.size(); ++n) {
-    for (const ChildProcess& c : plans[n].children) start(c, static_cast<int>(n), false);
+    for (const ChildProcess& c : plans[n].children) {
+      Running r;
+      r.result = {static_cast<int>(n), c.local_rank, -1, ""};
+      r.log_path = dir + "/n" + std::to_string(n) + "-l" + std::to_string(c.local_rank) + ".log";
+      r.pid = SpawnChild(c, spec, r.log_path);
+      procs.push_back(std::move(r));
+    }
   }
-  if (plans[0].driver) start(*plans[0].driver, 0, true);
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(spec.timeout_s);
   while (true) {
@@ -229,7 +224,7 @@ JobResult RunJob(const JobSpec& spec) {
       if (r.done && r.result.node_rank == spec.decisive_node) decided = true;
       if (r.done && spec.fail_fast && r.result.exit_code != 0) decided = true;
     }
-    if (decided || AllDone(procs, false)) break;
+    if (decided || AllDone(procs)) break;
     if (std::chrono::steady_clock::now() > deadline) {
       job.timed_out = true;
       break;

@@ -36,7 +36,6 @@ struct PodSpec {
 struct ChildResult {
   int node_rank = 0;
   int local_rank = 0;
-  bool driver = false;
   int exit_code = -1;  // 128+n when killed by signal n
   std::string output;  // stdout and stderr
 };

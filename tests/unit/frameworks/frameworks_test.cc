@@ -45,7 +45,6 @@ TEST(PyTorch, SetsTheFullTorchrunEnvironment) {
   EXPECT_FALSE(plan.services.tcp_store);  // only node 0 hosts the store
   const ChildProcess& c = plan.children[1];
   EXPECT_EQ(c.argv, kCmd);  // no --local-rank appended, like torchrun --use-env
-  EXPECT_EQ(c.kind, ChildProcess::Kind::kWorker);
   EXPECT_THAT(
       c.env,
       ::testing::UnorderedElementsAre(
@@ -210,47 +209,55 @@ TEST(Horovod, PodsSharingAnAddressGetDistinctHostNames) {
   EXPECT_EQ(HorovodScopeSizes(w).count("local_127.0.0.1-1"), 1u);
 }
 
-TEST(Ray, HeadRunsRayStartAndTheDriver) {
+// The head's one child: the wrapper script, then what it needs to run `ray start --head` and,
+// once every node joined, the entrypoint.
+TEST(Ray, HeadRunsOneWrapperWithRayStartAndTheEntrypoint) {
   World w = UniformWorld("ray", 3, 1, 0);
-  w.extra["ray.num_cpus"] = "1";
-  w.extra["ray.start_args"] = "--min-worker-port=20000";
-  w.extra["ray.start_args.0"] = "--dashboard-agent-listen-port=52001";
-  w.extra["ray.start_args.1"] = "--dashboard-agent-listen-port=52002";
   ChildPlan plan = MustPlan(w);
+  EXPECT_FALSE(plan.services.tcp_store);
   ASSERT_EQ(plan.children.size(), 1u);
-  const ChildProcess& head = plan.children[0];
-  EXPECT_EQ(head.kind, ChildProcess::Kind::kService);
-  EXPECT_THAT(head.argv,
-              ElementsAre("ray", "start", "--block", "--disable-usage-stats",
-                          "--node-ip-address=job-worker-0.job", "--head", "--port=29500",
-                          "--include-dashboard=false", "--node-manager-port=2222", "--num-cpus=1",
-                          "--min-worker-port=20000", "--dashboard-agent-listen-port=52001"));
-  ASSERT_TRUE(plan.driver.has_value());
-  const std::vector<std::string>& d = plan.driver->argv;
-  ASSERT_EQ(d.size(), 5 + kCmd.size());
-  EXPECT_EQ(d[0], "python3");
-  EXPECT_EQ(d[1], "-c");
-  EXPECT_NE(d[2].find("os.execvp"), std::string::npos);
-  EXPECT_EQ(d[3], "3");    // nodes to wait for
-  EXPECT_EQ(d[4], "300");  // seconds
-  EXPECT_EQ(std::vector<std::string>(d.begin() + 5, d.end()), kCmd);
-  EXPECT_EQ(plan.driver->env.at("RAY_ADDRESS"), "job-worker-0.job:29500");
+  const std::vector<std::string>& argv = plan.children[0].argv;
+  ASSERT_GE(argv.size(), 3u);
+  EXPECT_EQ(argv[0], "python3");
+  EXPECT_EQ(argv[1], "-c");
+  EXPECT_NE(argv[2].find("internal_kv_put"), std::string::npos);  // writes the end key
+  std::vector<std::string> expected = {"head",
+                                       "3",
+                                       "job-worker-0.job",
+                                       "job-worker-0.job",
+                                       "29500",
+                                       "ray",
+                                       "start",
+                                       "--block",
+                                       "--disable-usage-stats",
+                                       "--head",
+                                       "--port=29500",
+                                       "--include-dashboard=false",
+                                       "--node-manager-port=2222",
+                                       "--"};
+  expected.insert(expected.end(), kCmd.begin(), kCmd.end());
+  EXPECT_EQ(std::vector<std::string>(argv.begin() + 3, argv.end()), expected);
+  EXPECT_EQ(plan.children[0].global_rank, 0);
 }
 
-TEST(Ray, WorkersJoinTheHeadAndHaveNoDriver) {
+// Workers join the head named by master_addr; they run no entrypoint.
+TEST(Ray, WorkersJoinTheHeadAndRunNoEntrypoint) {
   World w = UniformWorld("ray", 3, 1, 2);
-  w.peers[2].port = 0;
+  w.peers[2].port = 0;  // no reserved port: Ray picks the node manager's
   ChildPlan plan = MustPlan(w);
-  EXPECT_FALSE(plan.driver.has_value());
+  ASSERT_EQ(plan.children.size(), 1u);
   const std::vector<std::string>& argv = plan.children[0].argv;
-  ASSERT_EQ(argv.size(), 12u);
-  // First a wait for the head's GCS port, which then execs `ray start`.
-  EXPECT_EQ(argv[0], "python3");
-  EXPECT_NE(argv[2].find("create_connection"), std::string::npos);
+  ASSERT_GE(argv.size(), 3u);
   EXPECT_THAT(std::vector<std::string>(argv.begin() + 3, argv.end()),
-              ElementsAre("job-worker-0.job", "29500", "300", "ray", "start", "--block",
-                          "--disable-usage-stats", "--node-ip-address=job-worker-2.job",
-                          "--address=job-worker-0.job:29500"));
+              ElementsAre("worker", "3", "job-worker-2.job", "job-worker-0.job", "29500", "ray",
+                          "start", "--block", "--disable-usage-stats", "--"));
+  EXPECT_EQ(plan.children[0].global_rank, 2);
+}
+
+TEST(Ray, NeedsTheHeadsAddress) {
+  World w = UniformWorld("ray", 2, 1, 1);
+  w.master_addr.clear();
+  EXPECT_TRUE(IsInvalidArgument(PlanChildren(w, kCmd).status()));
 }
 
 TEST(Generic, RankVariablesAndNcclUniqueId) {
