@@ -6,11 +6,17 @@ specific to Lockstep. With TORCHELASTIC_USE_AGENT_STORE=True the processes join 
 node 0's launcher hosts instead of rank 0 hosting one.
 
 Prints one line per rank, `WEIGHTS rank=<r> sha=<sha256 of the final weights> loss=<last loss>`,
-so a test can check that every rank ends with identical weights.
+so a test can check that every rank ends with identical weights; `RESUMED rank=<r> epoch=<e>
+attempt=<n>` when it starts from a checkpoint. Test hooks for failure runs: --crash-at-epoch,
+--kill-once-at-epoch (SIGKILL once, a marker in --checkpoint-dir), --exit-code (a permanent
+error on stderr), --sleep-per-epoch.
 """
 import argparse
 import hashlib
 import os
+import signal
+import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -28,7 +34,29 @@ def parse_args():
                    help="demo of in-place restarts: --crash-rank exits 1 at this epoch on the "
                         "first attempt (TORCHELASTIC_RESTART_COUNT=0)")
     p.add_argument("--crash-rank", type=int, default=0)
-    return p.parse_args()
+    p.add_argument("--kill-once-at-epoch", type=int, default=-1,
+                   help="--crash-rank SIGKILLs itself at this epoch once per checkpoint dir (a "
+                        "marker file there remembers it): a rank lost mid-training")
+    p.add_argument("--exit-code", type=int, default=0,
+                   help="--crash-rank reports a permanent error on stderr and exits with this "
+                        "code before training (a failure policy rule decides what it means)")
+    p.add_argument("--sleep-per-epoch", type=float, default=0.0,
+                   help="stretch each epoch, so a test can interrupt a running job")
+    args = p.parse_args()
+    if args.kill_once_at_epoch >= 0 and not args.checkpoint_dir:
+        p.error("--kill-once-at-epoch needs --checkpoint-dir (the marker lives there)")
+    return args
+
+
+def kill_once(checkpoint_dir, rank, epoch):
+    """SIGKILLs this process the first time it is called for a checkpoint dir."""
+    marker = os.path.join(checkpoint_dir, "killed-once")
+    if os.path.exists(marker):
+        return
+    os.makedirs(checkpoint_dir, exist_ok=True)
+    open(marker, "w").write(f"rank={rank} epoch={epoch}\n")
+    print(f"KILLED rank={rank} epoch={epoch}", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def make_model():
@@ -66,6 +94,10 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     device = torch.device("cuda", int(os.environ["LOCAL_RANK"])) if cuda else torch.device("cpu")
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    if args.exit_code and rank == args.crash_rank:
+        print(f"rank {rank}: dataset shard {rank} is unreadable (permanent error), exiting "
+              f"{args.exit_code}", file=sys.stderr, flush=True)
+        sys.exit(args.exit_code)
 
     model = make_model().to(device)
     start_epoch = 0
@@ -89,6 +121,8 @@ def main():
         if epoch == args.crash_at_epoch and rank == args.crash_rank and attempt == 0:
             print(f"CRASH rank={rank} epoch={epoch}", flush=True)
             os._exit(1)
+        if epoch == args.kill_once_at_epoch and rank == args.crash_rank:
+            kill_once(args.checkpoint_dir, rank, epoch)
         for step in range(args.steps_per_epoch):
             x, y = batch(rank, epoch, step, args.batch_size)
             opt.zero_grad()
@@ -101,6 +135,8 @@ def main():
             torch.save({"model": state, "epoch": epoch}, ckpt + ".tmp")
             os.replace(ckpt + ".tmp", ckpt)
         dist.barrier()
+        if args.sleep_per_epoch > 0:
+            time.sleep(args.sleep_per_epoch)
 
     state = full_state(model)
     print(f"WEIGHTS rank={rank} world={world} sha={digest(state)} loss={loss.item():.6f}",

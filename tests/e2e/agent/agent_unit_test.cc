@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -11,6 +13,7 @@
 #include "tests/e2e/agent/pod_env.h"
 #include "tests/e2e/agent/pod_network.h"
 #include "tests/e2e/agent/pod_status.h"
+#include "tests/e2e/agent/pod_volumes.h"
 
 namespace lockstep::e2e {
 namespace {
@@ -189,6 +192,21 @@ TEST(AgentPodStatus, RendersKubeletShape) {
   EXPECT_EQ(RenderPodStatus(r)["conditions"][0]["lastTransitionTime"], "t1");  // unchanged
   r.SetCondition("Ready", true, "t4");
   EXPECT_EQ(RenderPodStatus(r)["conditions"][0]["lastTransitionTime"], "t4");
+}
+
+TEST(AgentHostPath, TypesCreateOrRequireLikeTheKubelet) {
+  const std::string root = ::testing::TempDir() + "/hostpath-" + std::to_string(::getpid());
+  std::filesystem::remove_all(root);
+  EXPECT_FALSE(CheckHostPath(root + "/ckpt", "Directory").ok());
+  ASSERT_TRUE(CheckHostPath(root + "/ckpt", "DirectoryOrCreate").ok());
+  EXPECT_TRUE(std::filesystem::is_directory(root + "/ckpt"));
+  EXPECT_TRUE(CheckHostPath(root + "/ckpt", "Directory").ok());
+  EXPECT_FALSE(CheckHostPath(root + "/ckpt", "File").ok());
+  ASSERT_TRUE(CheckHostPath(root + "/ckpt/f", "FileOrCreate").ok());
+  EXPECT_TRUE(CheckHostPath(root + "/ckpt/f", "File").ok());
+  EXPECT_TRUE(CheckHostPath(root + "/missing", "").ok());  // no type: no check, as in Kubernetes
+  EXPECT_FALSE(CheckHostPath(root + "/ckpt", "Socket").ok());
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

@@ -56,7 +56,9 @@ void PodRecord::SetCondition(const std::string& type, bool value, const std::str
 }
 
 json RenderPodStatus(const PodRecord& r) {
-  json status = {{"phase", r.phase}, {"qosClass", "BestEffort"}};
+  // No qosClass: the apiserver sets it at creation from the resources and it is immutable (a
+  // pod with requests is Burstable, and writing BestEffort would fail every status patch).
+  json status = {{"phase", r.phase}};
   if (!r.reason.empty()) status["reason"] = r.reason;
   if (!r.message.empty()) status["message"] = r.message;
   if (!r.host_ip.empty()) {

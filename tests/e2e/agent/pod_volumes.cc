@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <tuple>
@@ -174,13 +175,45 @@ Status PodVolumes::PrepareVolume(const json& v, const std::string& dir) {
       "hostPath volumes are supported by the test node agent");
 }
 
+Status CheckHostPath(const std::string& path, const std::string& type) {
+  std::error_code ec;
+  if (type == "DirectoryOrCreate") {
+    fs::create_directories(path, ec);
+    if (ec) return InternalError("create " + path + ": " + ec.message());
+    fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec, ec);
+    return Status::Ok();
+  }
+  if (type == "FileOrCreate") {
+    if (!fs::exists(path, ec)) {
+      std::FILE* f = std::fopen(path.c_str(), "a");
+      if (f == nullptr) return InternalError("create " + path);
+      std::fclose(f);
+    }
+    return Status::Ok();
+  }
+  if (type == "Directory" && !fs::is_directory(path, ec)) {
+    return FailedPreconditionError("hostPath " + path + " is not a directory");
+  }
+  if (type == "File" && !fs::is_regular_file(path, ec)) {
+    return FailedPreconditionError("hostPath " + path + " is not a file");
+  }
+  if (!type.empty() && type != "Directory" && type != "File") {
+    return UnimplementedError("hostPath type " + type + " is not supported by the test node agent");
+  }
+  return Status::Ok();
+}
+
 StatusOr<VolumeDirs> PodVolumes::Prepare() {
   VolumeDirs volume_dirs;
   const json& pod = pod_;
   for (const json& v : Array(pod.value("spec", json::object()), "volumes")) {
     const std::string name = v.value("name", "");
     if (v.contains("hostPath")) {
-      volume_dirs[name] = Str(v, "/hostPath/path");
+      const std::string path = Str(v, "/hostPath/path");
+      LS_RETURN_IF_ERROR(
+          CheckHostPath(path, Str(v, "/hostPath/type")).WithContext("volume " + name));
+      volume_dirs[name] = path;
       continue;
     }
     const std::string dir = dir_ + "/volumes/" + name;

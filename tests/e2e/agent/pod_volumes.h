@@ -29,6 +29,10 @@ StatusOr<std::map<std::string, std::string>> FetchConfigData(kube::RestClient& c
 // Writes `data` to `path` with permission bits `mode`.
 Status WriteHostFile(const std::string& path, const std::string& data, int mode);
 
+// What the kubelet does for a hostPath's `type`: create it (DirectoryOrCreate, FileOrCreate) or
+// require it to exist as that kind of file (Directory, File). The empty type checks nothing.
+Status CheckHostPath(const std::string& path, const std::string& type);
+
 class PodVolumes {
  public:
   // `dir` is the pod's state directory; volumes live in dir/volumes/<name>.

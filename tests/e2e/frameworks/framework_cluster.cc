@@ -1,0 +1,442 @@
+#include "tests/e2e/frameworks/framework_cluster.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "operator/kube/config.h"
+#include "operator/kube/curl_transport.h"
+#include "tests/e2e/agent/host_command.h"
+#include "tests/integration/kube/test_env.h"
+
+extern char** environ;
+
+namespace lockstep::e2e {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kMarkerName[] = "LS_FW_E2E_MARKER";
+constexpr char kJobMarkerName[] = "LS_FW_E2E_JOB";
+constexpr char kBlockLabel[] = "topology.lockstep.dev/block";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+bool Poll(const std::function<bool()>& done, milliseconds timeout) {
+  return kube::testing::WaitFor(done, timeout, milliseconds(100));
+}
+
+// Pids of processes whose environment carries `marker` ("NAME=value").
+std::vector<pid_t> MarkedProcesses(const std::string& marker) {
+  std::vector<pid_t> pids;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string env = ReadFile("/proc/" + name + "/environ");
+    if (env.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+// YAML as the apiserver would read it (the examples use plain, unambiguous scalars).
+json YamlToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Sequence: {
+      json out = json::array();
+      for (const YAML::Node& item : node) out.push_back(YamlToJson(item));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      json out = json::object();
+      for (const auto& kv : node) out[kv.first.as<std::string>()] = YamlToJson(kv.second);
+      return out;
+    }
+    case YAML::NodeType::Scalar:
+      break;
+  }
+  const std::string text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted: always a string
+  if (!text.empty() && text.find_first_not_of("-0123456789") == std::string::npos) {
+    return std::stoll(text);
+  }
+  if (text == "true") return true;
+  if (text == "false") return false;
+  if (text == "null" || text == "~") return nullptr;
+  return text;
+}
+
+std::string Python() {
+  const std::string venv = std::string(LOCKSTEP_SOURCE_DIR) + "/.venv/bin/python";
+  return fs::exists(venv) ? venv : "/usr/bin/python3";
+}
+
+std::string Random(int n) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string out;
+  for (int i = 0; i < n; ++i) out.push_back(kChars[rng() % 36]);
+  return out;
+}
+
+}  // namespace
+
+std::string JobRun::state() const {
+  return job.contains("status") ? job["status"].value("state", "") : "";
+}
+
+std::vector<std::string> JobRun::Lines(const std::string& prefix) const {
+  std::vector<std::string> out;
+  for (const Pod& pod : pods) {
+    std::istringstream in(pod.log);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(prefix, 0) == 0) out.push_back(line);
+    }
+  }
+  return out;
+}
+
+std::string JobRun::AllLogs() const {
+  std::string out;
+  for (const Pod& pod : pods) {
+    out += "----- " + pod.name + " (attempt " + std::to_string(pod.attempt) + ", " + pod.node +
+           ", uid " + pod.uid + ")\n" + pod.log;
+  }
+  return out;
+}
+
+std::string FrameworkCluster::SkipReason() {
+  if (std::getenv("KUBECONFIG") == nullptr) return "KUBECONFIG unset";
+  if (geteuid() != 0) return "the test node agent needs root";
+  return "";
+}
+
+FrameworkCluster::FrameworkCluster(ClusterOptions options) : options_(std::move(options)) {
+  id_ = Random(5);
+  ns_ = "fw-e2e-" + id_;
+  block_ = "fw-e2e-" + id_;
+  bridge_ = "lsf" + id_;
+  marker_ = std::string(kMarkerName) + "=" + id_;
+  state_dir_ = "/tmp/lockstep-fw-e2e-" + id_;
+  work_dir_ = "/tmp/lockstep-fw-e2e-" + id_ + "-work";
+  for (int i = 0; i < options_.nodes; ++i)
+    nodes_.push_back("fw-e2e-" + id_ + "-" + std::to_string(i));
+}
+
+FrameworkCluster::~FrameworkCluster() {
+  if (!stopped_) Stop();
+}
+
+Status FrameworkCluster::Start() {
+  // Step 1: a client, the CRD and a namespace of this run's own.
+  StatusOr<kube::ClusterConfig> config = kube::LoadDefaultConfig();
+  LS_RETURN_IF_ERROR(config.status());
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<kube::Transport> transport, kube::NewCurlTransport(*config));
+  client_ = std::make_unique<kube::RestClient>(
+      std::shared_ptr<kube::Transport>(std::move(transport)), kube::testing::NoLimits());
+  LS_RETURN_IF_ERROR(controller::testing::InstallCrd());
+  json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}};
+  LS_RETURN_IF_ERROR(client_->Create(kube::resources::Namespaces(), "", ns).status());
+  LS_RETURN_IF_ERROR(kube::testing::WaitForDefaultServiceAccount(*client_, ns_));
+  fs::create_directories(work_dir_);
+  lockstep_dir_existed_ = fs::exists("/lockstep");
+
+  // Step 2: the agent's Nodes, then the operator (it then sees their capacity at once).
+  LS_RETURN_IF_ERROR(StartAgent());
+  std::vector<std::string> args = {"--gang-scheduler=true",
+                                   "--launcher-image=lockstep/launcher:e2e"};
+  for (const std::string& a : options_.operator_args) args.push_back(a);
+  operator_ =
+      std::make_unique<controller::testing::OperatorProcess>(std::vector<std::string>{ns_}, args);
+  LS_RETURN_IF_ERROR(operator_->Start());
+  if (!operator_->WaitReady(seconds(60))) {
+    return UnavailableError("the operator never became ready:\n" + operator_log());
+  }
+  return Status::Ok();
+}
+
+Status FrameworkCluster::StartAgent() {
+  // A /24 of the test range per run, so concurrent runs on one host rarely overlap.
+  const std::string subnet = "10.213." + std::to_string(std::random_device{}() % 250 + 1) + ".0/24";
+  std::vector<std::string> args = {LOCKSTEP_AGENT_BINARY};
+  for (const std::string& node : nodes_) {
+    args.push_back("--node-name");
+    args.push_back(node);
+  }
+  for (const std::string& a : {std::string("--gpus"),
+                               std::string("8"),
+                               std::string("--block"),
+                               block_,
+                               std::string("--rack"),
+                               block_ + "-r0",
+                               std::string("--launcher-binary"),
+                               std::string(LOCKSTEP_LAUNCHER_BINARY),
+                               std::string("--launcher-image"),
+                               std::string("lockstep/launcher"),
+                               std::string("--python"),
+                               Python(),
+                               std::string("--image-map"),
+                               std::string("lockstep/examples=") + LOCKSTEP_SOURCE_DIR,
+                               std::string("--state-dir"),
+                               state_dir_,
+                               std::string("--bridge"),
+                               bridge_,
+                               std::string("--subnet"),
+                               subnet,
+                               std::string("--heartbeat-ms"),
+                               std::string("1000"),
+                               std::string("--lease-duration-s"),
+                               std::string("5")}) {
+    args.push_back(a);
+  }
+  int out[2];
+  if (pipe(out) != 0) return InternalError("pipe failed");
+  agent_log_ = work_dir_ + "/agent.log";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  posix_spawn_file_actions_addopen(&actions, 2, agent_log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int rc = posix_spawn(&agent_pid_, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  if (rc != 0) {
+    close(out[0]);
+    agent_pid_ = 0;
+    return InternalError("cannot start " + args[0]);
+  }
+  // The agent prints "ready" once its Nodes are registered and its pod watches run.
+  pollfd p{out[0], POLLIN, 0};
+  std::string line;
+  char c = 0;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  while (line != "ready" && std::chrono::steady_clock::now() < deadline) {
+    if (poll(&p, 1, 1000) <= 0) continue;
+    if (read(out[0], &c, 1) != 1) break;
+    if (c != '\n') line.push_back(c);
+  }
+  close(out[0]);
+  if (line != "ready") return UnavailableError("the agent did not start:\n" + agent_log());
+  return Status::Ok();
+}
+
+std::vector<std::string> FrameworkCluster::Stop() {
+  std::vector<std::string> problems;
+  if (stopped_) return problems;
+  stopped_ = true;
+  // The operator first, so it does not react to the Nodes going away.
+  if (operator_ != nullptr) operator_->Kill(SIGTERM);
+  if (agent_pid_ > 0) {
+    kill(agent_pid_, SIGTERM);
+    int wstatus = 0;
+    const bool exited =
+        Poll([&] { return waitpid(agent_pid_, &wstatus, WNOHANG) == agent_pid_; }, seconds(60));
+    if (!exited) {
+      kill(agent_pid_, SIGKILL);
+      waitpid(agent_pid_, &wstatus, 0);
+      problems.push_back("the agent did not exit within 60 s of SIGTERM");
+    } else if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+      problems.push_back("the agent exited with status " + std::to_string(wstatus));
+    }
+    agent_pid_ = 0;
+    // The cleanup guarantees of docs/e2e.md.
+    StatusOr<std::string> netns = RunHostCommand({"ip", "netns", "list"});
+    if (!netns.ok() || netns->find(bridge_) != std::string::npos) {
+      problems.push_back("network namespaces left: " +
+                         (netns.ok() ? *netns : netns.status().ToString()));
+    }
+    StatusOr<std::string> links = RunHostCommand({"ip", "-o", "link", "show"});
+    if (!links.ok() || links->find(bridge_) != std::string::npos) {
+      problems.push_back("links left: " + (links.ok() ? *links : links.status().ToString()));
+    }
+    const std::string mounts = ReadFile("/proc/self/mounts");
+    if (mounts.find(bridge_) != std::string::npos || mounts.find(state_dir_) != std::string::npos) {
+      problems.push_back("mounts left:\n" + mounts);
+    }
+    if (!MarkedProcesses(marker_).empty()) problems.push_back("pod processes survived the agent");
+    if (fs::exists(state_dir_)) problems.push_back("the state dir " + state_dir_ + " was left");
+    if (!lockstep_dir_existed_ && fs::exists("/lockstep")) {
+      problems.push_back("the created mount target /lockstep was left");
+    }
+    if (client_ != nullptr) {
+      for (const std::string& node : nodes_) {
+        if (!IsNotFound(client_->Get(kube::resources::Nodes(), "", node).status())) {
+          problems.push_back("Node " + node + " was not deleted");
+        }
+      }
+    }
+  }
+  if (client_ != nullptr) {
+    client_->Delete(kube::resources::Namespaces(), "", ns_).status().IgnoreError();
+  }
+  if (problems.empty()) {
+    std::error_code ec;
+    fs::remove_all(work_dir_, ec);  // kept otherwise: the agent's log explains the leftovers
+    if (operator_ != nullptr) fs::remove(operator_->log_path(), ec);
+  }
+  return problems;
+}
+
+void FrameworkCluster::MakeOurs(json& pod_template, const std::string& job) {
+  json& spec = pod_template["spec"];
+  spec["nodeSelector"][kBlockLabel] = block_;
+  for (json& c : spec["containers"]) {
+    if (!c.contains("env")) c["env"] = json::array();
+    c["env"].push_back({{"name", kMarkerName}, {"value", id_}});
+    c["env"].push_back({{"name", kJobMarkerName}, {"value", id_ + "/" + job}});
+  }
+  if (!spec.contains("volumes")) return;
+  for (json& v : spec["volumes"]) {
+    if (!v.contains("hostPath")) continue;
+    const std::string dir = HostPathDir(job, v.value("name", ""));
+    fs::create_directories(dir);
+    v["hostPath"]["path"] = dir;
+  }
+}
+
+std::string FrameworkCluster::HostPathDir(const std::string& job, const std::string& volume) const {
+  return work_dir_ + "/" + job + "/" + volume;
+}
+
+StatusOr<json> FrameworkCluster::LoadExample(const std::string& file) {
+  const std::string path = std::string(LOCKSTEP_SOURCE_DIR) + "/examples/local/" + file;
+  json job;
+  try {
+    job = YamlToJson(YAML::LoadFile(path));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(path + ": " + e.what());
+  }
+  job["metadata"]["namespace"] = ns_;
+  return job;
+}
+
+Status FrameworkCluster::Create(json job) {
+  // Made this run's here, after the test's edits: the job marker and the hostPath directories
+  // follow the final name.
+  const std::string name = job["metadata"].value("name", "");
+  MakeOurs(job["spec"]["template"], name);
+  if (job["spec"].contains("roles")) {
+    for (json& role : job["spec"]["roles"]) MakeOurs(role["template"], name);
+  }
+  return client_->Create(kube::resources::TrainingJobs(), ns_, job).status();
+}
+
+StatusOr<json> FrameworkCluster::WaitFor(const std::string& name,
+                                         const std::function<bool(const json&)>& pred,
+                                         seconds timeout) {
+  json last;
+  Status err;
+  const bool ok = Poll(
+      [&] {
+        Observe(name);
+        StatusOr<json> j = client_->Get(kube::resources::TrainingJobs(), ns_, name);
+        if (!j.ok()) {
+          err = j.status();
+          return false;
+        }
+        last = std::move(j).value();
+        return pred(last);
+      },
+      timeout);
+  if (!ok) {
+    return DeadlineExceededError("job " + ns_ + "/" + name + " never reached the state; last: " +
+                                 (last.is_null() ? err.ToString() : last.dump()));
+  }
+  return last;
+}
+
+void FrameworkCluster::Observe(const std::string& job) {
+  StatusOr<std::vector<json>> pods = controller::testing::ListJobPods(*client_, ns_, job);
+  if (!pods.ok()) return;
+  for (json& pod : *pods) {
+    std::string uid = pod["metadata"].value("uid", "");
+    seen_pods_[job][uid] = std::move(pod);
+  }
+}
+
+JobRun FrameworkCluster::Collect(const std::string& name) {
+  JobRun run;
+  StatusOr<json> job = client_->Get(kube::resources::TrainingJobs(), ns_, name);
+  if (job.ok()) run.job = *job;
+  Observe(name);
+  // Pods a clean-pod policy deleted are gone from the API, but the agent keeps every pod's
+  // directory (by uid) until it exits; the pods seen while waiting say which uid was which.
+  for (const auto& [uid, pod] : seen_pods_[name]) {
+    JobRun::Pod p;
+    p.name = pod["metadata"].value("name", "");
+    p.uid = uid;
+    p.node = pod["spec"].value("nodeName", "");
+    const json labels = pod["metadata"].value("labels", json::object());
+    p.attempt = std::atoi(labels.value("lockstep.dev/attempt", "0").c_str());
+    const std::string container = pod["spec"]["containers"][0].value("name", "");
+    p.log = ReadFile(state_dir_ + "/pods/" + uid + "/containers/" + container + ".log");
+    run.pods.push_back(std::move(p));
+  }
+  return run;
+}
+
+StatusOr<JobRun> FrameworkCluster::Run(const json& job, seconds timeout) {
+  const std::string name = job["metadata"].value("name", "");
+  const auto start = std::chrono::steady_clock::now();
+  LS_RETURN_IF_ERROR(Create(job));
+  StatusOr<json> done = WaitFor(
+      name,
+      [](const json& j) {
+        const std::string state = j.contains("status") ? j["status"].value("state", "") : "";
+        return state == "Succeeded" || state == "Failed";
+      },
+      timeout);
+  JobRun run = Collect(name);
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!done.ok()) {
+    // Its pods would otherwise keep the machine busy for the tests after this one.
+    client_->Delete(kube::resources::TrainingJobs(), ns_, name).status().IgnoreError();
+    return DeadlineExceededError(done.status().message() + "\n" + run.AllLogs());
+  }
+  return run;
+}
+
+std::vector<pid_t> FrameworkCluster::JobProcesses(const std::string& job) const {
+  // The value ends the variable: NUL follows it in /proc/<pid>/environ.
+  return MarkedProcesses(std::string(kJobMarkerName) + "=" + id_ + "/" + job +
+                         std::string(1, '\0'));
+}
+
+Status FrameworkCluster::FailNode(const std::string& node) {
+  return RunHostCommand({LOCKSTEP_AGENT_BINARY, "--fail-node", node, "--state-dir", state_dir_})
+      .status();
+}
+
+std::string FrameworkCluster::agent_log() const { return ReadFile(agent_log_); }
+
+std::string FrameworkCluster::operator_log() const {
+  return operator_ != nullptr ? ReadFile(operator_->log_path()) : "";
+}
+
+}  // namespace lockstep::e2e

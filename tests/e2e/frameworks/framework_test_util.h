@@ -1,0 +1,132 @@
+#pragma once
+// What the framework e2e test binaries share: the suite fixture owning the one cluster of the
+// binary, and small readers of the evidence a job leaves.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/e2e/frameworks/framework_cluster.h"
+
+namespace lockstep::e2e {
+
+// A test suite whose tests share one FrameworkCluster (operator + agent), started before the
+// first test and stopped, with the agent's cleanup guarantees checked, after the last one.
+// Derive a suite with `static ClusterOptions Options()` hidden by its own if it needs others.
+template <typename Suite>
+class SharedClusterTest : public ::testing::Test {
+ public:
+  static void SetUpTestSuite() {
+    skip_ = FrameworkCluster::SkipReason();
+    if (!skip_.empty()) {
+      // CMakeLists.txt's SKIP_REGULAR_EXPRESSION: ctest reports the binary as Skipped.
+      std::cout << "framework e2e tier skipped: " << skip_ << std::endl;
+      return;
+    }
+    cluster_ = std::make_unique<FrameworkCluster>(Suite::Options());
+    start_ = cluster_->Start();
+  }
+
+  static void TearDownTestSuite() {
+    if (cluster_ == nullptr) return;
+    for (const std::string& problem : cluster_->Stop()) ADD_FAILURE() << problem;
+    cluster_.reset();
+  }
+
+ protected:
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_TRUE(start_.ok()) << start_;
+  }
+
+  // Runs examples/local/<file> (after `edit`), expecting it to end in `state` within `timeout`;
+  // afterwards no process of the job may be left on the agent's nodes.
+  template <typename Edit>
+  JobRun RunExample(const std::string& file, const std::string& state, Edit edit,
+                    std::chrono::seconds timeout = std::chrono::seconds(180)) {
+    StatusOr<nlohmann::json> job = cluster_->LoadExample(file);
+    EXPECT_TRUE(job.ok()) << job.status();
+    if (!job.ok()) return {};
+    edit(*job);
+    StatusOr<JobRun> run = cluster_->Run(*job, timeout);
+    EXPECT_TRUE(run.ok()) << run.status() << "\nagent log tail:\n" << Tail(cluster_->agent_log());
+    if (!run.ok()) return {};
+    std::cout << "[ job ] " << file << " ended " << run->state() << " in " << run->seconds << " s"
+              << std::endl;
+    EXPECT_EQ(run->state(), state) << run->job["status"].dump(2) << "\n" << run->AllLogs();
+    ExpectNoProcessesLeft((*job)["metadata"]["name"]);
+    return *run;
+  }
+  JobRun RunExample(const std::string& file, const std::string& state = "Succeeded") {
+    return RunExample(file, state, [](nlohmann::json&) {});
+  }
+
+  void ExpectNoProcessesLeft(const std::string& job) {
+    // The pods have ended (or are being deleted by the clean-pod policy, within their grace).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!cluster_->JobProcesses(job).empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    EXPECT_TRUE(cluster_->JobProcesses(job).empty()) << "processes of " << job << " outlived it";
+  }
+
+  static std::string Tail(const std::string& text, size_t bytes = 6000) {
+    return text.size() <= bytes ? text : text.substr(text.size() - bytes);
+  }
+
+  static inline std::unique_ptr<FrameworkCluster> cluster_;
+  static inline Status start_;
+  static inline std::string skip_;
+};
+
+// The value of `key=` in a log line ("" if absent): Field("a=1 b=2", "b") == "2".
+inline std::string Field(const std::string& line, const std::string& key) {
+  const std::string needle = key + "=";
+  size_t at = line.find(" " + needle);
+  if (at == std::string::npos) {
+    if (line.rfind(needle, 0) != 0) return "";
+    at = 0;
+  } else {
+    at += 1;
+  }
+  const size_t start = at + needle.size();
+  return line.substr(start, line.find(' ', start) - start);
+}
+
+inline std::set<std::string> Fields(const std::vector<std::string>& lines, const std::string& key) {
+  std::set<std::string> out;
+  for (const std::string& l : lines) out.insert(Field(l, key));
+  return out;
+}
+
+// Replaces (or appends) `--flag value` in the trainer's args of the job's worker template.
+inline void SetFlag(nlohmann::json& job, const std::string& flag, const std::string& value) {
+  nlohmann::json& args = job["spec"]["template"]["spec"]["containers"][0]["args"];
+  if (!args.is_array()) args = nlohmann::json::array();
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == flag) {
+      args[i + 1] = value;
+      return;
+    }
+  }
+  args.push_back(flag);
+  args.push_back(value);
+}
+
+// The job's condition of `type` (an empty object if absent).
+inline nlohmann::json Condition(const nlohmann::json& job, const std::string& type) {
+  if (!job.contains("status") || !job["status"].contains("conditions")) return {};
+  for (const nlohmann::json& c : job["status"]["conditions"]) {
+    if (c.value("type", "") == type) return c;
+  }
+  return nlohmann::json::object();
+}
+
+}  // namespace lockstep::e2e

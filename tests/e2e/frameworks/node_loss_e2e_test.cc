@@ -1,0 +1,102 @@
+// A node dies under a running job: the agent's `--fail-node` kills the node's pods and stops its
+// Lease, the operator (node-lease grace 6 s) finds the node lost, recreates the gang as the next
+// attempt on the other nodes, and the ranks resume from the checkpoint in the shared volume.
+// A binary of its own: the dead node stays dead for the rest of the agent's life.
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "tests/e2e/frameworks/framework_test_util.h"
+
+namespace lockstep::e2e {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+class NodeLoss : public SharedClusterTest<NodeLoss> {
+ public:
+  // 3 nodes: whichever the gang used, a spare one is left; a short grace so the loss is found
+  // within seconds (the agent heartbeats every second).
+  static ClusterOptions Options() {
+    return ClusterOptions{.nodes = 3, .operator_args = {"--node-lease-grace=6s"}};
+  }
+};
+
+TEST_F(NodeLoss, NodeAgentKilledGangRecreatedOnOtherNodesResumesAndSucceeds) {
+  StatusOr<json> job = cluster_->LoadExample("pytorch-ddp.yaml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  (*job)["metadata"]["name"] = "pytorch-ddp-node-loss";
+  SetFlag(*job, "--epochs", "6");
+  SetFlag(*job, "--sleep-per-epoch", "1");  // long enough to be interrupted mid-run
+  (*job)["spec"]["failurePolicy"]["backoff"] = {{"initialSeconds", 1}, {"maxSeconds", 1}};
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cluster_->Create(*job).ok());
+
+  // Step 1: the job runs and has checkpointed at least one epoch.
+  const std::string ckpt =
+      cluster_->HostPathDir("pytorch-ddp-node-loss", "checkpoints") + "/checkpoint.pt";
+  StatusOr<json> running = cluster_->WaitFor(
+      "pytorch-ddp-node-loss",
+      [&](const json& j) {
+        return j.value("status", json::object()).value("state", "") == "Running" &&
+               std::filesystem::exists(ckpt);
+      },
+      seconds(120));
+  ASSERT_TRUE(running.ok()) << running.status() << "\n"
+                            << cluster_->Collect("pytorch-ddp-node-loss").AllLogs();
+
+  // Step 2: the node of worker 0 dies.
+  JobRun before = cluster_->Collect("pytorch-ddp-node-loss");
+  std::string victim;
+  for (const JobRun::Pod& pod : before.pods) {
+    if (pod.name == "pytorch-ddp-node-loss-worker-0") victim = pod.node;
+  }
+  ASSERT_FALSE(victim.empty()) << before.AllLogs();
+  ASSERT_TRUE(cluster_->FailNode(victim).ok());
+
+  // Step 3: a new attempt on the other nodes finishes the training.
+  StatusOr<json> done = cluster_->WaitFor(
+      "pytorch-ddp-node-loss",
+      [](const json& j) {
+        const std::string state = j.value("status", json::object()).value("state", "");
+        return state == "Succeeded" || state == "Failed";
+      },
+      seconds(180));
+  const JobRun run = cluster_->Collect("pytorch-ddp-node-loss");
+  ASSERT_TRUE(done.ok()) << done.status() << "\n" << run.AllLogs();
+  std::cout << "[ job ] node loss ended " << run.state() << " in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+            << " s" << std::endl;
+  ASSERT_EQ(run.state(), "Succeeded") << run.job["status"].dump(2) << "\n" << run.AllLogs();
+  const json& status = run.job["status"];
+  EXPECT_GE(status.value("attempt", 0), 1) << status.dump(2);
+  EXPECT_EQ(status.value("lastRestart", json::object()).value("mode", ""), "Recreate")
+      << status.dump(2);
+  EXPECT_NE(status.value("lastRestart", json::object()).dump().find(victim), std::string::npos)
+      << "the restart names the lost node: " << status.dump(2);
+
+  // The last attempt ran away from the dead node and resumed from the checkpoint.
+  const int last = status.value("attempt", 0);
+  std::vector<std::string> resumed, weights;
+  int last_pods = 0;
+  for (const JobRun::Pod& pod : run.pods) {
+    if (pod.attempt != last) continue;
+    ++last_pods;
+    EXPECT_NE(pod.node, victim) << pod.name;
+    JobRun one;
+    one.pods.push_back(pod);
+    for (const std::string& l : one.Lines("RESUMED ")) resumed.push_back(l);
+    for (const std::string& l : one.Lines("WEIGHTS ")) weights.push_back(l);
+  }
+  EXPECT_EQ(last_pods, 2) << run.AllLogs();
+  ASSERT_EQ(resumed.size(), 4u) << run.AllLogs();
+  EXPECT_EQ(Fields(resumed, "epoch").size(), 1u) << "every rank resumes from the same epoch";
+  ASSERT_EQ(weights.size(), 4u) << run.AllLogs();
+  EXPECT_EQ(Fields(weights, "sha").size(), 1u) << run.AllLogs();
+  ExpectNoProcessesLeft("pytorch-ddp-node-loss");
+}
+
+}  // namespace
+}  // namespace lockstep::e2e
