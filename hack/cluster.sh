@@ -9,7 +9,8 @@
 #   hack/cluster.sh env [--name N]        # the two export lines for a running cluster
 #   hack/cluster.sh status [--name N]
 #   hack/cluster.sh restart apiserver|etcd|kwok|controller-manager [--name N]
-#   hack/cluster.sh down [--name N]       # stops what `up` started (by pid) and removes its state
+#   hack/cluster.sh down [--name N]       # stops what `up` and the demo started (by pid), checks
+#                                         # that the test node agent left nothing, removes the state
 #
 # Progress goes to stderr; `up` and `env` end stdout with `export KUBECONFIG=...` and
 # `export PATH=...`. State lives in $LOCKSTEP_CACHE/clusters/<name>.
@@ -18,9 +19,10 @@ source "$(dirname "$0")/lib/common.sh"
 source "$REPO_ROOT/hack/lib/cluster-pki.sh"
 source "$REPO_ROOT/hack/lib/cluster-components.sh"
 source "$REPO_ROOT/hack/lib/cluster-nodes.sh"
+source "$REPO_ROOT/hack/lib/cluster-agent.sh"
 
 usage() {
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -80,13 +82,21 @@ cmd_up() {
 cmd_down() {
   if [[ ! -d "$STATE" ]]; then log "no cluster '$CLUSTER_NAME'"; return 0; fi
   # Processes that scripts started against this cluster (the demo's operator, ...) register in
-  # pids/ too; they go first, then the control plane in reverse start order.
+  # pids/ too; they go first, then the test node agent (its clean exit deletes its Nodes, so it
+  # needs the API server), then the control plane in reverse start order.
   local extra
   for extra in "$STATE"/pids/*; do
     [[ -e "$extra" ]] || continue
-    case "$(basename "$extra")" in etcd|apiserver|controller-manager|kwok) ;; *) stop_component "$(basename "$extra")" ;; esac
+    case "$(basename "$extra")" in etcd|apiserver|controller-manager|kwok|agent) ;; *) stop_component "$(basename "$extra")" ;; esac
   done
+  agent_stop
   for c in kwok controller-manager apiserver etcd; do stop_component "$c"; done
+  # Nothing of the agent may survive: no process, namespace, bridge or veth, mount, state dir.
+  local left
+  if ! left="$(agent_leftovers)"; then
+    printf '%s\n' "$left" >&2
+    die "the test node agent left the above behind; $STATE is kept"
+  fi
   rm -rf "$STATE"
   log "cluster '$CLUSTER_NAME' stopped and removed"
 }

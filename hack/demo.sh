@@ -1,130 +1,248 @@
 #!/usr/bin/env bash
 # Lockstep's main command: prepares this machine, builds Lockstep, starts the local control plane
-# with simulated GPU nodes, installs the TrainingJob API and shows how to use it. The cluster stays
-# up until `hack/cluster.sh down --name lockstep-demo`.
+# with 4 agent nodes whose pods really run (lockstep-test-node-agent, docs/e2e.md), installs
+# Lockstep with its Helm chart, trains examples/local/pytorch-ddp.yaml (PyTorch DDP, 2 pods x 2
+# processes, gloo on CPU) to Succeeded while `kubectl get tj -w` runs, kills the node under the
+# job halfway and shows the recovery: detection, the gang running again elsewhere as the next
+# attempt, training resumed from its checkpoint. The cluster stays up until
+# `hack/cluster.sh down --name lockstep-demo`; a rerun on it starts the story afresh.
+#
+# Environment: LOCKSTEP_DEMO_CLUSTER (lockstep-demo), LOCKSTEP_BUILD_DIR (build),
+# LOCKSTEP_DEMO_LEASE_GRACE (5s), LOCKSTEP_DEMO_EPOCHS (12), LOCKSTEP_DEMO_METRICS_PORT (38080).
+# Needs root for the agent's namespaces and bridge (sudo otherwise).
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 cd "$REPO_ROOT"
-CLUSTER="${LOCKSTEP_DEMO_CLUSTER:-lockstep-demo}"
+CLUSTER_NAME="${LOCKSTEP_DEMO_CLUSTER:-lockstep-demo}"
+STATE="$LOCKSTEP_CACHE/clusters/$CLUSTER_NAME"
+BUILD="$(realpath -m "${LOCKSTEP_BUILD_DIR:-build}")"
+DEMO_LEASE_GRACE="${LOCKSTEP_DEMO_LEASE_GRACE:-5s}"
+DEMO_METRICS_ADDR="127.0.0.1:${LOCKSTEP_DEMO_METRICS_PORT:-38080}"
+DEMO_HEALTH_ADDR="127.0.0.1:$(( ${LOCKSTEP_DEMO_METRICS_PORT:-38080} + 1 ))"
+EPOCHS="${LOCKSTEP_DEMO_EPOCHS:-12}"
+EXAMPLE=examples/local/pytorch-ddp.yaml
+AGENT_NODES=4
+source "$REPO_ROOT/hack/lib/cluster-components.sh"  # stop_component, component_alive
+source "$REPO_ROOT/hack/lib/cluster-agent.sh"
+source "$REPO_ROOT/hack/lib/demo-lockstep.sh"
+DEMO_STARTED=$SECONDS
 
-hack/setup.sh
-log "building Lockstep"
-export CCACHE_DIR="$LOCKSTEP_CACHE/ccache" CCACHE_BASEDIR="$REPO_ROOT" CCACHE_NOHASHDIR=1
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
-ninja -C build >/dev/null
-eval "$(hack/cluster.sh up --name "$CLUSTER" --nodes 16 --gpus-per-node 8)"
+step() { echo; log "== $*"; }
 
-shopt -s nullglob
-crds=(crds/*.yaml)
-if (( ${#crds[@]} > 0 )); then
-  log "installing the TrainingJob CRD"
-  kubectl apply --server-side -f crds/ >/dev/null
-  kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
-fi
-
-# The operator and the examples (section kept by the job controller's owner).
-STATE_DIR="$LOCKSTEP_CACHE/clusters/$CLUSTER"
-OPERATOR_PID="$STATE_DIR/pids/operator"  # hack/cluster.sh down stops it
-if [[ -f "$OPERATOR_PID" ]] && kill -0 "$(cat "$OPERATOR_PID")" 2>/dev/null; then
-  kill "$(cat "$OPERATOR_PID")" && sleep 1
-fi
-log "starting lockstep-operator (log: $STATE_DIR/logs/operator.log)"
-nohup build/bin/lockstep-operator --kubeconfig "$KUBECONFIG" \
-  --metrics-bind-address 127.0.0.1:38080 --health-probe-bind-address 127.0.0.1:38081 \
-  --launcher-image lockstep/launcher:dev --node-lease-grace "${LOCKSTEP_DEMO_LEASE_GRACE:-15s}" \
-  >"$STATE_DIR/logs/operator.log" 2>&1 &
-echo $! >"$OPERATOR_PID"
-for _ in $(seq 1 100); do
-  curl -fsS http://127.0.0.1:38081/readyz >/dev/null 2>&1 && break
-  sleep 0.2
-done
-curl -fsS http://127.0.0.1:38081/readyz >/dev/null || die "the operator did not become ready"
-examples=(examples/*.yaml)
-if (( ${#examples[@]} > 0 )); then
-  log "applying the examples"
-  kubectl apply -f examples/ >/dev/null
-  sleep 3
-  echo
-  kubectl get tj
-  echo
-  kubectl get pods -L lockstep.dev/role | sed -n 1,20p  # sed reads it all: no SIGPIPE under pipefail
-fi
-
-# The gang scheduler at work: a 6-pod x 8-GPU job cannot fit beside the examples, so it waits
-# with none of its pods bound and says why; when two examples end, it is placed whole.
-show_gang_wait_then_place() {
-  kubectl delete tj big-gang --ignore-not-found >/dev/null  # a rerun starts the story afresh
-  log "submitting big-gang: 6 pods x 8 GPUs, more than is free"
-  sed -e 's/name: pytorch-ddp/name: big-gang/' -e 's/replicas: 4 /replicas: 6 /' \
-    examples/pytorch-ddp.yaml | kubectl apply -f - >/dev/null
-  local msg=""
-  for _ in $(seq 1 50); do
-    msg="$(kubectl get tj big-gang -o jsonpath='{.status.conditions[?(@.type=="Scheduled")].message}')"
-    [[ -n "$msg" && "$msg" != *"waiting for the gang scheduler"* ]] && break
-    sleep 0.2
-  done
-  echo
-  echo "big-gang waits, zero pods bound: $msg"
-  echo "  bound pods: $(kubectl get pods -l lockstep.dev/job-name=big-gang \
-    -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true)"
-  log "deleting the pytorch-ddp and horovod examples to free 8 nodes"
-  kubectl delete tj pytorch-ddp horovod --wait=false >/dev/null
-  for _ in $(seq 1 150); do
-    [[ "$(kubectl get tj big-gang -o jsonpath='{.status.conditions[?(@.type=="Scheduled")].status}')" == True ]] && break
-    sleep 0.2
-  done
-  echo "big-gang: $(kubectl get tj big-gang -o jsonpath='{.status.conditions[?(@.type=="Scheduled")].message}')"
-  kubectl get events --field-selector involvedObject.name=big-gang --sort-by=.lastTimestamp | tail -4
+build() {
+  step "1/6 setting up this machine and building Lockstep into $BUILD"
+  hack/setup.sh
+  export CCACHE_DIR="$LOCKSTEP_CACHE/ccache" CCACHE_BASEDIR="$REPO_ROOT" CCACHE_NOHASHDIR=1
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+  # Only what the demo runs; hack/test.sh builds everything.
+  ninja -C "$BUILD" lockstep-operator lockstep-launcher lockstep-test-node-agent >/dev/null
 }
-if [[ -f examples/pytorch-ddp.yaml ]]; then show_gang_wait_then_place; fi
 
-# A node dies under a running job: its Lease is no longer renewed (kwok v0.7 keeps renewing after
-# its annotation is removed, so an admission policy refuses kwok's writes to a Lease and Node
-# labeled lockstep.dev/heartbeat=stopped). The operator's node detector notices after
-# --node-lease-grace (15 s here; kwok renews every 10 s), restarts the whole gang as a new attempt
-# on other nodes, keeps the dead node out of its placements, and says why in an event. Stock
-# Kubernetes would only mark the node unreachable after 50 s and evict its pods 300 s later.
-tj_field() { kubectl get tj "$1" -o jsonpath="{$2}" 2>/dev/null || true; }
-show_node_loss_and_recovery() {
-  local job="$1" attempt node started
-  for _ in $(seq 1 150); do [[ "$(tj_field "$job" .status.state)" == Running ]] && break; sleep 0.2; done
-  [[ "$(tj_field "$job" .status.state)" == Running ]] || { log "$job is not running; skipping the node-loss step"; return 0; }
-  attempt="$(tj_field "$job" .status.attempt)"; attempt="${attempt:-0}"
-  node="$(kubectl get pods -l "lockstep.dev/job-name=$job,lockstep.dev/attempt=$attempt" \
-    -o jsonpath='{.items[0].spec.nodeName}')"
-  echo
-  kubectl apply --server-side -f tests/integration/failures/stop-heartbeat-policy.yaml >/dev/null
-  sleep 1  # the apiserver loads a new admission policy asynchronously
-  log "killing $node under $job (attempt $attempt): its Lease is no longer renewed"
-  kubectl label lease -n kube-node-lease "$node" lockstep.dev/heartbeat=stopped >/dev/null
-  kubectl label node "$node" lockstep.dev/heartbeat=stopped >/dev/null
+# A job (and its pods) from an earlier run would confuse the story; the agent may be gone, so
+# pods it can no longer finish are force-deleted.
+delete_demo_jobs() {
+  kubectl get crd trainingjobs.lockstep.dev >/dev/null 2>&1 || return 0
+  local job
+  for job in "$JOB" big-gang; do
+    kubectl delete tj "$job" --ignore-not-found --timeout=30s >/dev/null 2>&1 || true
+    kubectl delete pods -l "lockstep.dev/job-name=$job" --ignore-not-found --timeout=30s \
+      >/dev/null 2>&1 || kubectl delete pods -l "lockstep.dev/job-name=$job" --force \
+      --grace-period=0 >/dev/null 2>&1 || true
+  done
+}
+
+start_cluster() {
+  step "2/6 local control plane '$CLUSTER_NAME' with $AGENT_NODES agent nodes"
+  eval "$(hack/cluster.sh up --name "$CLUSTER_NAME" --nodes 0)"
+  JOB="$(kubectl patch --local -f "$EXAMPLE" --type merge -p '{}' -o jsonpath='{.metadata.name}')"
+  delete_demo_jobs
+  # kwok nodes (left by an earlier version of this demo) renew their Leases every 10 s, too
+  # slowly for the demo's 5 s grace: the operator would keep finding them lost.
+  local kwok; kwok="$(kubectl get nodes -l type=kwok -o name | grep -c . || true)"
+  if (( kwok > 0 )); then
+    log "deleting the $kwok kwok nodes an earlier demo left in '$CLUSTER_NAME'"
+    kubectl delete nodes -l type=kwok --wait=false >/dev/null
+  fi
+  # A fresh agent every run: the node killed by the previous run comes back.
+  agent_stop
+  agent_leftovers >/dev/null || die "the previous test node agent left: $(agent_leftovers | tr '\n' ';')"
+  agent_start "$AGENT_NODES" "$BUILD"
+  echo "  lockstep-test-node-agent (pid $(cat "$AGENT_PIDFILE"), bridge $AGENT_BRIDGE," \
+    "$AGENT_SUBNET) runs every pod bound to these nodes as processes in their own namespaces:"
+  kubectl get nodes -l lockstep.dev/test-node-agent=true \
+    -o 'custom-columns=NODE:.metadata.name,GPUS (pretend):.status.capacity.nvidia\.com/gpu,READY:.status.conditions[?(@.type=="Ready")].status' |
+    sed 's/^/    /'
+}
+
+install_lockstep() {
+  step "3/6 installing Lockstep with the Helm chart (helm/lockstep, CRD included)"
+  install_chart
+  echo "  release $DEMO_RELEASE in $DEMO_NAMESPACE:" \
+    "$(helm status "$DEMO_RELEASE" -n "$DEMO_NAMESPACE" | awk '/^(STATUS|REVISION):/' | tr '\n' ' ')" \
+    "(its Deployment is scaled to 0: no container runtime here)"
+  start_operator "$BUILD"
+}
+
+# `kubectl get tj -w` in the background, one timestamped line per change, until stop_watch. The
+# field selector lets it start before the job exists; custom columns print <none> for an unset
+# field, where the default columns would shift.
+start_watch() {
+  local columns='NAME:.metadata.name,STATE:.status.state,WORKERS:.status.workersReady'
+  columns+=',ATTEMPT:.status.attempt,DISRUPTIONS:.status.restarts.disruptions'
+  echo "  \$ kubectl get tj -w --field-selector metadata.name=$JOB -o custom-columns=$columns"
+  timeout 900 kubectl get tj -w --field-selector "metadata.name=$JOB" -o "custom-columns=$columns" \
+    2>/dev/null > >(
+    last=""
+    while read -r name state workers attempt disruptions; do
+      [[ "$state $workers $attempt $disruptions" != "$last" ]] || continue
+      last="$state $workers $attempt $disruptions"
+      printf '  | %(%H:%M:%S)T  %-12s %-11s %-8s %-8s %s\n' -1 "$name" "$state" "$workers" \
+        "$attempt" "$disruptions"
+    done) &
+  WATCH_PID=$!
+}
+stop_watch() { if [[ -n "${WATCH_PID:-}" ]]; then kill "$WATCH_PID" 2>/dev/null || true; WATCH_PID=""; fi; }
+trap stop_watch EXIT
+
+tj_field() { kubectl get tj "$JOB" -o jsonpath="{$1}" 2>/dev/null || true; }
+
+# wait_for SECONDS DESCRIPTION CMD...: polls CMD every 0.5 s; fails the demo with the operator's
+# last log lines when it does not succeed in time.
+wait_for() {
+  local limit="$1" what="$2"; shift 2
+  local deadline=$((SECONDS + limit))
+  until "$@"; do
+    if (( SECONDS >= deadline )); then
+      kubectl get tj,pods -o wide >&2 || true
+      tail -20 "$STATE/logs/operator.log" >&2 || true
+      die "gave up after ${limit}s waiting for $what"
+    fi
+    sleep 0.5
+  done
+}
+job_is() { [[ "$(tj_field .status.state)" == "$1" ]]; }
+attempt() { local a; a="$(tj_field .status.attempt)"; echo "${a:-0}"; }  # 0 is omitted
+running_attempt() { job_is Running && [[ "$(attempt)" == "$1" ]]; }
+
+# The trainer's log of a pod: no kubelet, so not `kubectl logs`; the agent keeps it per pod uid.
+trainer_log() {
+  local uid; uid="$(kubectl get pod "$1" -o jsonpath='{.metadata.uid}' 2>/dev/null)" || return 0
+  as_root cat "$AGENT_STATE_DIR/pods/$uid/containers/trainer.log" 2>/dev/null || true
+}
+job_log_has() { trainer_log "$JOB-worker-0" | grep -q "$1"; }
+
+# The example as it is, trained longer than its smoke-test default so that a node can die
+# mid-run, and checkpointing into this cluster's state dir (removed by `down`).
+submit_job() {
+  step "4/6 training $JOB ($EXAMPLE): 2 pods x 2 processes, gloo on CPU, $EPOCHS epochs, a checkpoint each epoch"
+  CHECKPOINTS="$STATE/checkpoints/$JOB"
+  rm -rf "$CHECKPOINTS" && mkdir -p "$CHECKPOINTS"  # hostPath: the agent does not create it
+  start_watch
+  kubectl patch --local -f "$EXAMPLE" --type json -o yaml -p "[
+    {\"op\": \"replace\", \"path\": \"/spec/template/spec/containers/0/args\", \"value\":
+      [\"--epochs\", \"$EPOCHS\", \"--steps-per-epoch\", \"200\", \"--batch-size\", \"16\",
+       \"--checkpoint-dir\", \"/checkpoints\"]},
+    {\"op\": \"test\", \"path\": \"/spec/template/spec/volumes/0/name\", \"value\": \"checkpoints\"},
+    {\"op\": \"replace\", \"path\": \"/spec/template/spec/volumes/0/hostPath/path\", \"value\": \"$CHECKPOINTS\"}
+  ]" | kubectl apply -f - >/dev/null
+  wait_for 120 "$JOB to run" running_attempt 0
+  wait_for 180 "the first checkpoint" test -f "$CHECKPOINTS/checkpoint.pt"
+  echo "  rank 0 wrote its first checkpoint at $(date -r "$CHECKPOINTS/checkpoint.pt" +%T)"
+}
+
+# A dead machine under the running job: the agent SIGKILLs every process of the node's pods and
+# stops its heartbeats. The operator's node detector notices after --node-lease-grace, restarts
+# the whole gang as the next attempt on other nodes and keeps the dead one out of its placements.
+kill_node_and_recover() {
+  local node started detected=""
+  node="$(kubectl get pod "$JOB-worker-0" -o jsonpath='{.spec.nodeName}')"
+  step "5/6 $node dies under $JOB (lockstep-test-node-agent --fail-node $node)"
+  as_root "$BUILD/bin/lockstep-test-node-agent" --fail-node "$node" --state-dir "$AGENT_STATE_DIR"
   started=$SECONDS
-  for _ in $(seq 1 450); do
-    [[ "$(tj_field "$job" .status.attempt)" -gt "$attempt" && \
-       "$(tj_field "$job" .status.state)" == Running ]] && break
+  until [[ "$(attempt)" == 1 ]]; do
+    (( SECONDS - started < 60 )) || die "no restart 60 s after $node died"
     sleep 0.2
   done
-  echo "$job: state $(tj_field "$job" .status.state), attempt $(tj_field "$job" .status.attempt)," \
-    "$((SECONDS - started)) s after $node stopped; its pods now on:"
-  kubectl get pods -l "lockstep.dev/job-name=$job" \
-    -o 'custom-columns=POD:.metadata.name,ATTEMPT:.metadata.labels.lockstep\.dev/attempt,NODE:.spec.nodeName,PHASE:.status.phase'
-  echo "why (status.lastRestart): $(tj_field "$job" .status.lastRestart)"
-  echo "excluded: $(tj_field "$job" .status.excludedNodes)"
-  kubectl get events --field-selector "involvedObject.name=$job,reason=NodeLeaseExpired"
-  log "restoring $node (its heartbeat resumes; the job keeps it excluded for its cool-down)"
-  kubectl label lease -n kube-node-lease "$node" lockstep.dev/heartbeat- >/dev/null
-  kubectl label node "$node" lockstep.dev/heartbeat- >/dev/null
+  detected=$((SECONDS - started))
+  wait_for 60 "attempt 1 to run" running_attempt 1
+  RECOVERY_S=$((SECONDS - started))
+  echo "  restart decided ${detected} s after the failure; attempt 1 Running ${RECOVERY_S} s after it"
+  echo "  event: $(kubectl get events --field-selector "involvedObject.name=$JOB,reason=NodeLeaseExpired" \
+    -o jsonpath='{.items[-1:].reason}: {.items[-1:].message}')"
+  echo "  status.lastRestart: $(tj_field .status.lastRestart)"
+  echo "  the gang, all pods of the new attempt:"
+  kubectl get pods -l "lockstep.dev/job-name=$JOB" \
+    -o 'custom-columns=POD:.metadata.name,ATTEMPT:.metadata.labels.lockstep\.dev/attempt,NODE:.spec.nodeName,PHASE:.status.phase,IP:.status.podIP' | sed 's/^/    /'
+  show_gang_wait
+  wait_for 180 "training to resume" job_log_has '^RESUMED'
+  echo "  trainer log of $JOB-worker-0 (attempt 1): $(trainer_log "$JOB-worker-0" | grep '^RESUMED' | head -1)"
+  echo "    (epoch counts from 0, so the epochs in the checkpoint are not trained again; the script's"
+  echo "    attempt= is TORCHELASTIC_RESTART_COUNT, the launcher's in-place restarts in this pod)"
 }
-if [[ -f examples/pytorch-ddp.yaml ]]; then show_node_loss_and_recovery big-gang; fi
 
-echo
-echo "The local cluster '$CLUSTER' is up:"
-kubectl get nodes -L topology.lockstep.dev/block,topology.lockstep.dev/rack | sed -n 1,6p
-echo "..."
-echo
-echo "Use it from this shell with:"
-echo "  eval \"\$(hack/cluster.sh env --name $CLUSTER)\""
-echo "  kubectl get nodes; kubectl get trainingjobs"
-echo "Operator metrics: curl -s 127.0.0.1:38080/metrics | grep ^lockstep_"
-echo "Stop everything (operator included) with: hack/cluster.sh down --name $CLUSTER"
+# The gang scheduler places all of a job's pods or none: big-gang needs 4 nodes with 2 free GPUs,
+# 3 agent nodes are alive, so none of its pods is bound (a pod-by-pod scheduler would bind 3 and
+# leave them idle, holding GPUs). Short: it is deleted at once.
+show_gang_wait() {
+  kubectl patch --local -f "$EXAMPLE" --type json -o yaml -p '[
+    {"op": "replace", "path": "/metadata/name", "value": "big-gang"},
+    {"op": "replace", "path": "/spec/replicas", "value": 4},
+    {"op": "add", "path": "/spec/template/spec/containers/0/resources/limits",
+     "value": {"nvidia.com/gpu": 2}}]' | kubectl apply -f - >/dev/null
+  local msg=""
+  # The controller's placeholder (reason WaitingForScheduler) until the scheduler says why.
+  gang_verdict() {
+    local reason
+    reason="$(kubectl get tj big-gang -o jsonpath='{.status.conditions[?(@.type=="Scheduled")].reason}' 2>/dev/null)"
+    msg="$(kubectl get tj big-gang -o jsonpath='{.status.conditions[?(@.type=="Scheduled")].message}' 2>/dev/null)"
+    [[ -n "$reason" && "$reason" != WaitingForScheduler ]]
+  }
+  wait_for 30 "the gang scheduler's verdict on big-gang" gang_verdict
+  echo "  meanwhile big-gang (4 pods x 2 GPUs) waits: $msg"
+  echo "    its pods bound to a node: $(kubectl get pods -l lockstep.dev/job-name=big-gang \
+    -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true) of 4"
+  kubectl delete tj big-gang --wait=false >/dev/null
+}
+
+finish() {
+  step "6/6 $JOB finishes"
+  wait_for 300 "$JOB to succeed" job_is Succeeded
+  sleep 1  # the watch prints the last line
+  stop_watch
+  echo "  every rank ends with the same weights:"
+  local pod
+  for pod in "$JOB-worker-0" "$JOB-worker-1"; do trainer_log "$pod" | grep '^WEIGHTS' | sed 's/^/    /'; done
+  echo "  operator metrics (curl -s http://$DEMO_METRICS_ADDR/metrics):"
+  local wanted='^lockstep_(node_failures_detected_total|restarts_total|recovery_duration_seconds_(sum|count)|detection_delay_seconds_(sum|count)|job_outcomes_total)'
+  metrics_shown() {
+    curl -fsS --max-time 5 "http://$DEMO_METRICS_ADDR/metrics" 2>/dev/null | grep -E "$wanted" |
+      sed 's/^/    /' | grep .
+  }
+  local _; for _ in 1 2 3; do metrics_shown && break; sleep 1; done
+}
+
+where_to_look() {
+  cat <<EOF
+
+Demo done in $((SECONDS - DEMO_STARTED)) s (node failure to Running again: ${RECOVERY_S} s). The cluster '$CLUSTER_NAME' stays up:
+  eval "\$(hack/cluster.sh env --name $CLUSTER_NAME)"
+  kubectl get tj; kubectl describe tj $JOB        # state, attempt, lastRestart, events
+  kubectl get events --field-selector involvedObject.name=$JOB
+  kubectl get pods -o wide -L lockstep.dev/attempt; kubectl get nodes
+  trainer logs (no kubelet, so not kubectl logs; as root):
+    cat $AGENT_STATE_DIR/pods/\$(kubectl get pod $JOB-worker-0 -o jsonpath='{.metadata.uid}')/containers/trainer.log
+  logs: $STATE/logs/operator.log, $STATE/logs/agent.log
+  metrics: curl -s http://$DEMO_METRICS_ADDR/metrics | grep ^lockstep_
+  kill another node: $BUILD/bin/lockstep-test-node-agent --fail-node agent-node-N --state-dir $AGENT_STATE_DIR
+  stop everything (operator, agent, control plane): hack/cluster.sh down --name $CLUSTER_NAME
+EOF
+}
+
+build
+start_cluster
+install_lockstep
+submit_job
+kill_node_and_recover
+finish
+where_to_look

@@ -1,0 +1,91 @@
+# Lockstep installed on a local cluster the way a user installs it, with the Helm chart, except
+# that the operator runs as a process here: there is no container runtime (and no kube-scheduler)
+# to run the chart's Deployment, so it is scaled to zero and the same binary runs with the chart's
+# flags and only a TokenRequest token of the chart's ServiceAccount, never admin credentials.
+# Sourced by hack/demo.sh; needs $STATE, $KUBECONFIG and kubectl/helm on PATH.
+# shellcheck shell=bash
+
+DEMO_RELEASE=lockstep DEMO_NAMESPACE=lockstep-system
+
+# A CRD that `kubectl apply` created (an earlier demo, a test suite) is handed to the release the
+# way a user adopting an existing install would; Helm refuses to take it over otherwise.
+adopt_crd_for_helm() {
+  local crd=trainingjobs.lockstep.dev
+  kubectl get crd "$crd" >/dev/null 2>&1 || return 0
+  kubectl label crd "$crd" app.kubernetes.io/managed-by=Helm --overwrite >/dev/null
+  kubectl annotate crd "$crd" --overwrite >/dev/null \
+    meta.helm.sh/release-name="$DEMO_RELEASE" meta.helm.sh/release-namespace="$DEMO_NAMESPACE"
+}
+
+install_chart() {
+  adopt_crd_for_helm
+  helm upgrade --install "$DEMO_RELEASE" "$REPO_ROOT/helm/lockstep" -n "$DEMO_NAMESPACE" \
+    --create-namespace >"$STATE/logs/helm.log" 2>&1 || { cat "$STATE/logs/helm.log" >&2; die "helm install"; }
+  kubectl wait --for=condition=Established crd/trainingjobs.lockstep.dev --timeout=60s >/dev/null
+  kubectl -n "$DEMO_NAMESPACE" scale deployment "$DEMO_RELEASE" --replicas 0 >/dev/null
+}
+
+# A kubeconfig holding only a bound token of the chart's ServiceAccount (valid 24 h; a rerun of
+# the demo mints a new one).
+write_operator_kubeconfig() {
+  local out="$1" token server ca
+  token="$(kubectl create token "$DEMO_RELEASE" -n "$DEMO_NAMESPACE" --duration=24h)"
+  server="$(kubectl config view --minify --raw -o jsonpath='{.clusters[0].cluster.server}')"
+  ca="$(kubectl config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')"
+  (umask 077 && cat >"$out" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "$server", certificate-authority-data: "$ca"}
+users:
+- name: $DEMO_RELEASE
+  user: {token: "$token"}
+contexts:
+- name: operator
+  context: {cluster: local, user: $DEMO_RELEASE}
+current-context: operator
+KUBECONFIG
+  )
+}
+
+# The flags of the chart's Deployment, read back from the cluster, with the listen addresses on
+# loopback and text logs; plus the demo's short node-lease grace.
+operator_args() {
+  kubectl -n "$DEMO_NAMESPACE" get deployment "$DEMO_RELEASE" \
+    -o go-template='{{range (index .spec.template.spec.containers 0).args}}{{.}}{{"\n"}}{{end}}' |
+    grep -vE '^--(metrics-bind-address|health-probe-bind-address|log-format)='
+  echo "--metrics-bind-address=$DEMO_METRICS_ADDR"
+  echo "--health-probe-bind-address=$DEMO_HEALTH_ADDR"
+  echo "--log-format=text"
+  echo "--node-lease-grace=$DEMO_LEASE_GRACE"
+}
+
+# (Re)starts lockstep-operator as this cluster's process (pids/operator: `down` stops it) and
+# waits until it is ready and leads.
+start_operator() {
+  local build="$1" kubeconfig="$STATE/operator.kubeconfig" args
+  stop_component operator
+  # The previous process's leader Lease would make this one wait out its duration (15 s).
+  kubectl -n "$DEMO_NAMESPACE" delete lease "$DEMO_RELEASE" --ignore-not-found >/dev/null
+  write_operator_kubeconfig "$kubeconfig"
+  mapfile -t args < <(operator_args)
+  setsid nohup "$build/bin/lockstep-operator" --kubeconfig "$kubeconfig" "${args[@]}" \
+    >"$STATE/logs/operator.log" 2>&1 </dev/null &
+  echo $! >"$STATE/pids/operator"
+  operator_leads() {
+    curl -fsS "http://$DEMO_METRICS_ADDR/metrics" 2>/dev/null |
+      grep -qE '^leader_election_master_status\{.*\} 1(\.0+)?$'
+  }
+  local deadline=$((SECONDS + 60))
+  until operator_leads; do
+    if ! component_alive operator || (( SECONDS >= deadline )); then
+      tail -20 "$STATE/logs/operator.log" >&2
+      die "the operator did not become ready and leader (log: $STATE/logs/operator.log)"
+    fi
+    sleep 0.2
+  done
+  echo "  operator (pid $(cat "$STATE/pids/operator")) runs as" \
+    "$(KUBECONFIG="$kubeconfig" kubectl auth whoami -o jsonpath='{.status.userInfo.username}')," \
+    "flags from the chart's Deployment: ${args[*]}"
+}
