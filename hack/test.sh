@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Runs every test tier of Lockstep from a fresh clone on a fresh machine:
-#   setup (hack/setup.sh) -> build (build/, and build-asan/ with ASan+UBSan) ->
-#   unit (sanitized) -> integration, launcher, e2e (against one local control plane) -> summary.
+#   setup (hack/setup.sh) -> build (build/) -> local control plane up -> build-asan/ (ASan+UBSan)
+#   -> unit (sanitized) -> integration (ctest -j) beside launcher -> e2e -> summary.
 #
 #   hack/test.sh                 everything
 #   hack/test.sh unit            only some tiers (unit integration launcher e2e)
 #
 # Environment: LOCKSTEP_CACHE (tool/pip/ccache/venv caches, default ~/.cache/lockstep),
-# LOCKSTEP_TEST_CLUSTER (cluster name, default lockstep-test), CTEST_ARGS (extra ctest flags).
+# LOCKSTEP_TEST_CLUSTER (cluster name, default lockstep-test), CTEST_ARGS (extra ctest flags),
+# LOCKSTEP_INTEGRATION_JOBS (ctest -j of the integration tier, default 4; 1 = all serial),
+# LOCKSTEP_TEST_OVERLAP (1, the default: the launcher tier runs beside the integration tier;
+# 0: one tier after the other). Each tier's output is in build/test-results/<tier>.log.
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 cd "$REPO_ROOT"
@@ -16,7 +19,9 @@ TIERS=("$@")
 (( ${#TIERS[@]} > 0 )) || TIERS=(unit integration launcher e2e)
 CLUSTER="${LOCKSTEP_TEST_CLUSTER:-lockstep-test}"
 RESULTS="$REPO_ROOT/build/test-results"
-TOTAL_PASSED=0 TOTAL_FAILED=0 FAILED_TIERS=()
+INTEGRATION_JOBS="${LOCKSTEP_INTEGRATION_JOBS:-4}"
+OVERLAP="${LOCKSTEP_TEST_OVERLAP:-1}"
+TOTAL_PASSED=0 TOTAL_FAILED=0 FAILED_TIERS=() TIER_LINES=() BACKGROUND_PID=""
 
 want_tier() { local t; for t in "${TIERS[@]}"; do [[ "$t" == "$1" ]] && return 0; done; return 1; }
 
@@ -59,27 +64,102 @@ build_asan_unit() {
   [[ "$want" == "$have" ]] || die "build-asan/ has $have unit tests, build/ has $want"
 }
 
-# run_tier LABEL BUILD_DIR: runs one ctest label and adds its counts to the totals.
-run_tier() {
-  local label="$1" dir="$2" out="$RESULTS/$1.log" rc=0
-  log "tier $label"
+# tier_jobs LABEL: ctest -j for a tier. Unit tests are pure logic: every core. Integration tests
+# mostly wait on timers and the apiserver; the ones that share something cluster-wide carry
+# RUN_SERIAL or a RESOURCE_LOCK (cmake/LockstepTesting.cmake), so ctest overlaps only the rest.
+# Launcher and e2e tests run real frameworks on every core: one at a time.
+tier_jobs() {
+  case "$1" in
+    unit) nproc ;;
+    integration) echo "$INTEGRATION_JOBS" ;;
+    *) echo 1 ;;
+  esac
+}
+
+# run_ctest LABEL BUILD_DIR [quiet]: runs one ctest label into $RESULTS/LABEL.log (and to stdout
+# unless quiet, for a tier running in the background) and leaves its exit status in
+# $RESULTS/LABEL.rc and its wall time in $RESULTS/LABEL.seconds. Changes no shell variable, so
+# it can run in a background subshell.
+run_ctest() {
+  local label="$1" dir="$2" quiet="${3:-}" out="$RESULTS/$1.log" rc=0 started=$SECONDS
+  rm -f "$RESULTS/$label.rc" "$RESULTS/$label.seconds"
   # shellcheck disable=SC2086
-  ctest --test-dir "$dir" -L "^${label}\$" --output-on-failure --no-tests=ignore \
-    -j "$( [[ $label == unit ]] && nproc || echo 1)" ${CTEST_ARGS:-} 2>&1 | tee "$out" || rc=$?
+  if [[ -n "$quiet" ]]; then
+    ctest --test-dir "$dir" -L "^${label}\$" --output-on-failure --no-tests=ignore \
+      -j "$(tier_jobs "$label")" ${CTEST_ARGS:-} >"$out" 2>&1 || rc=$?
+  else
+    ctest --test-dir "$dir" -L "^${label}\$" --output-on-failure --no-tests=ignore \
+      -j "$(tier_jobs "$label")" ${CTEST_ARGS:-} 2>&1 | tee "$out" || rc=$?
+  fi
+  echo "$rc" >"$RESULTS/$label.rc"
+  echo "$((SECONDS - started))" >"$RESULTS/$label.seconds"
+}
+
+# count_tier LABEL: adds the counts of a finished tier (its log and .rc) to the totals.
+count_tier() {
+  local label="$1" out="$RESULTS/$1.log" rc seconds passed=0 failed=0
+  rc="$(cat "$RESULTS/$label.rc" 2>/dev/null || echo 1)"
+  seconds="$(cat "$RESULTS/$label.seconds" 2>/dev/null || echo '?')"
   local line; line="$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$out" | tail -1 || true)"
   if [[ -n "$line" ]]; then
-    local total failed
+    local total
     total="$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")"
     failed="$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"$line")"
-    TOTAL_PASSED=$((TOTAL_PASSED + total - failed)); TOTAL_FAILED=$((TOTAL_FAILED + failed))
+    passed=$((total - failed))
+    TOTAL_PASSED=$((TOTAL_PASSED + passed)); TOTAL_FAILED=$((TOTAL_FAILED + failed))
   fi
   if (( rc != 0 )); then FAILED_TIERS+=("$label"); fi
+  TIER_LINES+=("$(printf '%-12s %4d passed, %d failed in %ss (%s)' \
+    "$label" "$passed" "$failed" "$seconds" "$out")")
+}
+
+# run_tier LABEL BUILD_DIR: one tier in the foreground.
+run_tier() {
+  log "tier $1 (ctest -j $(tier_jobs "$1"))"
+  run_ctest "$1" "$2"
+  count_tier "$1"
+}
+
+# run_integration_and_launcher: the integration tier in the foreground and the launcher tier in
+# the background beside it (LOCKSTEP_TEST_OVERLAP=1): the launcher's processes talk on loopback
+# and never touch the cluster, and most integration tests wait on timers. The launcher's output
+# goes to its log only and is printed whole once both are done, so the two never interleave.
+run_integration_and_launcher() {
+  if [[ "$OVERLAP" != 1 ]] || ! want_tier integration || ! want_tier launcher; then
+    local tier
+    for tier in integration launcher; do
+      want_tier "$tier" && run_tier "$tier" build
+    done
+    return 0
+  fi
+  log "tier launcher (ctest -j 1) in the background beside integration: $RESULTS/launcher.log"
+  run_ctest launcher build quiet &
+  BACKGROUND_PID=$!
+  run_tier integration build
+  wait "$BACKGROUND_PID" || true
+  BACKGROUND_PID=""
+  log "tier launcher (ran beside integration)"
+  cat "$RESULTS/launcher.log"
+  count_tier launcher
+}
+
+# stop_background: on an early exit, a launcher tier still running beside integration is stopped:
+# its ctest (the background subshell's child) and the subshell, by process id.
+stop_background() {
+  [[ -n "$BACKGROUND_PID" ]] || return 0
+  pkill -TERM -P "$BACKGROUND_PID" 2>/dev/null || true
+  kill "$BACKGROUND_PID" 2>/dev/null || true
 }
 
 start_cluster() {
   log "starting local control plane '$CLUSTER'"
   eval "$(hack/cluster.sh up --name "$CLUSTER" --nodes 16 --gpus-per-node 8 --blocks 2 --racks-per-block 2)"
   export LOCKSTEP_CLUSTER_NAME="$CLUSTER"
+  # The CRD now, as the tests would (same server-side apply), so that kube-controller-manager's
+  # garbage collector has found TrainingJobs by the time the integration tier starts: it looks
+  # for new resources only every 30 s, and a test whose pods wait for it to collect them waited
+  # that long on a cluster whose CRD was installed a moment before.
+  kubectl apply --server-side --force-conflicts -f crds/ >/dev/null
 }
 
 stop_cluster() { hack/cluster.sh down --name "$CLUSTER" >/dev/null 2>&1 || true; }
@@ -93,26 +173,26 @@ main() {
   mkdir -p "$RESULTS"
   log "building build/ (RelWithDebInfo)"
   configure_and_build build
+  if want_tier integration || want_tier e2e; then
+    trap 'stop_background; stop_cluster' EXIT
+    start_cluster
+  fi
   if want_tier unit; then
     log "building build-asan/ (ASan + UBSan) for unit tests"
     build_asan_unit
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       run_tier unit build-asan
   fi
-  if want_tier integration || want_tier e2e; then
-    trap stop_cluster EXIT
-    start_cluster
-  fi
   export LOCKSTEP_REPO_ROOT="$REPO_ROOT" LOCKSTEP_BUILD_DIR="$REPO_ROOT/build"
   # The image build test (docker/build-in-image.sh) builds in build-image/ next to build/: same
   # depth, so ccache's relative paths match and it reuses build/'s objects even in a fresh clone
   # (a mktemp dir missed the cache: minutes of compiling), and a rerun only relinks what changed.
   export LOCKSTEP_IMAGE_BUILD_DIR="${LOCKSTEP_IMAGE_BUILD_DIR:-$REPO_ROOT/build-image}"
-  for tier in integration launcher e2e; do
-    want_tier "$tier" && run_tier "$tier" build
-  done
+  run_integration_and_launcher
+  want_tier e2e && run_tier e2e build
   local elapsed=$((SECONDS - started))
   echo "lockstep tests (${TIERS[*]}) in ${elapsed}s"
+  printf '  %s\n' "${TIER_LINES[@]}"
   echo "total: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
   if (( ${#FAILED_TIERS[@]} > 0 || TOTAL_FAILED > 0 )); then
     echo "failed tiers: ${FAILED_TIERS[*]}" >&2
