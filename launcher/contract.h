@@ -24,6 +24,7 @@ inline constexpr std::string_view kEnvRole = "LOCKSTEP_ROLE";
 inline constexpr std::string_view kEnvRoleIndex = "LOCKSTEP_ROLE_INDEX";
 inline constexpr std::string_view kEnvAttempt = "LOCKSTEP_ATTEMPT";
 inline constexpr std::string_view kEnvMaxRestarts = "LOCKSTEP_MAX_RESTARTS";
+inline constexpr std::string_view kEnvFailExitCodes = "LOCKSTEP_FAIL_EXIT_CODES";
 inline constexpr std::string_view kEnvHangTimeout = "LOCKSTEP_HANG_TIMEOUT";
 inline constexpr std::string_view kEnvHeartbeatFile = "LOCKSTEP_HEARTBEAT_FILE";
 inline constexpr std::string_view kEnvAdvertiseAddr = "LOCKSTEP_ADVERTISE_ADDR";
@@ -72,6 +73,9 @@ inline constexpr std::array kFlags = {
              "first rendezvous round; older rounds are refused as stale"},
     FlagSpec{"--max-restarts", kEnvMaxRestarts, "0",
              "in-place restarts (new round, new children) before giving up"},
+    FlagSpec{"--fail-exit-codes", kEnvFailExitCodes, "",
+             "exit codes of a rank that end the job with no in-place restart, e.g. 2,3,10-12 "
+             "(the operator passes the codes its FailJob rules match)"},
     FlagSpec{"--hang-timeout", kEnvHangTimeout, "0",
              "seconds without progress (heartbeat file touched, or output) = failure 'hang'; "
              "0 disables"},

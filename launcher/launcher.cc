@@ -29,6 +29,14 @@ std::string DescribeFailure(const supervisor::ChildFailure& f) {
   return "rank " + std::to_string(f.rank) + " exited with code " + std::to_string(f.exit_code);
 }
 
+// A TensorFlow chief beside parameter servers: the ps and worker tasks serve until stopped, so the
+// chief's success is the job's (TF's own contract; the operator judges the job by it too).
+bool SuccessEndsJob(const LauncherConfig& config, const World& world) {
+  if (config.framework != "tensorflow" || config.role != "chief") return false;
+  return std::any_of(world.peers.begin(), world.peers.end(),
+                     [](const PeerInfo& p) { return p.role == "ps"; });
+}
+
 }  // namespace
 
 Launcher::Launcher(LauncherConfig config, std::vector<std::string> base_env)
@@ -61,6 +69,7 @@ Status Launcher::Setup() {
   opt.last_call = config_.last_call;
   opt.peer_timeout = config_.peer_timeout;
   opt.heartbeat_interval = config_.heartbeat_interval;
+  opt.max_restarts = config_.max_restarts;
   opt.nccl_id_source = [lib = nccl_.get()]() -> std::string {
     if (lib == nullptr) return "";
     StatusOr<std::string> id = lib->GetUniqueId();
@@ -120,7 +129,8 @@ int Launcher::Run() {
       }
       return JoinFailed(joined.status(), attempt_);
     }
-    const World world = BuildWorld(config_, joined->world, joined->peers, restart_count_);
+    const World world = BuildWorld(config_, joined->world, joined->peers,
+                                   restart_count_ + requested_restarts_);
     log::Info("world formed",
               {{"attempt", std::to_string(world.attempt)},
                {"node_rank", std::to_string(world.node_rank)},
@@ -136,6 +146,7 @@ int Launcher::Run() {
     supervisor::TerminationReport report;
     report.attempt = world.attempt;
     report.restart_count = restart_count_;
+    report.requested_restarts = requested_restarts_;
     report.node_rank = world.node_rank;
     report.message = end.message;
     report.stderr_tail = end.tail;
@@ -146,13 +157,27 @@ int Launcher::Run() {
     }
     switch (end.kind) {
       case EndKind::kSuccess:
-        joined->session->SendDone().IgnoreError();
+        joined->session->SendDone(SuccessEndsJob(config_, world)).IgnoreError();
         if (server_) WaitForPeersToFinish();
         log::Info("all local processes succeeded");
-        return 0;
+        // The restart counts reach the operator after the server is gone (docs/failures.md).
+        report.reason = "succeeded";
+        return Finish(report, 0);
       case EndKind::kChildFailed:
       case EndKind::kHang:
       case EndKind::kAborted:
+        if (end.abort && end.abort->restartable &&
+            end.abort->reason == rendezvous::kAbortRequested) {
+          // The operator asked (control.h): rejoin without charging the budget, even when none
+          // is left, since no rank failed.
+          ++requested_restarts_;
+          attempt_ = end.abort->attempt + 1;
+          log::Warning("restarting in place on request",
+                       {{"attempt", std::to_string(attempt_)},
+                        {"requested_restarts", std::to_string(requested_restarts_)},
+                        {"cause", end.abort->message}});
+          continue;
+        }
         if (can_restart && end.abort && end.abort->restartable) {
           ++restart_count_;
           attempt_ = end.abort->attempt + 1;
@@ -161,6 +186,18 @@ int Launcher::Run() {
                         {"restart_count", std::to_string(restart_count_)},
                         {"cause", end.message}});
           continue;
+        }
+        if (end.kind == EndKind::kAborted && end.abort->reason == rendezvous::kAbortFinished) {
+          // The chief's success ended the job; this node's servers were stopped on purpose.
+          joined->session->SendDone().IgnoreError();
+          log::Info("the job finished on another node; local processes stopped",
+                    {{"cause", end.message}});
+          report.reason = "finished";
+          report.rank = -1;
+          report.exit_code = 0;
+          report.signal = 0;
+          report.stderr_tail.clear();
+          return Finish(report, 0);
         }
         if (end.kind == EndKind::kAborted) {
           // Another node's failure: say so, so the operator does not blame this pod's ranks.
@@ -190,6 +227,7 @@ int Launcher::JoinFailed(const Status& status, uint32_t attempt) {
   supervisor::TerminationReport report;
   report.attempt = static_cast<int>(attempt);
   report.restart_count = restart_count_;
+  report.requested_restarts = requested_restarts_;
   report.node_rank = static_cast<int>(config_.node_rank);
   report.message = status.message();
   int code = contract::kExitInternal;
@@ -220,18 +258,21 @@ Launcher::AttemptEnd Launcher::RunAttempt(const World& world, rendezvous::Sessio
     end.kind = EndKind::kInternal;
     end.message = started.ToString();
     session.SendFailure({static_cast<uint32_t>(world.attempt), -1, 0, 0, "launcher",
-                               end.message}).IgnoreError();
+                         end.message, {}}).IgnoreError();
     return end;
   }
-  bool decided = false;
+  // Tells the server (and through it the operator) that this node's part of the round runs. A
+  // failed send means a lost server, which the heartbeats below notice.
+  session.SendStarted().IgnoreError();
   bool session_alive = true;
+  bool decided = false;
   Steady::time_point next_beat = Steady::now() + config_.heartbeat_interval;
   std::optional<Steady::time_point> abort_wait_until;
   auto stop_children = [&](int sig) { sup.Stop(config_.grace_period, sig); };
   auto report_failure = [&](const std::string& reason, int rank, int code, int sig) {
     if (!session_alive) return;
     Status s = session.SendFailure(
-        {static_cast<uint32_t>(world.attempt), rank, code, sig, reason, end.message});
+        {static_cast<uint32_t>(world.attempt), rank, code, sig, reason, end.message, end.tail});
     if (!s.ok()) session_alive = false;
     abort_wait_until = Steady::now() + config_.peer_timeout;
   };
@@ -303,8 +344,14 @@ Launcher::AttemptEnd Launcher::RunAttempt(const World& world, rendezvous::Sessio
       end.message = DescribeFailure(*end.failure);
       log::Warning("local process failed; stopping the gang", {{"cause", end.message}});
       stop_children(SIGTERM);
-      report_failure(end.failure->signal != 0 ? "signal" : "exit", end.failure->rank,
-                     end.failure->exit_code, end.failure->signal);
+      // An exit code the job's FailJob rules name ends the job: no round restarts for it.
+      const bool permanent = end.failure->signal == 0 &&
+                             config_.fail_exit_codes.count(end.failure->exit_code) > 0;
+      if (permanent) end.message += " (a FailJob exit code: no in-place restart)";
+      report_failure(permanent                    ? std::string(rendezvous::kFailurePermanent)
+                     : end.failure->signal != 0 ? "signal"
+                                                : "exit",
+                     end.failure->rank, end.failure->exit_code, end.failure->signal);
     }
     if (!decided) {
       if (std::optional<std::string> hang = sup.CheckHang(now, config_.hang_timeout)) {

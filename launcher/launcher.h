@@ -64,7 +64,10 @@ class Launcher {
   std::unique_ptr<stores::GlooKvServer> gloo_kv_;
   std::map<std::string, int> gloo_scopes_;
 #endif
+  // In-place restarts: charged to --max-restarts (failures), and requested by the operator
+  // (control.h), which cost no budget. Children see their sum as the restart count.
   int restart_count_ = 0;
+  int requested_restarts_ = 0;
   uint32_t attempt_ = 0;
 };
 

@@ -71,6 +71,24 @@ StatusOr<uint32_t> ToUint(const Raw& raw, uint32_t min, uint32_t max) {
   return static_cast<uint32_t>(v);
 }
 
+// "2,3,10-12": exit codes 1..255, single or as inclusive ranges; "" is none.
+StatusOr<std::set<int>> ToExitCodes(const Raw& raw) {
+  std::set<int> codes;
+  std::string_view rest = raw.value;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string item(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const size_t dash = item.find('-');
+    const Raw lo{item.substr(0, dash), raw.source};
+    const Raw hi{dash == std::string::npos ? item : item.substr(dash + 1), raw.source};
+    LS_ASSIGN_OR_RETURN(uint32_t first, ToUint(lo, 1, 255));
+    LS_ASSIGN_OR_RETURN(uint32_t last, ToUint(hi, first, 255));
+    for (uint32_t c = first; c <= last; ++c) codes.insert(static_cast<int>(c));
+  }
+  return codes;
+}
+
 StatusOr<std::chrono::milliseconds> ToSeconds(const Raw& raw, bool allow_zero) {
   char* end = nullptr;
   const double s = std::strtod(raw.value.c_str(), &end);
@@ -152,6 +170,7 @@ Status ParseNumbers(const Values& v, LauncherConfig* c) {
   LS_ASSIGN_OR_RETURN(c->role_index, ToUint(v.Get(k::kEnvRoleIndex), 0, 1u << 20));
   LS_ASSIGN_OR_RETURN(c->attempt, ToUint(v.Get(k::kEnvAttempt), 0, 1u << 30));
   LS_ASSIGN_OR_RETURN(c->max_restarts, ToUint(v.Get(k::kEnvMaxRestarts), 0, 1u << 20));
+  LS_ASSIGN_OR_RETURN(c->fail_exit_codes, ToExitCodes(v.Get(k::kEnvFailExitCodes)));
   LS_ASSIGN_OR_RETURN(c->framework_port, ToUint(v.Get(k::kEnvFrameworkPort), 0, 65535));
   LS_ASSIGN_OR_RETURN(c->master_port, ToUint(v.Get(k::kEnvMasterPort), 0, 65535));
   LS_ASSIGN_OR_RETURN(c->kv_port, ToUint(v.Get(k::kEnvKvPort), 0, 65535));

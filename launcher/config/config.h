@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,7 @@ struct LauncherConfig {
   uint32_t role_index = 0;
   uint32_t attempt = 0;
   uint32_t max_restarts = 0;
+  std::set<int> fail_exit_codes;  // a child exiting with one of these is never restarted in place
   std::chrono::milliseconds hang_timeout{0};  // 0 = off
   std::string heartbeat_file;
   std::string advertise_addr;

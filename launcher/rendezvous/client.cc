@@ -217,7 +217,8 @@ Status Session::Send(const std::string& bytes) {
 
 Status Session::SendHeartbeat() { return Send(Encode(Heartbeat{attempt_})); }
 Status Session::SendFailure(const Failure& f) { return Send(Encode(f)); }
-Status Session::SendDone() { return Send(Encode(Done{attempt_})); }
+Status Session::SendDone(bool ends_job) { return Send(Encode(Done{attempt_, ends_job})); }
+Status Session::SendStarted() { return Send(Encode(Started{attempt_})); }
 
 StatusOr<JoinResult> JoinRound(const ClientOptions& opt) {
   milliseconds backoff(50);

@@ -56,7 +56,9 @@ class Session {
   std::vector<ServerEvent> OnReadable();
   Status SendHeartbeat();
   Status SendFailure(const Failure& f);
-  Status SendDone();
+  Status SendDone(bool ends_job = false);
+  // The children of this attempt were started (the operator's "running round").
+  Status SendStarted();
 
  private:
   Status Send(const std::string& bytes);

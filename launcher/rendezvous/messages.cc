@@ -1,5 +1,8 @@
 #include "launcher/rendezvous/messages.h"
 
+#include <algorithm>
+
+#include "launcher/rendezvous/control.h"
 #include "launcher/rendezvous/wire.h"
 
 namespace lockstep::launcher::rendezvous {
@@ -107,12 +110,18 @@ std::string Encode(const Failure& m) {
   w.PutI32(m.signal);
   w.PutString(m.reason);
   w.PutString(m.message);
+  const size_t lines = std::min<size_t>(m.stderr_tail.size(), kMaxTailLines);
+  w.PutU32(static_cast<uint32_t>(lines));
+  for (size_t i = m.stderr_tail.size() - lines; i < m.stderr_tail.size(); ++i) {
+    w.PutString(std::string_view(m.stderr_tail[i]).substr(0, kMaxTailLineBytes));
+  }
   return Framed(MessageType::kFailure, w);
 }
 
 std::string Encode(const Done& m) {
   WireWriter w;
   w.PutU32(m.attempt);
+  w.PutU8(m.ends_job ? 1 : 0);
   return Framed(MessageType::kDone, w);
 }
 
@@ -230,6 +239,27 @@ StatusOr<Failure> DecodeFailure(std::string_view body) {
   LS_RETURN_IF_ERROR(r.GetI32(&m.signal));
   LS_RETURN_IF_ERROR(r.GetString(&m.reason));
   LS_RETURN_IF_ERROR(r.GetString(&m.message));
+  uint32_t lines = 0;
+  LS_RETURN_IF_ERROR(r.GetU32(&lines));
+  if (lines > kMaxTailLines) return DataLossError("failure: too many stderr lines");
+  m.stderr_tail.resize(lines);
+  for (std::string& line : m.stderr_tail) {
+    LS_RETURN_IF_ERROR(r.GetString(&line, static_cast<uint32_t>(kMaxTailLineBytes)));
+  }
+  LS_RETURN_IF_ERROR(r.ExpectEnd());
+  return m;
+}
+
+std::string Encode(const Started& m) {
+  WireWriter w;
+  w.PutU32(m.attempt);
+  return Framed(MessageType::kStarted, w);
+}
+
+StatusOr<Started> DecodeStarted(std::string_view body) {
+  WireReader r(body);
+  Started m;
+  LS_RETURN_IF_ERROR(r.GetU32(&m.attempt));
   LS_RETURN_IF_ERROR(r.ExpectEnd());
   return m;
 }
@@ -238,6 +268,10 @@ StatusOr<Done> DecodeDone(std::string_view body) {
   WireReader r(body);
   Done m;
   LS_RETURN_IF_ERROR(r.GetU32(&m.attempt));
+  uint8_t ends_job = 0;
+  LS_RETURN_IF_ERROR(r.GetU8(&ends_job));
+  if (ends_job > 1) return DataLossError("Done: ends_job is not 0 or 1");
+  m.ends_job = ends_job == 1;
   LS_RETURN_IF_ERROR(r.ExpectEnd());
   return m;
 }
@@ -268,6 +302,10 @@ Status DecodeAny(const Frame& frame) {
     case MessageType::kFailure: return DecodeFailure(frame.body).status();
     case MessageType::kDone: return DecodeDone(frame.body).status();
     case MessageType::kAbort: return DecodeAbort(frame.body).status();
+    case MessageType::kStarted: return DecodeStarted(frame.body).status();
+    case MessageType::kControl: return DecodeControlRequest(frame.body).status();
+    case MessageType::kControlStatus: return DecodeControlStatus(frame.body).status();
+    case MessageType::kControlAck: return DecodeControlAck(frame.body).status();
   }
   return DataLossError("unknown message type " + std::to_string(frame.type));
 }

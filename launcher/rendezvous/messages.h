@@ -4,10 +4,13 @@
 // A session: the server sends Challenge on accept; the client answers Join (with an HMAC over the
 // nonce, see auth.h); the server answers Refuse and closes, or, when the round completes, an
 // optional PeerTable then World. While children run, both sides send Heartbeat every interval; a
-// client reports Failure or Done; the server sends Abort to end the round for everyone.
+// client reports Started (its children run), Failure or Done; the server sends Abort to end the
+// round for everyone. A control session (control.h: the operator's Status and Restart) answers
+// the Challenge with Control instead of Join.
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -16,7 +19,8 @@
 namespace lockstep::launcher::rendezvous {
 
 // 2: World carries the member's role rank and role size (so PyTorch needs no peer table).
-inline constexpr uint32_t kProtocolVersion = 2;
+// 3: Started, Failure's stderr tail, and the control messages (control.h).
+inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;  // HMAC-SHA256
 inline constexpr size_t kNcclIdBytes = 128;
@@ -32,6 +36,10 @@ enum class MessageType : uint8_t {
   kFailure = 7,
   kDone = 8,
   kAbort = 9,
+  kStarted = 10,
+  kControl = 11,        // control.h
+  kControlStatus = 12,  // control.h
+  kControlAck = 13,     // control.h
 };
 
 struct Challenge {
@@ -113,10 +121,24 @@ struct Failure {
   int32_t signal = 0;
   std::string reason;       // "exit", "signal", "hang"
   std::string message;
+  // The failing child's last stderr lines (at most kMaxTailLines, each cut to kMaxTailLineBytes),
+  // so the server can tell the operator why without the pod's termination message.
+  std::vector<std::string> stderr_tail = {};
+};
+inline constexpr uint32_t kMaxTailLines = 20;
+inline constexpr size_t kMaxTailLineBytes = 512;
+
+// Sent once the member's children for `attempt` were started: the operator's "running round".
+struct Started {
+  uint32_t attempt = 0;
 };
 
 struct Done {
   uint32_t attempt = 0;
+  // The sender's success ends the job for everyone (a TensorFlow chief beside ps and worker
+  // servers that never exit by themselves): the server tells the other members to stop their
+  // children and leave with success (Abort::reason kAbortFinished).
+  bool ends_job = false;
 };
 
 struct Abort {
@@ -126,6 +148,15 @@ struct Abort {
   std::string message;
   bool restartable = true;  // false once a node finished: the gang cannot re-form in place
 };
+// Abort::reason of a restart the operator asked for (control.h): every launcher rejoins the next
+// round, and none charges it to its --max-restarts budget.
+inline constexpr std::string_view kAbortRequested = "requested";
+// Abort::reason when a member whose success ends the job finished (Done::ends_job): the others
+// stop their children and exit 0.
+inline constexpr std::string_view kAbortFinished = "finished";
+// Failure::reason (and so Abort::reason) of an exit code the job's FailJob rules name
+// (--fail-exit-codes): the round ends without an in-place restart and costs no budget.
+inline constexpr std::string_view kFailurePermanent = "permanent";
 
 std::string Encode(const Challenge& m);
 std::string Encode(const Join& m);
@@ -136,6 +167,7 @@ std::string Encode(const Heartbeat& m);
 std::string Encode(const Failure& m);
 std::string Encode(const Done& m);
 std::string Encode(const Abort& m);
+std::string Encode(const Started& m);
 
 // Decoders take a frame's body (its type already checked) and reject trailing bytes.
 StatusOr<Challenge> DecodeChallenge(std::string_view body);
@@ -147,6 +179,7 @@ StatusOr<Heartbeat> DecodeHeartbeat(std::string_view body);
 StatusOr<Failure> DecodeFailure(std::string_view body);
 StatusOr<Done> DecodeDone(std::string_view body);
 StatusOr<Abort> DecodeAbort(std::string_view body);
+StatusOr<Started> DecodeStarted(std::string_view body);
 
 // Decodes any frame's body by its type; used by the fuzz target. Unknown types are errors.
 Status DecodeAny(const Frame& frame);

@@ -27,6 +27,8 @@ struct RendezvousServer::Conn {
   std::string nonce;
   Join join;
   Clock::Steady last_seen;
+  uint32_t first_rank = 0;  // of the member's local rank 0, once the round completed
+  bool started = false;     // the member's children run (Started for the current round)
 };
 
 namespace {
@@ -215,6 +217,15 @@ void RendezvousServer::OnReadable(Conn& c) {
 Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
   const auto type = static_cast<MessageType>(frame.type);
   if (c.state == ConnState::kAwaitJoin) {
+    if (type == MessageType::kControl) {
+      StatusOr<ControlRequest> request = DecodeControlRequest(frame.body);
+      if (!request.ok()) {
+        Refuse(c, RefuseCode::kProtocol, "bad control request: " + request.status().message());
+        return Status::Ok();
+      }
+      OnControl(c, *request);
+      return Status::Ok();
+    }
     if (type != MessageType::kJoin) return DataLossError("expected a join");
     LS_ASSIGN_OR_RETURN(Join join, DecodeJoin(frame.body));
     return OnJoin(c, join);
@@ -222,10 +233,24 @@ Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
   switch (type) {
     case MessageType::kHeartbeat:
       return DecodeHeartbeat(frame.body).status();
+    case MessageType::kStarted: {
+      LS_ASSIGN_OR_RETURN(Started st, DecodeStarted(frame.body));
+      if (c.state == ConnState::kMember && st.attempt == attempt_) c.started = true;
+      return Status::Ok();
+    }
     case MessageType::kFailure: {
       LS_ASSIGN_OR_RETURN(Failure f, DecodeFailure(frame.body));
       if (c.state == ConnState::kMember && f.attempt == attempt_ && phase_ != Phase::kGathering) {
-        AbortRound(f.reason, static_cast<int>(c.join.node_rank), f.message);
+        RoundFailure cause;
+        cause.node_rank = static_cast<int32_t>(c.join.node_rank);
+        cause.rank = f.rank;
+        if (f.rank >= 0) cause.local_rank = f.rank - static_cast<int32_t>(c.first_rank);
+        cause.exit_code = f.exit_code;
+        cause.signal = f.signal;
+        cause.reason = f.reason;
+        cause.message = f.message;
+        cause.stderr_tail = f.stderr_tail;
+        AbortRound(f.reason, static_cast<int>(c.join.node_rank), f.message, std::move(cause));
       }
       return Status::Ok();
     }
@@ -240,6 +265,7 @@ Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
         // A finished member may leave without that counting as a lost peer.
         members_.erase(c.join.node_rank);
         c.state = ConnState::kWaiting;
+        if (d.ends_job && d.attempt == attempt_) EndJob(c);
       }
       return Status::Ok();
     }
@@ -300,8 +326,64 @@ Status RendezvousServer::OnJoin(Conn& c, const Join& join) {
   return Status::Ok();
 }
 
+void RendezvousServer::OnControl(Conn& c, const ControlRequest& request) {
+  if (request.version != kProtocolVersion) {
+    Refuse(c, RefuseCode::kProtocol, "control: protocol version " +
+                                         std::to_string(request.version) + " unsupported");
+    return;
+  }
+  const std::string expected =
+      ControlMac(opt_.token, c.nonce, request.run_id, request.kind, request.reason);
+  if (!MacEquals(expected, request.mac)) {
+    Refuse(c, RefuseCode::kBadToken, "control: authentication failed (wrong rendezvous token)");
+    return;
+  }
+  if (request.run_id != opt_.run_id) {
+    Refuse(c, RefuseCode::kOtherRun, "control: run id does not match this server's run id");
+    return;
+  }
+  std::string answer;
+  if (request.kind == ControlKind::kStatus) {
+    answer = Encode(CurrentStatus());
+  } else {
+    ControlAck ack;
+    ack.round = attempt_;
+    if (phase_ == Phase::kRunning) {
+      log::Warning(std::string(kLogPrefix) + "restart requested",
+                   {{"attempt", std::to_string(attempt_)}, {"reason", request.reason}});
+      ack.accepted = true;
+      AbortRound(std::string(kAbortRequested), -1, "restart requested: " + request.reason);
+    } else {
+      ack.message = "round " + std::to_string(attempt_) + " is " +
+                    (phase_ == Phase::kGathering ? "still gathering" : "finishing") +
+                    "; nothing to restart";
+    }
+    answer = Encode(ack);
+  }
+  const int fd = c.fd.get();
+  c.state = ConnState::kClosing;
+  Queue(c, answer);
+  if (conns_.count(fd) != 0) ::shutdown(fd, SHUT_WR);
+}
+
+ControlStatus RendezvousServer::CurrentStatus() const {
+  ControlStatus st;
+  st.round = attempt_;
+  st.complete = phase_ != Phase::kGathering;
+  st.members = static_cast<uint32_t>(members_.size());
+  st.running = phase_ == Phase::kRunning && !members_.empty();
+  for (const auto& [node_rank, fd] : members_) {
+    auto it = conns_.find(fd);
+    if (it == conns_.end() || !it->second->started) st.running = false;
+  }
+  st.failure_restarts = failure_restarts_;
+  st.requested_restarts = requested_restarts_;
+  st.last_failure = last_failure_;
+  return st;
+}
+
 void RendezvousServer::Refuse(Conn& c, RefuseCode code, const std::string& reason) {
-  log::Warning(std::string(kLogPrefix) + "refused a join", {{"reason", reason}});
+  log::Warning(std::string(kLogPrefix) + "refused a connection", {{"reason", reason}});
   rendezvous::Refuse refuse;
   refuse.code = code;
   refuse.reason = reason;
@@ -369,6 +451,8 @@ void RendezvousServer::CompleteRound() {
     world.role_world_size = role_size[p.role];
     role_next_rank += p.nproc;
     c.last_seen = now;
+    c.first_rank = p.first_rank;
+    c.started = false;
     std::string bytes = c.join.want_peer_table ? table : std::string();
     bytes += Encode(world);
     sends.emplace_back(fd, std::move(bytes));
@@ -391,8 +475,49 @@ void RendezvousServer::CompleteRound() {
              {"gather_ms", std::to_string(took.count())}});
 }
 
+void RendezvousServer::EndJob(const Conn& finished) {
+  // Unlike an abort, the round stays: the others remain members until they report Done after
+  // stopping their children, so node 0 keeps serving until every one of them has left.
+  Abort abort;
+  abort.attempt = attempt_;
+  abort.reason = std::string(kAbortFinished);
+  abort.node_rank = static_cast<int32_t>(finished.join.node_rank);
+  abort.message = "node " + std::to_string(finished.join.node_rank) + " (" + finished.join.role +
+                  ") finished the job";
+  abort.restartable = false;
+  log::Info(std::string(kLogPrefix) + "the job is finished; stopping the other nodes",
+            {{"node_rank", std::to_string(finished.join.node_rank)}});
+  const std::string bytes = Encode(abort);
+  std::vector<int> targets;
+  for (const auto& [fd, conn] : conns_) {
+    if (conn->state == ConnState::kMember) targets.push_back(fd);
+  }
+  for (int fd : targets) Queue(*conns_.at(fd), bytes);
+}
+
 void RendezvousServer::AbortRound(const std::string& reason, int node_rank,
-                                  const std::string& message) {
+                                  const std::string& message, std::optional<RoundFailure> cause) {
+  // Only a running round's abort restarts anybody's children; a requested one costs no budget,
+  // a failure one only while the launchers have budget left (they agree: all count the same).
+  const bool requested = reason == kAbortRequested;
+  const bool permanent = reason == kFailurePermanent;
+  if (phase_ == Phase::kRunning) {
+    if (requested) {
+      ++requested_restarts_;
+    } else if (!permanent && failure_restarts_ < opt_.max_restarts) {
+      ++failure_restarts_;
+    }
+  }
+  if (!requested) {
+    if (!cause) {
+      cause.emplace();
+      cause->node_rank = node_rank;
+      cause->reason = reason;
+      cause->message = message;
+    }
+    cause->round = attempt_;
+    last_failure_ = std::move(cause);
+  }
   log::Warning(std::string(kLogPrefix) + "aborting round",
                {{"attempt", std::to_string(attempt_)},
                 {"reason", reason},
@@ -403,7 +528,7 @@ void RendezvousServer::AbortRound(const std::string& reason, int node_rank,
   abort.reason = reason;
   abort.node_rank = node_rank;
   abort.message = message;
-  abort.restartable = phase_ != Phase::kFinishing;
+  abort.restartable = phase_ != Phase::kFinishing && !permanent;
   const std::string bytes = Encode(abort);
   std::vector<int> targets;
   for (const auto& [fd, conn] : conns_) {

@@ -9,6 +9,11 @@
 // member gets Abort and the server waits for attempt N+1. A member that reports Done switches the
 // round to finishing: later losses still abort, but without a restart.
 //
+// Control requests (control.h) come from the operator on their own connections: Status reports
+// the round, the in-place restarts so far and the last failure; Restart aborts a running round
+// like a failure would, with Abort::reason kAbortRequested, which no launcher charges to its
+// budget. A refused or closed control connection never touches the round.
+//
 // Thread safety: Start/Stop/port from one owning thread; everything else runs on the loop thread.
 
 #include <atomic>
@@ -25,6 +30,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "launcher/rendezvous/auth.h"
+#include "launcher/rendezvous/control.h"
 #include "launcher/rendezvous/frame.h"
 #include "launcher/rendezvous/messages.h"
 #include "launcher/sys/fd.h"
@@ -40,6 +46,9 @@ struct ServerOptions {
   std::chrono::milliseconds last_call{10000};
   std::chrono::milliseconds peer_timeout{5000};
   std::chrono::milliseconds heartbeat_interval{1000};
+  // The launchers' --max-restarts: an aborted running round is an in-place restart (counted in
+  // ControlStatus::failure_restarts) while the launchers still have budget for it.
+  uint32_t max_restarts = 0;
   // Returns a fresh 128-byte NCCL unique id, or "" when NCCL is not loadable. Called on the loop
   // thread once per completed round.
   std::function<std::string()> nccl_id_source;
@@ -71,10 +80,16 @@ class RendezvousServer {
   void OnWritable(Conn& c);
   Status OnFrame(Conn& c, const Frame& frame);
   Status OnJoin(Conn& c, const Join& join);
+  void OnControl(Conn& c, const ControlRequest& request);
+  ControlStatus CurrentStatus() const;
   void Refuse(Conn& c, RefuseCode code, const std::string& reason);
   void MaybeComplete();
   void CompleteRound();
-  void AbortRound(const std::string& reason, int node_rank, const std::string& message);
+  // `cause`: what failed (recorded as the last failure); null for a requested restart.
+  // A member whose success ends the job finished (Done::ends_job): the others are told to stop.
+  void EndJob(const Conn& finished);
+  void AbortRound(const std::string& reason, int node_rank, const std::string& message,
+                  std::optional<RoundFailure> cause = std::nullopt);
   void OnTick();
   void Queue(Conn& c, std::string_view bytes);
   void CloseConn(int fd, const std::string& why);
@@ -97,6 +112,10 @@ class RendezvousServer {
   Clock::Steady next_tick_;
   Clock::Steady gather_start_;
   std::atomic<uint32_t> active_members_{0};
+  // In-place restarts of running rounds so far, and the cause of the last failed round.
+  uint32_t failure_restarts_ = 0;
+  uint32_t requested_restarts_ = 0;
+  std::optional<RoundFailure> last_failure_;
 };
 
 }  // namespace lockstep::launcher::rendezvous

@@ -14,6 +14,7 @@ std::string TerminationJson(const TerminationReport& r) {
                         {"rank", r.rank},           {"exitCode", r.exit_code},
                         {"signal", r.signal},       {"message", message},
                         {"stderrTail", tail}};
+    if (r.requested_restarts > 0) j["requestedRestarts"] = r.requested_restarts;
     // Replace invalid UTF-8 (a child may write anything) instead of throwing.
     std::string out = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (out.size() <= kMaxTerminationBytes) return out;

@@ -17,7 +17,8 @@ struct TerminationReport {
   // "refused", "timeout", "terminated", "launcher", "rendezvous".
   std::string reason;
   int attempt = 0;
-  int restart_count = 0;
+  int restart_count = 0;       // in-place restarts charged to --max-restarts (failures)
+  int requested_restarts = 0;  // in-place restarts the operator asked for (not charged)
   int node_rank = 0;
   int rank = -1;        // global rank of the first failing child; -1 when none
   int exit_code = 0;

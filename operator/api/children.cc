@@ -7,6 +7,7 @@
 #include <set>
 
 #include "launcher/contract.h"
+#include "operator/api/failure_rules.h"
 #include "operator/api/ranks.h"
 
 namespace lockstep::api {
@@ -77,7 +78,7 @@ json EnvVar(std::string_view name, std::string value) {
 json LauncherEnv(const TrainingJob& job, const PodSlot& slot, const AttemptContext& ctx,
                  const ChildrenOptions& options) {
   const std::string pod_name = PodName(job.metadata.name, slot.role, slot.index);
-  return json::array({
+  json env = json::array({
       EnvVar(contract::kEnvFramework, std::string(LauncherFrameworkName(job.spec.framework))),
       EnvVar(contract::kEnvJobName, job.metadata.name),
       EnvVar(contract::kEnvRole, slot.role),
@@ -96,6 +97,22 @@ json LauncherEnv(const TrainingJob& job, const PodSlot& slot, const AttemptConte
              std::to_string(job.spec.failure_policy.hang_timeout_seconds)),
       EnvVar(contract::kEnvAdvertiseAddr, PodDnsName(job, pod_name)),
   });
+  // Exit codes the FailJob rules name: the launchers end the job on them at once instead of
+  // spending in-place restarts on an error that no restart can fix.
+  static const json::json_pointer kTrainerName("/spec/containers/0/name");
+  const json& tpl = *slot.pod_template;
+  const std::string trainer = tpl.contains(kTrainerName) && tpl.at(kTrainerName).is_string()
+                                  ? tpl.at(kTrainerName).get<std::string>()
+                                  : std::string();  // a malformed template: any object is safe
+  if (std::string codes = FailJobExitCodes(job.spec.failure_policy.rules, trainer);
+      !codes.empty()) {
+    env.push_back(EnvVar(contract::kEnvFailExitCodes, std::move(codes)));
+  }
+  // TensorFlow tasks serve gRPC at the host:port TF_CONFIG names; the launcher reserves it.
+  if (job.spec.framework == Framework::kTensorFlow) {
+    env.push_back(EnvVar(contract::kEnvFrameworkPort, std::to_string(kTensorFlowPort)));
+  }
+  return env;
 }
 
 // User env first, minus names the operator sets (the launcher contract wins), then ours.

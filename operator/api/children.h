@@ -34,6 +34,7 @@ inline constexpr std::string_view kLabelAttempt = "lockstep.dev/attempt";
 
 inline constexpr std::string_view kSchedulerName = "lockstep";
 inline constexpr int32_t kRdzvPort = 29400;
+inline constexpr int32_t kTensorFlowPort = 2222;  // TF's customary task port (TF_CONFIG)
 inline constexpr std::string_view kInitContainerName = "lockstep-launcher-install";
 inline constexpr std::string_view kLauncherInImage = "/lockstep-launcher";
 inline constexpr std::string_view kLauncherVolume = "lockstep-bin";

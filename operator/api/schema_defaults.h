@@ -14,6 +14,7 @@ inline constexpr int32_t kDefaultReplicas = 1;
 inline constexpr int32_t kDefaultMaxRestarts = 3;
 inline constexpr int32_t kDefaultMaxDisruptions = 10;
 inline constexpr RestartMode kDefaultRestartMode = RestartMode::kInPlace;
+inline constexpr int32_t kDefaultInPlaceTimeoutSeconds = 60;
 inline constexpr int32_t kDefaultBackoffInitialSeconds = 10;
 inline constexpr int32_t kDefaultBackoffMaxSeconds = 300;
 inline constexpr int32_t kDefaultBackoffResetAfterSeconds = 600;

@@ -130,6 +130,8 @@ Status DecodeFailurePolicy(const json& spec, FailurePolicy* out) {
   LS_RETURN_IF_ERROR(ReadInt32(*f, "maxDisruptions", path, &out->max_disruptions));
   LS_RETURN_IF_ERROR(ReadEnum(*f, "restartMode", path, &ParseRestartMode, &out->restart_mode));
   LS_RETURN_IF_ERROR(ReadInt32(*f, "hangTimeoutSeconds", path, &out->hang_timeout_seconds));
+  LS_RETURN_IF_ERROR(
+      ReadInt32(*f, "inPlaceTimeoutSeconds", path, &out->in_place_timeout_seconds));
   if (const json* b = Member(*f, "backoff")) {
     const std::string b_path = path + ".backoff";
     if (!b->is_object()) return TypeError(b_path, "an object", *b);
@@ -171,6 +173,7 @@ json EncodeFailurePolicy(const FailurePolicy& f) {
   json out = {{"maxRestarts", f.max_restarts},
               {"maxDisruptions", f.max_disruptions},
               {"restartMode", ToString(f.restart_mode)},
+              {"inPlaceTimeoutSeconds", f.in_place_timeout_seconds},
               {"backoff",
                {{"initialSeconds", f.backoff.initial_seconds},
                 {"maxSeconds", f.backoff.max_seconds},

@@ -39,6 +39,7 @@ Status DecodeRestarts(const json& status, TrainingJobStatus* out) {
     LS_RETURN_IF_ERROR(ReadInt32(*r, "failures", "status.restarts", &out->restarts.failures));
     LS_RETURN_IF_ERROR(ReadInt32(*r, "disruptions", "status.restarts", &out->restarts.disruptions));
     LS_RETURN_IF_ERROR(ReadInt32(*r, "consecutive", "status.restarts", &out->restarts.consecutive));
+    LS_RETURN_IF_ERROR(ReadInt32(*r, "inPlace", "status.restarts", &out->restarts.in_place));
   }
   if (const json* l = Member(status, "lastRestart")) {
     if (!l->is_object()) return TypeError("status.lastRestart", "an object", *l);
@@ -54,6 +55,36 @@ Status DecodeRestarts(const json& status, TrainingJobStatus* out) {
     LS_RETURN_IF_ERROR(ReadString(*l, "mode", "status.lastRestart", &last.mode));
     LS_RETURN_IF_ERROR(ReadStringList(*l, "nodes", "status.lastRestart", &last.nodes));
     out->last_restart = std::move(last);
+  }
+  return Status::Ok();
+}
+
+Status DecodeInPlace(const json& status, TrainingJobStatus* out) {
+  if (const json* r = Member(status, "rendezvous")) {
+    const std::string path = "status.rendezvous";
+    if (!r->is_object()) return TypeError(path, "an object", *r);
+    RendezvousStatus rdzv;
+    LS_RETURN_IF_ERROR(ReadInt32(*r, "attempt", path, &rdzv.attempt));
+    LS_RETURN_IF_ERROR(ReadInt32(*r, "round", path, &rdzv.round));
+    LS_RETURN_IF_ERROR(ReadInt32(*r, "failureRestarts", path, &rdzv.failure_restarts));
+    LS_RETURN_IF_ERROR(ReadInt32(*r, "requestedRestarts", path, &rdzv.requested_restarts));
+    out->rendezvous = rdzv;
+  }
+  if (const json* q = Member(status, "restartRequest")) {
+    const std::string path = "status.restartRequest";
+    if (!q->is_object()) return TypeError(path, "an object", *q);
+    RestartRequestStatus request;
+    LS_RETURN_IF_ERROR(ReadString(*q, "value", path, &request.value));
+    std::optional<Time> when;
+    LS_RETURN_IF_ERROR(ReadOptTime(*q, "time", path, &when));
+    if (when) request.time = *when;
+    LS_RETURN_IF_ERROR(ReadString(*q, "mode", path, &request.mode));
+    LS_RETURN_IF_ERROR(ReadString(*q, "state", path, &request.state));
+    LS_RETURN_IF_ERROR(ReadInt32(*q, "attempt", path, &request.attempt));
+    if (Member(*q, "round") != nullptr) {
+      LS_RETURN_IF_ERROR(ReadInt32(*q, "round", path, &request.round));
+    }
+    out->restart_request = std::move(request);
   }
   return Status::Ok();
 }
@@ -117,6 +148,7 @@ StatusOr<TrainingJobStatus> DecodeStatus(const json& status) {
   LS_RETURN_IF_ERROR(DecodeRestarts(status, &out));
   LS_RETURN_IF_ERROR(ReadOptTime(status, "startTime", "status", &out.start_time));
   LS_RETURN_IF_ERROR(ReadOptTime(status, "completionTime", "status", &out.completion_time));
+  LS_RETURN_IF_ERROR(DecodeInPlace(status, &out));
   LS_RETURN_IF_ERROR(DecodeExcludedNodes(status, &out));
   LS_RETURN_IF_ERROR(DecodeCapacity(status, &out));
   return out;
@@ -141,7 +173,8 @@ json EncodeStatus(const TrainingJobStatus& s) {
       {"restarts",
        {{"failures", s.restarts.failures},
         {"disruptions", s.restarts.disruptions},
-        {"consecutive", s.restarts.consecutive}}}};
+        {"consecutive", s.restarts.consecutive},
+        {"inPlace", s.restarts.in_place}}}};
   if (s.state) out["state"] = ToString(*s.state);
   if (!s.reason.empty()) out["reason"] = s.reason;
   if (!s.message.empty()) out["message"] = s.message;
@@ -160,6 +193,19 @@ json EncodeStatus(const TrainingJobStatus& s) {
                           {"backoffSeconds", s.last_restart->backoff_seconds}};
     if (!s.last_restart->mode.empty()) out["lastRestart"]["mode"] = s.last_restart->mode;
     if (!s.last_restart->nodes.empty()) out["lastRestart"]["nodes"] = s.last_restart->nodes;
+  }
+  if (s.rendezvous) {
+    out["rendezvous"] = {{"attempt", s.rendezvous->attempt},
+                         {"round", s.rendezvous->round},
+                         {"failureRestarts", s.rendezvous->failure_restarts},
+                         {"requestedRestarts", s.rendezvous->requested_restarts}};
+  }
+  if (s.restart_request) {
+    const RestartRequestStatus& q = *s.restart_request;
+    out["restartRequest"] = {{"value", q.value},     {"time", FormatTime(q.time)},
+                             {"mode", q.mode},       {"state", q.state},
+                             {"attempt", q.attempt}};
+    if (q.round >= 0) out["restartRequest"]["round"] = q.round;
   }
   // Always written (possibly empty), like conditions, so a merge patch replaces the list.
   out["excludedNodes"] = json::array();

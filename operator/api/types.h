@@ -27,6 +27,10 @@ inline constexpr std::string_view kKind = "TrainingJob";
 inline constexpr std::string_view kPlural = "trainingjobs";
 // The implicit role of the pods built from spec.replicas and spec.template.
 inline constexpr std::string_view kWorkerRole = "worker";
+// On the TrainingJob: a new value asks the operator for one gang restart (docs/failures.md), in
+// place when restartMode is InPlace and every pod is healthy, else Recreate. Any string; only a
+// change matters (status.restartRequest.value records the last one handled).
+inline constexpr std::string_view kAnnotationRestartRequest = "lockstep.dev/restart-request";
 
 // Wall-clock instants as the API writes them (RFC 3339, second precision; see time.h).
 using Time = std::chrono::system_clock::time_point;
@@ -90,6 +94,9 @@ struct FailurePolicy {
   int32_t max_disruptions = kDefaultMaxDisruptions;
   RestartMode restart_mode = kDefaultRestartMode;
   int32_t hang_timeout_seconds = 0;  // 0: hang detection off
+  // A requested in-place restart that has not given a complete running round within this long
+  // falls back to Recreate.
+  int32_t in_place_timeout_seconds = kDefaultInPlaceTimeoutSeconds;
   Backoff backoff;
   std::vector<FailureRule> rules;  // first match wins
 };
@@ -130,6 +137,31 @@ struct RestartCounts {
   // Restarts since the job last ran healthy for failurePolicy.backoff.resetAfterSeconds: the
   // exponent of the backoff before the next attempt.
   int32_t consecutive = 0;
+  // In-place restarts (pods kept, launchers rejoin a new round) of any cause: failures (also in
+  // `failures`) and requested ones.
+  int32_t in_place = 0;
+};
+
+// The launchers' rendezvous as the operator last recorded it (node 0's server, control.h): its
+// counters restart with every attempt (a new node-0 pod), so they belong to `attempt`.
+struct RendezvousStatus {
+  int32_t attempt = 0;
+  int32_t round = 0;               // the launchers' round (their LOCKSTEP_ATTEMPT) last seen
+  int32_t failure_restarts = 0;    // in-place restarts after failures, recorded
+  int32_t requested_restarts = 0;  // in-place restarts on request, recorded
+};
+
+// The last lockstep.dev/restart-request the operator handled.
+struct RestartRequestStatus {
+  std::string value;  // the annotation's value
+  Time time{};        // when the operator acted on it
+  std::string mode;   // InPlace or Recreate
+  // InPlace: Pending (Restart sent, waiting for a complete running round), Completed,
+  // FellBack (Recreate after failurePolicy.inPlaceTimeoutSeconds or a refused Restart),
+  // Superseded (another gang restart came first); Recreate: Recreated.
+  std::string state;
+  int32_t attempt = 0;  // the attempt whose launchers were asked
+  int32_t round = -1;   // the round the Restart aborted; -1 until the launchers answered
 };
 
 struct LastRestart {
@@ -171,6 +203,8 @@ struct TrainingJobStatus {
   std::optional<Time> start_time;
   std::optional<Time> completion_time;
   std::optional<LastRestart> last_restart;
+  std::optional<RendezvousStatus> rendezvous;
+  std::optional<RestartRequestStatus> restart_request;
   std::vector<ExcludedNode> excluded_nodes;
   std::optional<Capacity> capacity;  // the scheduler's; the controller only reads it
 };

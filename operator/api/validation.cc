@@ -162,6 +162,7 @@ void ValidateFailurePolicy(const FailurePolicy& f, Errors* errors) {
   errors->Range(path + ".maxRestarts", f.max_restarts, 0, INT32_MAX);
   errors->Range(path + ".maxDisruptions", f.max_disruptions, 0, INT32_MAX);
   errors->Range(path + ".hangTimeoutSeconds", f.hang_timeout_seconds, 0, INT32_MAX);
+  errors->Range(path + ".inPlaceTimeoutSeconds", f.in_place_timeout_seconds, 1, INT32_MAX);
   errors->Range(path + ".backoff.initialSeconds", f.backoff.initial_seconds, 0, INT32_MAX);
   errors->Range(path + ".backoff.maxSeconds", f.backoff.max_seconds, 0, INT32_MAX);
   errors->Range(path + ".backoff.resetAfterSeconds", f.backoff.reset_after_seconds, 0, INT32_MAX);

@@ -108,6 +108,8 @@ Status HttpServer::Start(const std::string& address) {
 
 void HttpServer::Stop() {
   stop_ = true;
+  // Wakes the serving thread's poll() at once instead of at its next 200 ms tick.
+  if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
   if (thread_.joinable()) thread_.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   listen_fd_ = -1;

@@ -16,6 +16,10 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
       expectations_(clock),
       events_(client, options_.events, clock),
       queue_(kControllerName, kube::DefaultControllerRateLimiter(clock), clock, kube_metrics),
+      launchers_(options_.launcher_control
+                     ? std::make_unique<LauncherMonitor>(
+                           client, std::make_unique<RdzvLauncherControl>(), clock)
+                     : nullptr),
       reconciler_(client, caches_, expectations_, events_, metrics,
                   PlanOptions{options_.launcher_image}, clock) {
   CacheHandlers h;
@@ -40,6 +44,11 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
   };
   h.child_changed = [this](const std::string& key) { queue_.Add(key); };
   caches_.SetHandlers(std::move(h));
+  if (launchers_ != nullptr) {
+    // A new answer from a job's launchers (a restart, a round that runs) is news for that job.
+    launchers_->SetChangedHandler([this](const std::string& key) { queue_.Add(key); });
+    reconciler_.SetLauncherMonitor(launchers_.get());
+  }
   caches_.SetNodeHealth(&node_health_);
   // A lost node is news for every job with a pod on it; their reconciles see it in
   // Observed::lost_nodes.
@@ -58,7 +67,14 @@ void TrainingJobController::StartCaches() {
 void TrainingJobController::StartWorkers() {
   std::lock_guard<std::mutex> lock(workers_mu_);
   if (stopped_ || !workers_.empty()) return;
+  // Only the leader talks to the launchers.
+  if (launchers_ != nullptr) launchers_->Start();
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Worker(); });
+}
+
+void TrainingJobController::RequestStop() {
+  node_health_.RequestStop();
+  caches_.RequestStop();
 }
 
 void TrainingJobController::Stop() {
@@ -69,6 +85,8 @@ void TrainingJobController::Stop() {
     stopped_ = true;
     workers.swap(workers_);
   }
+  RequestStop();  // the watches wind down while the workers finish their keys
+  if (launchers_ != nullptr) launchers_->Stop();
   queue_.ShutDown();
   for (std::thread& t : workers) t.join();
   node_health_.Stop();

@@ -23,6 +23,7 @@
 #include "operator/controller/event_recorder.h"
 #include "operator/controller/expectations.h"
 #include "operator/controller/job_caches.h"
+#include "operator/controller/launcher_monitor.h"
 #include "operator/controller/node_health.h"
 #include "operator/controller/reconciler.h"
 #include "operator/kube/metrics.h"
@@ -36,6 +37,9 @@ struct ControllerOptions {
   std::string launcher_image;
   EventRecorderOptions events;
   NodeHealthOptions node_health;
+  // Talk to the launchers' rendezvous servers (Status polls, in-place restarts on request;
+  // launcher_monitor.h). Off: in-place restarts show in status only through failed pods.
+  bool launcher_control = true;
 };
 
 class TrainingJobController {
@@ -50,6 +54,9 @@ class TrainingJobController {
   bool CachesSynced() const { return caches_.HasSynced() && node_health_.HasSynced(); }
   // Starts the workers; they begin once the caches have synced.
   void StartWorkers();
+  // Asks every watch to end without waiting (Stop() waits); lets a caller wind several
+  // components down together.
+  void RequestStop();
   void Stop();
 
   // Sets lockstep_jobs from the cache (call before each scrape).
@@ -69,6 +76,7 @@ class TrainingJobController {
   Expectations expectations_;
   EventRecorder events_;
   kube::WorkQueue queue_;
+  std::unique_ptr<LauncherMonitor> launchers_;  // null when options_.launcher_control is off
   TrainingJobReconciler reconciler_;
   std::mutex workers_mu_;  // StartWorkers runs on the elector's thread, Stop on main's
   std::vector<std::thread> workers_;  // guarded by workers_mu_

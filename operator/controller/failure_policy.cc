@@ -9,6 +9,7 @@
 #include "launcher/contract.h"
 #include "operator/api/enums.h"
 #include "operator/api/time.h"
+#include "operator/controller/inplace_plan.h"
 
 namespace lockstep::controller {
 namespace {
@@ -39,6 +40,52 @@ const kube::ContainerStatus* CulpritContainer(const kube::Pod& pod, bool* is_tra
   return first_terminated;
 }
 
+// The launcher's termination JSON (launcher/supervisor/termination.cc) as a sentence a user can
+// read in `kubectl describe`: which rank failed and how, then its last stderr lines. A message that
+// is not the launcher's JSON (another container, a plain termination message) is kept verbatim.
+std::string DescribeTermination(const std::string& message) {
+  const nlohmann::json m = message.empty() || message.front() != '{'
+                               ? nlohmann::json()
+                               : nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
+  if (!m.is_object() || !m.contains("stderrTail")) return message;
+  auto text = [&](const char* key) {
+    auto it = m.find(key);
+    return it != m.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto number = [&](const char* key) -> std::optional<int64_t> {
+    auto it = m.find(key);
+    if (it == m.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int64_t>();
+  };
+  // The launcher's own message already says "rank R exited with code C"; build it only when absent.
+  std::string out = text("message");
+  if (out.empty()) {
+    if (std::optional<int64_t> rank = number("rank"); rank && *rank >= 0) {
+      out = "rank " + std::to_string(*rank) + " ";
+    }
+    if (std::optional<int64_t> sig = number("signal"); sig && *sig > 0) {
+      out += "killed by signal " + std::to_string(*sig);
+    } else if (std::optional<int64_t> code = number("exitCode"); code) {
+      out += "exited with code " + std::to_string(*code);
+    }
+  }
+  if (std::optional<int64_t> n = number("restartCount"); n && *n > 0) {
+    out += ", after " + std::to_string(*n) + " in-place restart" + (*n == 1 ? "" : "s");
+  }
+  const nlohmann::json& tail = m.at("stderrTail");
+  if (tail.is_array() && !tail.empty()) {
+    // The last lines carry the error; keep the message short enough for a condition.
+    constexpr size_t kMaxLines = 8, kMaxBytes = 1500;
+    std::string lines;
+    for (size_t i = tail.size() > kMaxLines ? tail.size() - kMaxLines : 0; i < tail.size(); ++i) {
+      if (tail[i].is_string()) lines += "\n  " + tail[i].get<std::string>();
+    }
+    if (lines.size() > kMaxBytes) lines = "\n  ..." + lines.substr(lines.size() - kMaxBytes);
+    out += "; last stderr lines:" + lines;
+  }
+  return out;
+}
+
 std::string Describe(const kube::Pod& pod, const kube::ContainerStatus* c) {
   std::string out = "pod " + pod.meta.name + " failed";
   if (!pod.node_name.empty()) out += " on node " + pod.node_name;
@@ -47,7 +94,7 @@ std::string Describe(const kube::Pod& pod, const kube::ContainerStatus* c) {
     if (c->exit_code) out += " exited with code " + std::to_string(*c->exit_code);
     if (c->signal) out += " (signal " + std::to_string(*c->signal) + ")";
     if (!c->reason.empty()) out += " (" + c->reason + ")";
-    if (!c->message.empty()) out += ": " + c->message;
+    if (!c->message.empty()) out += ": " + DescribeTermination(c->message);
   } else if (!pod.reason.empty() || !pod.message.empty()) {
     out += ": " + pod.reason + (pod.message.empty() ? "" : ": " + pod.message);
   }
@@ -200,26 +247,15 @@ bool IsDisrupted(const kube::Pod& pod) {
              kDisruptedPodReasons.end();
 }
 
-const api::FailureRule* MatchFailureRule(const std::vector<api::FailureRule>& rules,
-                                         const std::string& container, bool is_trainer,
-                                         int32_t exit_code) {
-  for (const api::FailureRule& rule : rules) {
-    const api::ExitCodeMatcher& m = rule.on_exit_codes;
-    const bool container_matches =
-        m.container_name ? *m.container_name == container : is_trainer;
-    if (!container_matches) continue;
-    const bool listed = std::find(m.values.begin(), m.values.end(), exit_code) != m.values.end();
-    if (listed == (m.op == api::ExitCodeOperator::kIn)) return &rule;
-  }
-  return nullptr;
-}
-
 FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kube::Pod>& pods,
                               const std::map<std::string, NodeVerdict>& lost_nodes) {
   std::optional<FailureDecision> d = LostNodeFinding(pods, lost_nodes);
   if (!d) d = DisruptionFinding(pods);
   if (!d) d = PodFailureFinding(job.spec, pods);
   if (!d) return {};
+  // The in-place failures the operator recorded while the launchers ran are in
+  // restarts.failures already; the termination message's restartCount counts them again.
+  d->in_place_restarts = std::max(0, d->in_place_restarts - RecordedInPlaceFailures(job.status));
   ApplyBudget(job, &*d);
   return *d;
 }

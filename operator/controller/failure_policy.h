@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "operator/api/failure_rules.h"
 #include "operator/api/types.h"
 #include "operator/controller/node_health.h"
 #include "operator/kube/objects.h"
@@ -51,10 +52,7 @@ struct FailureDecision {
 FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kube::Pod>& pods,
                               const std::map<std::string, NodeVerdict>& lost_nodes);
 
-// The rule of `rules` matching `exit_code` of `container` (first match wins), or null.
-const api::FailureRule* MatchFailureRule(const std::vector<api::FailureRule>& rules,
-                                         const std::string& container, bool is_trainer,
-                                         int32_t exit_code);
+using api::MatchFailureRule;  // operator/api/failure_rules.h
 
 // True when the pod was disrupted (evicted, preempted, deleted by the taint manager, node
 // shutdown) rather than failed by its own containers.

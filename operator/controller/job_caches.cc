@@ -112,7 +112,16 @@ void JobCaches::Start() {
   }
 }
 
+void JobCaches::RequestStop() {
+  for (auto& [ns, n] : namespaces_) {
+    kube::InformerBase* informers[] = {n.jobs.get(), n.pods.get(), n.services.get(),
+                                       n.secrets.get()};
+    for (kube::InformerBase* informer : informers) informer->RequestStop();
+  }
+}
+
 void JobCaches::Stop() {
+  RequestStop();  // every namespace's watches end together, not a second after one another
   for (auto& [ns, n] : namespaces_) {
     n.jobs->Stop();
     n.pods->Stop();

@@ -46,6 +46,7 @@ class JobCaches {
   // Before Start(); may stay unset (then no node is ever lost). Not owned; must outlive this.
   void SetNodeHealth(const NodeHealthMonitor* node_health) { node_health_ = node_health; }
   void Start();
+  void RequestStop();  // without waiting; Stop() waits
   void Stop();
   bool HasSynced() const;
   bool WaitForSync(std::chrono::milliseconds timeout) const;

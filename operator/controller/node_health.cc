@@ -242,6 +242,11 @@ void NodeHealthMonitor::Start() {
   });
 }
 
+void NodeHealthMonitor::RequestStop() {
+  state_->nodes.RequestStop();
+  state_->leases.RequestStop();
+}
+
 void NodeHealthMonitor::Stop() {
   State& s = *state_;
   {
@@ -250,8 +255,7 @@ void NodeHealthMonitor::Stop() {
   }
   s.cv.notify_all();
   if (s.ticker.joinable()) s.ticker.join();
-  s.nodes.Stop();
-  s.leases.Stop();
+  kube::StopAll({&s.nodes, &s.leases});
 }
 
 bool NodeHealthMonitor::HasSynced() const {

@@ -72,6 +72,7 @@ class NodeHealthMonitor {
   // disappears from both caches) is forgotten, so a later loss is reported again.
   void SetLostHandler(LostHandler handler);
   void Start();
+  void RequestStop();  // without waiting; Stop() waits
   void Stop();
   bool HasSynced() const;
   bool WaitForSync(std::chrono::milliseconds timeout) const;

@@ -9,6 +9,7 @@
 #include "operator/controller/clean_pod_policy.h"
 #include "operator/controller/elastic_policy.h"
 #include "operator/controller/failure_policy.h"
+#include "operator/controller/inplace_plan.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/plan_pass.h"
 #include "operator/controller/restart_plan.h"
@@ -260,9 +261,13 @@ void PlanActive(Pass& p) {
     return;
   }
   if (std::optional<std::string> success = EvaluateSuccess(p.spec, p.pods)) {
+    PlanInPlaceRecord(p);
+    PlanInPlaceRecordFromPods(p);
     Finish(p, Outcome::kSucceeded, "Succeeded", *success);
     return;
   }
+  PlanInPlaceRecord(p);
+  if (PlanRestartRequest(p)) return;
   if (PlanResize(p)) return;
   if (!p.status().start_time) p.status().start_time = p.now;
   if (PlanRestartWait(p, stale_left)) {
@@ -274,6 +279,7 @@ void PlanActive(Pass& p) {
     return;
   }
   PlanProgress(p);
+  PlanLauncherPoll(p);
 }
 
 }  // namespace

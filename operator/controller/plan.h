@@ -18,10 +18,28 @@
 
 #include "operator/api/types.h"
 #include "operator/controller/cached_job.h"
+#include "operator/controller/launcher_control.h"
 #include "operator/controller/node_health.h"
 #include "operator/kube/objects.h"
 
 namespace lockstep::controller {
+
+// What the operator last heard from a job's launchers (launcher_monitor.h), for the current
+// attempt's worker-0 pod.
+struct LauncherObservation {
+  std::string pod_uid;
+  bool answered = false;  // the last Status request was answered (else `error` says why)
+  std::string error;
+  LauncherStatus status;
+  // The last Restart sent to this pod (status.restartRequest.value), and its answer once known.
+  struct RestartAnswer {
+    std::string request;
+    bool answered = false;
+    LauncherAck ack;
+    std::string error;  // no answer: why
+  };
+  std::optional<RestartAnswer> restart;
+};
 
 // What the informer caches hold of the job's children (only objects it controls), and the
 // health of the nodes its pods are bound to.
@@ -31,6 +49,8 @@ struct Observed {
   bool secret_exists = false;
   // The lost nodes among those the pods are bound to (NodeHealthMonitor::Assess), by name.
   std::map<std::string, NodeVerdict> lost_nodes;
+  // Node 0's launcher of the current attempt, when the operator has heard from it.
+  std::optional<LauncherObservation> launchers = std::nullopt;
 };
 
 struct PodDeletion {
@@ -74,6 +94,16 @@ struct Plan {
   };
   std::optional<Restart> restart;         // a gang restart was decided
   std::optional<double> recovery_seconds;  // a restarted gang runs again: detection -> now
+
+  // Launcher control (inplace_plan.h), carried out after the status write: ask node 0's launcher
+  // for its Status (the name of the pod to ask), and send it Restart for a request.
+  std::optional<std::string> launcher_poll;
+  struct LauncherRestart {
+    std::string pod;      // worker-0 pod's name
+    std::string request;  // the annotation value
+    std::string reason;
+  };
+  std::optional<LauncherRestart> launcher_restart;
 };
 
 struct PlanOptions {

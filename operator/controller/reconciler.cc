@@ -7,6 +7,7 @@
 #include "operator/api/codec.h"
 #include "operator/api/enums.h"
 #include "operator/api/token.h"
+#include "operator/controller/inplace_plan.h"
 
 namespace lockstep::controller {
 namespace {
@@ -38,26 +39,54 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
   std::shared_ptr<const CachedJob> cached = caches_.GetJob(key);
   if (cached == nullptr) {
     expectations_.Forget(key);  // deleted: its children go with the garbage collector
+    if (launchers_ != nullptr) launchers_->Forget(key);
     return ReconcileResult{};
   }
   const CachedJob job = *cached;  // never mutate the shared cache
   const bool settled = expectations_.Satisfied(key);  // before listing pods
-  const Observed observed = caches_.ObserveChildren(job);
+  Observed observed = caches_.ObserveChildren(job);
+  if (launchers_ != nullptr) {
+    if (const kube::Pod* rank0 = RendezvousPod(job.job, observed.pods)) {
+      observed.launchers = launchers_->Latest(key, rank0->meta.uid);
+    }
+  }
   const Plan plan = ComputePlan(job, observed, clock_.WallNow(), settled, options_);
-  if (plan.restart) {
+  if (plan.restart || plan.launcher_restart) {
     // A restart is recorded before its pods are deleted: if the write lost a race, nothing
     // was done and the next pass decides again from the same evidence. Acting first could
     // delete the lost node's pods and leave attempt N without its record, and the next pass
     // would refill attempt N instead of starting N+1.
     LS_RETURN_IF_ERROR(PersistStatus(job, plan));
+    AskLaunchers(job, observed, plan);
     LS_RETURN_IF_ERROR(Act(job, plan));
     return ReconcileResult{plan.requeue_after};
   }
   Status acted = Act(job, plan);
   if (plan.delete_job) return ReconcileResult{};
   LS_RETURN_IF_ERROR(PersistStatus(job, plan));
+  AskLaunchers(job, observed, plan);
   LS_RETURN_IF_ERROR(acted);
   return ReconcileResult{plan.requeue_after};
+}
+
+void TrainingJobReconciler::AskLaunchers(const CachedJob& job, const Observed& observed,
+                                         const Plan& plan) {
+  if (launchers_ == nullptr) return;
+  auto target = [&](const std::string& pod_name) -> std::optional<LauncherJob> {
+    for (const kube::Pod& pod : observed.pods) {
+      if (pod.meta.name != pod_name || pod.pod_ip.empty()) continue;
+      return LauncherJob{job.meta.Key(), job.meta.namespace_, job.meta.name,
+                         job.meta.uid,   pod.meta.uid,        pod.pod_ip};
+    }
+    return std::nullopt;
+  };
+  if (plan.launcher_restart) {
+    if (std::optional<LauncherJob> t = target(plan.launcher_restart->pod)) {
+      launchers_->Restart(*t, plan.launcher_restart->request, plan.launcher_restart->reason);
+    }
+  } else if (plan.launcher_poll) {
+    if (std::optional<LauncherJob> t = target(*plan.launcher_poll)) launchers_->Poll(*t);
+  }
 }
 
 Status TrainingJobReconciler::Act(const CachedJob& job, const Plan& plan) {

@@ -23,6 +23,7 @@
 #include "operator/controller/event_recorder.h"
 #include "operator/controller/expectations.h"
 #include "operator/controller/job_caches.h"
+#include "operator/controller/launcher_monitor.h"
 #include "operator/controller/plan.h"
 #include "operator/kube/rest_client.h"
 
@@ -45,6 +46,10 @@ class TrainingJobReconciler {
 
   StatusOr<ReconcileResult> Reconcile(const std::string& key);
 
+  // Before the first Reconcile; may stay unset (then the plan never hears from the launchers and
+  // sends them nothing). Not owned; must outlive this.
+  void SetLauncherMonitor(LauncherMonitor* launchers) { launchers_ = launchers; }
+
  private:
   // Writes of the plan. Errors stop the pass after what was done is persisted.
   Status Act(const CachedJob& job, const Plan& plan);
@@ -55,6 +60,9 @@ class TrainingJobReconciler {
   Status PersistStatus(const CachedJob& job, const Plan& plan);
   void Emit(const CachedJob& job, const EventSpec& event);
   void RecordMetrics(const CachedJob& job, const Plan& plan);
+  // The plan's launcher requests (Status poll, Restart), handed to the monitor after the status
+  // write: a Restart is recorded (status.restartRequest) before it is sent.
+  void AskLaunchers(const CachedJob& job, const Observed& observed, const Plan& plan);
 
   kube::RestClient& client_;
   const JobCaches& caches_;
@@ -63,6 +71,7 @@ class TrainingJobReconciler {
   ControllerMetrics* metrics_;
   const PlanOptions options_;
   const Clock& clock_;
+  LauncherMonitor* launchers_ = nullptr;
 };
 
 // The merge patch that turns `old_status` into `new_status` (fields that disappeared become

@@ -39,6 +39,7 @@ void CountRestart(Pass& p, const RestartRequest& r, int32_t* backoff_seconds) {
   switch (r.kind) {
     case RestartRequest::Kind::kFailure:
       if (r.counts) counts.failures += 1 + r.in_place_restarts;
+      counts.in_place += r.in_place_restarts;
       *backoff_seconds = static_cast<int32_t>(
           FailureBackoff(p.job.spec.failure_policy.backoff, counts.consecutive).count());
       ++counts.consecutive;
@@ -47,6 +48,7 @@ void CountRestart(Pass& p, const RestartRequest& r, int32_t* backoff_seconds) {
       if (r.counts) ++counts.disruptions;
       break;
     case RestartRequest::Kind::kResize:
+    case RestartRequest::Kind::kRequested:
       break;
   }
 }
@@ -136,7 +138,12 @@ void PlanRestart(Pass& p, const RestartRequest& r, const std::vector<kube::Pod>&
   p.Condition(api::kConditionRunning, false, "Restarting", message);
   p.Condition(api::kConditionReconciling, true, "Restarting", message);
   p.State(api::JobState::kRestarting, r.reason, message);
-  p.Event(r.kind == RestartRequest::Kind::kResize ? "Normal" : "Warning", r.reason, message);
+  // A resize or a restart someone asked for is news; a failure, or a request that could not be
+  // met in place, is a warning.
+  const bool requested = r.kind == RestartRequest::Kind::kRequested;
+  const bool normal = r.kind == RestartRequest::Kind::kResize ||
+                      (requested && r.reason == "RestartRequested");
+  p.Event(normal ? "Normal" : "Warning", r.reason, message);
   if (p.settled) {
     for (const kube::Pod& pod : current) {
       if (std::optional<PodDeletion> d = DeletionFor(p, pod)) p.plan->pod_deletes.push_back(*d);
@@ -154,7 +161,8 @@ void PlanRestart(Pass& p, const RestartRequest& r, const std::vector<kube::Pod>&
 
 bool PlanRestartWait(Pass& p, int32_t stale_left) {
   const std::optional<api::LastRestart>& last = p.job.status.last_restart;
-  if (!last || last->attempt != p.job.status.attempt) return false;
+  // An in-place restart keeps the attempt's pods: nothing to wait for.
+  if (!last || last->attempt != p.job.status.attempt || last->mode == "InPlace") return false;
   const std::string previous = "attempt " + std::to_string(last->attempt - 1);
   if (stale_left > 0) {
     p.State(api::JobState::kRestarting, "WaitingForOldPods",

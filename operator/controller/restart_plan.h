@@ -9,10 +9,11 @@
 //                     and the backoff has passed;
 //   PlanRecovered   - the new gang runs: Restarting=False, recovery time, and after
 //                     backoff.resetAfterSeconds of healthy running the backoff streak resets.
-// Restart mode: the operator's own restarts are Recreate (a pod or node was lost, or the size
-// changes). InPlace restarts of rank failures are made by the launchers of the attempt within
-// what is left of maxRestarts (children.cc hands it to them as LOCKSTEP_MAX_RESTARTS); their
-// count reaches the status through the failed pod's termination message (failure_policy.h).
+// Restart mode: the operator's own restarts are Recreate (a pod or node was lost, the size
+// changes, or a requested in-place restart fell back). InPlace restarts of rank failures are made
+// by the launchers of the attempt within what is left of maxRestarts (children.cc hands it to them
+// as LOCKSTEP_MAX_RESTARTS); the operator records them while they run (inplace_plan.h) and, for
+// those it missed, from the failed pod's termination message (failure_policy.h).
 
 #include <chrono>
 #include <optional>
@@ -36,12 +37,15 @@ AttemptPods SplitByAttempt(const std::vector<kube::Pod>& pods, int32_t attempt);
 int32_t PlanStaleDeletes(Pass& p, const std::vector<kube::Pod>& stale);
 
 struct RestartRequest {
-  enum class Kind { kFailure, kDisruption, kResize };
+  // kRequested: the lockstep.dev/restart-request annotation (inplace_plan.h); no budget, no
+  // backoff, like a resize.
+  enum class Kind { kFailure, kDisruption, kResize, kRequested };
   Kind kind = Kind::kFailure;
   std::string reason;
   std::string message;
   bool counts = true;             // false: RestartJobAndIgnoreMaxRestarts
-  int32_t in_place_restarts = 0;  // made by the launchers before the pod failed
+  // Made by the launchers before the pod failed and not yet recorded in status.restarts.
+  int32_t in_place_restarts = 0;
   std::vector<std::string> lost_nodes;
   std::optional<api::Time> failed_at;
   std::optional<int32_t> size;  // a resize: the new worker count

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,10 +37,18 @@ class InformerBase {
  public:
   virtual ~InformerBase() = default;
   virtual void Start() = 0;
+  virtual void RequestStop() = 0;  // does not wait (see Reflector::RequestStop)
   virtual void Stop() = 0;
   virtual bool HasSynced() const = 0;
   virtual bool WaitForSync(std::chrono::milliseconds timeout) const = 0;
 };
+
+// Stops several informers in about the time of one: every watch is asked to end before any is
+// waited for.
+inline void StopAll(std::initializer_list<InformerBase*> informers) {
+  for (InformerBase* informer : informers) informer->RequestStop();
+  for (InformerBase* informer : informers) informer->Stop();
+}
 
 template <typename T>
 class Informer final : public InformerBase, private ReflectorSink {
@@ -71,6 +80,7 @@ class Informer final : public InformerBase, private ReflectorSink {
     started_ = true;
     reflector_.Start();
   }
+  void RequestStop() override { reflector_.RequestStop(); }
   void Stop() override { reflector_.Stop(); }
 
   // True once the first complete list has been stored.

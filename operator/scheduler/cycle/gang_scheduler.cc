@@ -96,14 +96,16 @@ void GangScheduler::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  // The watches wind down while the loop and the binds in flight finish.
+  for (kube::InformerBase* informer :
+       std::initializer_list<kube::InformerBase*>{&priority_classes_, &jobs_, &pods_, &nodes_}) {
+    informer->RequestStop();
+  }
   if (loop_.joinable()) loop_.join();
   // Binds in flight finish (or undo) before the informers they do not use go away.
   binder_.reset();
   pool_.reset();
-  priority_classes_.Stop();
-  jobs_.Stop();
-  pods_.Stop();
-  nodes_.Stop();
+  kube::StopAll({&priority_classes_, &jobs_, &pods_, &nodes_});
 }
 
 bool GangScheduler::HasSynced() const {

@@ -127,6 +127,51 @@ TEST_F(FailureTest, WithoutRestartsTheFailingNodeExitsWithTheChildCode) {
   EXPECT_NE(report.find("failing with code 3 on purpose"), std::string::npos) << report;
 }
 
+// TensorFlow's parameter-server contract: ps and worker tasks serve until stopped and the chief's
+// success is the job's. The chief's launcher tells the others to stop, and every pod succeeds.
+TEST_F(FailureTest, ATensorFlowChiefsSuccessStopsThePsAndWorkersWhichExitZero) {
+  struct Node {
+    const char* role;
+    std::vector<std::string> child_args;
+  };
+  const std::vector<Node> nodes = {{"chief", {}}, {"ps", {"--forever"}}, {"worker", {"--forever"}}};
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    launchers_.push_back(std::make_unique<LauncherProcess>(
+        Spec(3, i, 1, nodes[i].child_args,
+             {"--framework", "tensorflow", "--role", nodes[i].role, "--framework-port",
+              std::to_string(FreePort())}),
+        dir_.path() + "/launcher." + std::to_string(i) + ".log"));
+  }
+  const Steady::time_point start = Steady::now();
+  for (int i = 0; i < 3; ++i) {
+    std::optional<int> code = launchers_[i]->Wait(seconds(30));
+    ASSERT_TRUE(code.has_value()) << "node " << i << " still runs\n" << Logs();
+    EXPECT_EQ(*code, 0) << "node " << i << "\n" << Logs();
+  }
+  EXPECT_LT(Steady::now() - start, seconds(20)) << Logs();
+  EXPECT_NE(Termination(0).find("\"reason\":\"succeeded\""), std::string::npos)
+      << Termination(0);
+  for (int i : {1, 2}) {
+    EXPECT_NE(Termination(i).find("\"reason\":\"finished\""), std::string::npos)
+        << Termination(i);
+  }
+}
+
+// An exit code the job's FailJob rules name (--fail-exit-codes) is not restarted in place even with
+// budget left: restarting cannot fix it, and the operator fails the job on that code anyway.
+TEST_F(FailureTest, AFailJobExitCodeEndsTheGangWithoutAnInPlaceRestart) {
+  StartGang(2, 2, {"--forever", "--fail-rank", "1", "--fail-code", "3"},
+            {"--max-restarts", "2", "--fail-exit-codes", "2-4"});
+  std::optional<int> failing = launchers_[0]->Wait(seconds(30));
+  std::optional<int> other = launchers_[1]->Wait(seconds(30));
+  ASSERT_TRUE(failing && other) << Logs();
+  EXPECT_EQ(*failing, 3) << Logs();
+  EXPECT_EQ(*other, 75) << Logs();
+  EXPECT_FALSE(FileExists(dir_.path() + "/env.1.0")) << "a second round ran\n" << Logs();
+  EXPECT_NE(Termination(0).find("\"restartCount\":0"), std::string::npos) << Termination(0);
+  EXPECT_NE(Termination(0).find("FailJob exit code"), std::string::npos) << Termination(0);
+}
+
 TEST_F(FailureTest, SigtermReachesTheChildren) {
   StartGang(2, 2, {"--forever"});
   ASSERT_TRUE(WaitForFiles(dir_.path(), "env.0.", 4, seconds(30))) << Logs();

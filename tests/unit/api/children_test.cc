@@ -174,6 +174,32 @@ TEST(ChildrenTest, InPlaceRestartsGetWhatIsLeftOfMaxRestarts) {
   EXPECT_EQ(max_restarts(), "0");
 }
 
+// The launchers learn which trainer exit codes end the job, so they spend no in-place restart on
+// them: the first matching rule decides, as the controller's does.
+TEST(ChildrenTest, FailJobRulesBecomeTheLaunchersFailExitCodes) {
+  TrainingJob job = testing::MinimalJob();
+  auto env = [&job] { return EnvOf(Pods(job)[0]["spec"]["containers"][0]); };
+  EXPECT_EQ(env().count("LOCKSTEP_FAIL_EXIT_CODES"), 0u);
+  FailureRule restart_3{"retry-3", RuleAction::kRestartJob, {std::nullopt, ExitCodeOperator::kIn, {3}}};
+  FailureRule fail_2_to_4{"bad", RuleAction::kFailJob,
+                          {std::nullopt, ExitCodeOperator::kIn, {2, 3, 4, 9}}};
+  FailureRule sidecar{"sidecar", RuleAction::kFailJob,
+                      {std::string("sidecar"), ExitCodeOperator::kIn, {7}}};
+  job.spec.failure_policy.rules = {restart_3, fail_2_to_4, sidecar};
+  EXPECT_EQ(env().at("LOCKSTEP_FAIL_EXIT_CODES"), "2,4,9");
+  FailureRule all_but_1{"not-1", RuleAction::kFailJob,
+                        {std::nullopt, ExitCodeOperator::kNotIn, {1, 137}}};
+  job.spec.failure_policy.rules = {all_but_1};
+  EXPECT_EQ(env().at("LOCKSTEP_FAIL_EXIT_CODES"), "2-136,138-255");
+}
+
+TEST(ChildrenTest, TensorFlowPodsReserveTheTaskPort) {
+  TrainingJob job = testing::MinimalJob();
+  EXPECT_EQ(EnvOf(Pods(job)[0]["spec"]["containers"][0]).count("LOCKSTEP_FRAMEWORK_PORT"), 0u);
+  job.spec.framework = Framework::kTensorFlow;
+  EXPECT_EQ(EnvOf(Pods(job)[0]["spec"]["containers"][0]).at("LOCKSTEP_FRAMEWORK_PORT"), "2222");
+}
+
 TEST(ChildrenTest, RecreateModeDisablesInPlaceRestarts) {
   TrainingJob job = testing::MinimalJob();
   job.spec.failure_policy.restart_mode = RestartMode::kRecreate;

@@ -186,7 +186,7 @@ TEST(CodecTest, StatusRoundTrip) {
 TEST(CodecTest, RestartStatusFieldsRoundTrip) {
   TrainingJobStatus s;
   s.attempt = 3;
-  s.restarts = {2, 5, 1};
+  s.restarts = {2, 5, 1, 4};
   s.last_restart = LastRestart{*ParseTime("2026-11-29T10:05:00Z"),
                                "NodeLeaseExpired",
                                "node n-7: lease not renewed for 23s",
@@ -198,7 +198,7 @@ TEST(CodecTest, RestartStatusFieldsRoundTrip) {
                       {"n-9", "NodeNotReady", *ParseTime("2026-11-29T10:11:00Z")}};
   const json encoded = EncodeStatus(s);
   EXPECT_EQ(encoded["restarts"],
-            json::parse(R"({"failures": 2, "disruptions": 5, "consecutive": 1})"));
+            json::parse(R"({"failures": 2, "disruptions": 5, "consecutive": 1, "inPlace": 4})"));
   EXPECT_EQ(encoded["lastRestart"], json::parse(R"({"time": "2026-11-29T10:05:00Z",
       "reason": "NodeLeaseExpired", "message": "node n-7: lease not renewed for 23s",
       "attempt": 3, "backoffSeconds": 0, "mode": "Recreate", "nodes": ["n-7", "n-9"]})"));
@@ -216,6 +216,34 @@ TEST(CodecTest, RestartStatusFieldsRoundTrip) {
   EXPECT_EQ(decoded->excluded_nodes[1].name, "n-9");
   EXPECT_EQ(decoded->excluded_nodes[1].until, *ParseTime("2026-11-29T10:11:00Z"));
   EXPECT_EQ(EncodeStatus(*decoded), encoded);
+}
+
+// In-place restarts (docs/failures.md "In place"): status.rendezvous, status.restartRequest and
+// spec.failurePolicy.inPlaceTimeoutSeconds.
+TEST(CodecTest, InPlaceFieldsRoundTrip) {
+  TrainingJobStatus s;
+  s.rendezvous = RendezvousStatus{2, 5, 1, 3};
+  s.restart_request = RestartRequestStatus{"1732900000", *ParseTime("2026-11-29T10:05:00Z"),
+                                           "InPlace", "Pending", 2, -1};
+  json encoded = EncodeStatus(s);
+  EXPECT_EQ(encoded["rendezvous"], json::parse(R"({"attempt": 2, "round": 5,
+      "failureRestarts": 1, "requestedRestarts": 3})"));
+  EXPECT_EQ(encoded["restartRequest"], json::parse(R"({"value": "1732900000",
+      "time": "2026-11-29T10:05:00Z", "mode": "InPlace", "state": "Pending", "attempt": 2})"));
+  StatusOr<TrainingJobStatus> decoded = DecodeStatus(encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_TRUE(decoded->restart_request.has_value());
+  EXPECT_EQ(decoded->restart_request->round, -1);  // unset until the launchers answered
+  EXPECT_EQ(EncodeStatus(*decoded), encoded);
+  s.restart_request->round = 4;
+  encoded = EncodeStatus(s);
+  EXPECT_EQ(encoded["restartRequest"]["round"], 4);
+  decoded = DecodeStatus(encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->restart_request->round, 4);
+  EXPECT_EQ(decoded->rendezvous->requested_restarts, 3);
+  EXPECT_FALSE(EncodeStatus(TrainingJobStatus{}).contains("rendezvous"));
+  EXPECT_FALSE(EncodeStatus(TrainingJobStatus{}).contains("restartRequest"));
 }
 
 TEST(CodecTest, EmptyExcludedNodesAreWrittenSoAMergePatchClearsThem) {

@@ -191,6 +191,20 @@ std::vector<Case> Cases() {
        {Terminated(FailedPod("worker", 0, 1), "Error", "CUDA error: device-side assert")}, {},
        A::kRestart, K::kFailure, "PodFailed", {"(Error): CUDA error: device-side assert"}},
 
+      {"the launcher's termination JSON reads as rank, code, reason and last stderr lines", none,
+       {Terminated(FailedPod("worker", 1, 3), "Error",
+                   R"({"reason":"ChildFailed","attempt":0,"restartCount":1,"nodeRank":1,"rank":2,)"
+                   R"("exitCode":3,"signal":0,"message":"rank 2 exited with code 3",)"
+                   R"("stderrTail":["Traceback (most recent call last):","ValueError: bad shard"]})")},
+       {}, A::kRestart, K::kFailure, "PodFailed",
+       {"container trainer exited with code 3 (Error): rank 2 exited with code 3, after 1 "
+        "in-place restart",
+        "last stderr lines:\n  Traceback (most recent call last):\n"
+        "  ValueError: bad shard"}, true, {}, 1},
+      {"a launcher JSON without a message names the rank and its signal", none,
+       {Terminated(FailedPod("worker", 0, 137), "Error",
+                   R"({"rank":5,"exitCode":137,"signal":9,"stderrTail":[]})")},
+       {}, A::kRestart, K::kFailure, "PodFailed", {"(Error): rank 5 killed by signal 9"}},
       // Rules.
       {"a FailJob rule fails the job with the code and the rule in the message", fail_on_2,
        {FailedPod("worker", 1, 2), Pod("worker", 0, "Running")}, {}, A::kFailJob, K::kFailure,

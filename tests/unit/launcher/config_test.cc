@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "launcher/contract.h"
 
@@ -76,6 +77,22 @@ TEST(ConfigTest, ErrorsNameTheFlagOrVariable) {
     ASSERT_FALSE(got.ok()) << c.want;
     EXPECT_NE(got.status().message().find(c.want), std::string::npos) << got.status();
     EXPECT_EQ(got.status().message().find('\n'), std::string::npos) << "one line";
+  }
+}
+
+TEST(ConfigTest, FailExitCodesTakeSinglesAndRanges) {
+  StatusOr<LauncherConfig> c =
+      ParseConfig({"--", "x"}, Env({{"LOCKSTEP_FAIL_EXIT_CODES", "2,10-12,255"}}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->fail_exit_codes, (std::set<int>{2, 10, 11, 12, 255}));
+  StatusOr<LauncherConfig> none = ParseConfig({"--", "x"}, Env({}));
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->fail_exit_codes.empty());
+  for (const char* bad : {"0", "256", "3-2", "a", "1,,2", "-4"}) {
+    StatusOr<LauncherConfig> got = ParseConfig({"--fail-exit-codes", bad, "--", "x"}, Env({}));
+    ASSERT_FALSE(got.ok()) << bad;
+    EXPECT_NE(got.status().message().find("--fail-exit-codes"), std::string::npos)
+        << got.status();
   }
 }
 

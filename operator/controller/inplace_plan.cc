@@ -1,0 +1,287 @@
+#include "operator/controller/inplace_plan.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "operator/api/children.h"
+#include "operator/api/enums.h"
+#include "operator/api/ranks.h"
+#include "operator/controller/elastic_policy.h"
+#include "operator/controller/job_status.h"
+#include "operator/controller/restart_plan.h"
+
+namespace lockstep::controller {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr std::string_view kInPlace = "InPlace";
+constexpr std::string_view kRecreate = "Recreate";
+constexpr size_t kMaxTailLines = 8;
+constexpr size_t kMaxTailBytes = 1500;
+
+// The pod of node rank `node_rank` in the current attempt, by name.
+std::string PodOfNode(const Pass& p, int32_t node_rank) {
+  const std::vector<api::PodSlot> slots = api::PodSlots(p.spec, p.spec.replicas);
+  if (node_rank < 0 || static_cast<size_t>(node_rank) >= slots.size()) {
+    return "node rank " + std::to_string(node_rank);
+  }
+  const api::PodSlot& slot = slots[static_cast<size_t>(node_rank)];
+  return "pod " + api::PodName(p.job.metadata.name, slot.role, slot.index);
+}
+
+std::string DescribeFailure(const Pass& p, const launcher::rendezvous::RoundFailure& f) {
+  std::string out;
+  if (f.rank >= 0) {
+    out = "rank " + std::to_string(f.rank);
+    if (f.local_rank >= 0) out += " (local rank " + std::to_string(f.local_rank) + ")";
+    out += " on " + PodOfNode(p, f.node_rank);
+    if (f.signal != 0) {
+      out += " was killed by signal " + std::to_string(f.signal);
+    } else {
+      out += " exited with code " + std::to_string(f.exit_code);
+    }
+  } else {
+    out = PodOfNode(p, f.node_rank) + ": " + (f.message.empty() ? f.reason : f.message);
+  }
+  if (!f.stderr_tail.empty()) {
+    std::string lines;
+    const size_t from = f.stderr_tail.size() > kMaxTailLines ? f.stderr_tail.size() - kMaxTailLines
+                                                              : 0;
+    for (size_t i = from; i < f.stderr_tail.size(); ++i) lines += "\n  " + f.stderr_tail[i];
+    if (lines.size() > kMaxTailBytes) {
+      lines = "\n  ..." + lines.substr(lines.size() - kMaxTailBytes);
+    }
+    out += "; last stderr lines:" + lines;
+  }
+  return out;
+}
+
+// Every pod of the current attempt runs (none failed, none missing).
+bool GangRunning(const Pass& p) {
+  const PodCounts c = CountPods(p.pods);
+  return c.failed == 0 && c.running >= DesiredPodCount(p.spec);
+}
+
+const LauncherObservation* Launchers(const Pass& p) {
+  return p.observed.launchers ? &*p.observed.launchers : nullptr;
+}
+
+void Recreate(Pass& p, std::string reason, std::string message) {
+  RestartRequest r;
+  r.kind = RestartRequest::Kind::kRequested;
+  r.reason = std::move(reason);
+  r.message = std::move(message);
+  r.counts = false;
+  PlanRestart(p, r, p.pods);
+}
+
+std::string Quoted(const std::string& value) {
+  return std::string(api::kAnnotationRestartRequest) + "=" + value;
+}
+
+// A pending in-place request: done, still waiting, or fall back. True when it fell back.
+bool PlanPendingRequest(Pass& p) {
+  api::RestartRequestStatus& req = *p.status().restart_request;
+  if (req.attempt != p.job.status.attempt) {
+    req.state = std::string(kRequestSuperseded);  // a Recreate restart came first
+    return false;
+  }
+  const LauncherObservation* obs = Launchers(p);
+  const bool answered = obs != nullptr && obs->restart && obs->restart->request == req.value &&
+                        obs->restart->answered;
+  if (answered && !obs->restart->ack.accepted) {
+    req.state = std::string(kRequestFellBack);
+    req.mode = std::string(kRecreate);
+    Recreate(p, "InPlaceRestartRefused",
+             "the launchers did not restart in place (" + obs->restart->ack.message + ") for " +
+                 Quoted(req.value));
+    return true;
+  }
+  if (answered && req.round < 0) req.round = static_cast<int32_t>(obs->restart->ack.round);
+  if (req.round >= 0 && obs != nullptr && obs->answered &&
+      static_cast<int32_t>(obs->status.round) > req.round && obs->status.running) {
+    req.state = std::string(kRequestCompleted);
+    return false;
+  }
+  const api::Time deadline =
+      req.time + seconds(p.job.spec.failure_policy.in_place_timeout_seconds);
+  if (p.now >= deadline) {
+    req.state = std::string(kRequestFellBack);
+    req.mode = std::string(kRecreate);
+    std::string why = "the launchers did not form and start a new round within " +
+                      std::to_string(p.job.spec.failure_policy.in_place_timeout_seconds) +
+                      "s (failurePolicy.inPlaceTimeoutSeconds)";
+    if (obs != nullptr && obs->restart && !obs->restart->answered && !obs->restart->error.empty()) {
+      why += "; the Restart request got no answer: " + obs->restart->error;
+    }
+    Recreate(p, "InPlaceRestartTimeout", why + " after " + Quoted(req.value));
+    return true;
+  }
+  p.RequeueIn(std::min<seconds>(kLauncherPendingPollInterval,
+                                std::chrono::duration_cast<seconds>(deadline - p.now)));
+  return false;
+}
+
+}  // namespace
+
+const kube::Pod* RendezvousPod(const api::TrainingJob& job, const std::vector<kube::Pod>& pods) {
+  api::TrainingJobSpec spec = job.spec;
+  spec.replicas = AttemptWorkers(job);
+  const std::vector<api::PodSlot> slots = api::PodSlots(spec, spec.replicas);
+  if (slots.empty()) return nullptr;
+  const std::string name = api::PodName(job.metadata.name, slots.front().role,
+                                        slots.front().index);
+  for (const kube::Pod& pod : pods) {
+    if (pod.meta.name == name && PodAttempt(pod) == job.status.attempt) return &pod;
+  }
+  return nullptr;
+}
+
+int32_t RecordedInPlaceFailures(const api::TrainingJobStatus& status) {
+  if (!status.rendezvous || status.rendezvous->attempt != status.attempt) return 0;
+  return status.rendezvous->failure_restarts;
+}
+
+std::string InPlaceReason(const std::string& launcher_reason) {
+  if (launcher_reason == "hang") return "Hang";
+  if (launcher_reason == "peer-lost") return "PeerLost";
+  if (launcher_reason == "launcher") return "LauncherError";
+  return "RankFailed";
+}
+
+namespace {
+
+// Records the in-place restarts among `failures` and `requested` (the launchers' totals for the
+// current attempt) that status does not hold yet. `failure`: the cause of the last failed round,
+// when known.
+void RecordInPlace(Pass& p, int32_t failures, int32_t requested, std::optional<int32_t> round,
+                   const launcher::rendezvous::RoundFailure* failure) {
+  const int32_t attempt = p.job.status.attempt;
+  api::RendezvousStatus before{attempt, 0, 0, 0};
+  if (p.job.status.rendezvous && p.job.status.rendezvous->attempt == attempt) {
+    before = *p.job.status.rendezvous;
+  }
+  const int32_t new_failures = std::max(0, failures - before.failure_restarts);
+  const int32_t new_requested = std::max(0, requested - before.requested_restarts);
+  p.status().rendezvous =
+      api::RendezvousStatus{attempt, round.value_or(before.round),
+                            std::max(failures, before.failure_restarts),
+                            std::max(requested, before.requested_restarts)};
+  if (new_failures + new_requested == 0) return;
+
+  api::RestartCounts& counts = p.status().restarts;
+  counts.in_place += new_failures + new_requested;
+  counts.failures += new_failures;
+  const std::string now_at = round ? " (now round " + std::to_string(*round) + ")" : "";
+  std::string reason = "RestartRequested";
+  std::string message = "the launchers restarted the gang in place on request" + now_at;
+  if (new_failures > 0) {
+    reason = failure != nullptr ? InPlaceReason(failure->reason) : "RankFailed";
+    message = (failure != nullptr ? DescribeFailure(p, *failure) : std::string("a rank failed")) +
+              "; the launchers restarted the gang in place" + now_at + "; " +
+              std::to_string(counts.failures) + " of failurePolicy.maxRestarts " +
+              std::to_string(p.job.spec.failure_policy.max_restarts) + " used";
+  }
+  p.status().last_restart =
+      api::LastRestart{p.now, reason, message, attempt, 0, std::string(kInPlace), {}};
+  p.Event(new_failures > 0 ? "Warning" : "Normal", reason, message);
+  p.plan->restart = Plan::Restart{reason, std::string(kInPlace), std::nullopt};
+}
+
+// A launcher's termination message (launcher/supervisor/termination.h) field, or 0.
+int32_t TerminationCount(const kube::Pod& pod, const char* field) {
+  if (pod.container_statuses.empty()) return 0;
+  const std::string& m = pod.container_statuses.front().message;
+  if (m.empty() || m.front() != '{') return 0;
+  const nlohmann::json j = nlohmann::json::parse(m, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return 0;
+  auto it = j.find(field);
+  if (it == j.end() || !it->is_number_integer()) return 0;
+  return std::max(0, it->get<int32_t>());
+}
+
+}  // namespace
+
+void PlanInPlaceRecord(Pass& p) {
+  const LauncherObservation* obs = Launchers(p);
+  if (obs == nullptr || !obs->answered) return;
+  const LauncherStatus& st = obs->status;
+  RecordInPlace(p, static_cast<int32_t>(st.failure_restarts),
+                static_cast<int32_t>(st.requested_restarts), static_cast<int32_t>(st.round),
+                st.last_failure ? &*st.last_failure : nullptr);
+}
+
+void PlanInPlaceRecordFromPods(Pass& p) {
+  int32_t failures = 0, requested = 0;
+  for (const kube::Pod& pod : p.pods) {
+    if (pod.phase != "Succeeded" && pod.phase != "Failed") continue;
+    failures = std::max(failures, TerminationCount(pod, "restartCount"));
+    requested = std::max(requested, TerminationCount(pod, "requestedRestarts"));
+  }
+  RecordInPlace(p, failures, requested, std::nullopt, nullptr);
+}
+
+bool PlanRestartRequest(Pass& p) {
+  if (p.status().restart_request && p.status().restart_request->state == kRequestPending) {
+    if (PlanPendingRequest(p)) return true;
+    if (p.status().restart_request->state == kRequestPending) return false;
+  }
+  auto it = p.job.metadata.annotations.find(std::string(api::kAnnotationRestartRequest));
+  if (it == p.job.metadata.annotations.end() || it->second.empty()) return false;
+  const std::string& value = it->second;
+  if (p.status().restart_request && p.status().restart_request->value == value) return false;
+
+  api::RestartRequestStatus req;
+  req.value = value;
+  req.time = p.now;
+  req.attempt = p.job.status.attempt;
+  if (p.job.spec.failure_policy.restart_mode == api::RestartMode::kRecreate) {
+    req.mode = std::string(kRecreate);
+    req.state = std::string(kRequestRecreated);
+    p.status().restart_request = req;
+    Recreate(p, "RestartRequested",
+             "restart requested (" + Quoted(value) + "); failurePolicy.restartMode is Recreate");
+    return true;
+  }
+  // In place needs a gang whose every pod runs and whose launchers run a complete round; until
+  // then (starting, or restarting after a failure) the request waits.
+  const kube::Pod* rank0 = RendezvousPod(p.job, p.pods);
+  const LauncherObservation* obs = Launchers(p);
+  if (!GangRunning(p) || rank0 == nullptr) return false;
+  if (obs == nullptr || (obs->answered && !obs->status.running)) {
+    p.RequeueIn(kLauncherPendingPollInterval);
+    return false;
+  }
+  if (!obs->answered) {
+    req.mode = std::string(kRecreate);
+    req.state = std::string(kRequestFellBack);
+    p.status().restart_request = req;
+    Recreate(p, "InPlaceRestartUnavailable",
+             "restart requested (" + Quoted(value) + "), but the launchers' rendezvous server " +
+                 "did not answer (" + obs->error + "); restarting by Recreate");
+    return true;
+  }
+  req.mode = std::string(kInPlace);
+  req.state = std::string(kRequestPending);
+  p.status().restart_request = req;
+  const std::string reason = "restart requested (" + Quoted(value) + ")";
+  p.plan->launcher_restart = Plan::LauncherRestart{rank0->meta.name, value, reason};
+  p.Event("Normal", "RestartRequested",
+          reason + "; asking the launchers of attempt " + std::to_string(p.job.status.attempt) +
+              " to restart in place (round " + std::to_string(obs->status.round) + ")");
+  p.RequeueIn(kLauncherPendingPollInterval);
+  return false;
+}
+
+void PlanLauncherPoll(Pass& p) {
+  if (p.job.spec.failure_policy.restart_mode != api::RestartMode::kInPlace) return;
+  if (!GangRunning(p)) return;
+  const kube::Pod* rank0 = RendezvousPod(p.job, p.pods);
+  if (rank0 == nullptr || rank0->pod_ip.empty()) return;
+  p.plan->launcher_poll = rank0->meta.name;
+  p.RequeueIn(kLauncherPollInterval);
+}
+
+}  // namespace lockstep::controller

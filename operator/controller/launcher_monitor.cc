@@ -1,0 +1,193 @@
+#include "operator/controller/launcher_monitor.h"
+
+#include <openssl/evp.h>
+
+#include "common/log.h"
+#include "operator/api/children.h"
+
+namespace lockstep::controller {
+namespace {
+
+StatusOr<std::string> DecodeBase64(const std::string& in) {
+  if (in.size() % 4 != 0) return DataLossError("token: not base64");
+  std::string out(in.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()),
+                                static_cast<int>(in.size()));
+  if (n < 0) return DataLossError("token: not base64");
+  // EVP_DecodeBlock counts the padding as zero bytes.
+  size_t len = static_cast<size_t>(n);
+  for (size_t i = in.size(); i > 0 && in[i - 1] == '='; --i) --len;
+  out.resize(len);
+  return out;
+}
+
+// Two answers differ in what the plan reads (so the job is worth another pass).
+bool SameStatus(const LauncherObservation& a, const LauncherObservation& b) {
+  return a.pod_uid == b.pod_uid && a.answered == b.answered &&
+         a.status.round == b.status.round && a.status.complete == b.status.complete &&
+         a.status.running == b.status.running &&
+         a.status.failure_restarts == b.status.failure_restarts &&
+         a.status.requested_restarts == b.status.requested_restarts;
+}
+
+}  // namespace
+
+LauncherMonitor::LauncherMonitor(kube::RestClient& client,
+                                 std::unique_ptr<LauncherControl> control, const Clock& clock)
+    : client_(client), control_(std::move(control)), clock_(clock) {}
+
+LauncherMonitor::~LauncherMonitor() { Stop(); }
+
+void LauncherMonitor::SetChangedHandler(std::function<void(const std::string&)> handler) {
+  changed_ = std::move(handler);
+}
+
+void LauncherMonitor::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable() || stopping_) return;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void LauncherMonitor::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LauncherMonitor::Poll(const LauncherJob& job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!polls_queued_.insert(job.key).second) return;
+    queue_.push_back(Op{job, false, "", ""});
+  }
+  cv_.notify_one();
+}
+
+void LauncherMonitor::Restart(const LauncherJob& job, const std::string& request,
+                              const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // What was observed before the restart says nothing about the round after it.
+    LauncherObservation& obs = latest_[job.key];
+    obs = LauncherObservation{};
+    obs.pod_uid = job.pod_uid;
+    obs.restart = LauncherObservation::RestartAnswer{request, false, {}, ""};
+    queue_.push_back(Op{job, true, request, reason});
+  }
+  cv_.notify_one();
+}
+
+std::optional<LauncherObservation> LauncherMonitor::Latest(const std::string& job_key,
+                                                           const std::string& pod_uid) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = latest_.find(job_key);
+  if (it == latest_.end() || it->second.pod_uid != pod_uid) return std::nullopt;
+  return it->second;
+}
+
+void LauncherMonitor::Forget(const std::string& job_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  latest_.erase(job_key);
+  tokens_.erase(job_key);
+}
+
+void LauncherMonitor::Loop() {
+  for (;;) {
+    Op op;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      op = std::move(queue_.front());
+      queue_.pop_front();
+      if (!op.restart) polls_queued_.erase(op.job.key);
+    }
+    Run(op);
+  }
+}
+
+StatusOr<LauncherTarget> LauncherMonitor::Target(const LauncherJob& job) {
+  const LauncherTarget base{job.pod_ip, static_cast<uint16_t>(api::kRdzvPort), job.uid, ""};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tokens_.find(job.key);
+    if (it != tokens_.end() && it->second.first == job.uid) {
+      LauncherTarget t = base;
+      t.token = it->second.second;
+      return t;
+    }
+  }
+  // The Secret is the job's own (same name, and the job's uid is checked by the server as the
+  // run id): the token the pods mounted.
+  LS_ASSIGN_OR_RETURN(nlohmann::json secret,
+                      client_.Get(kube::resources::Secrets(), job.namespace_,
+                                  api::RdzvSecretName(job.name)));
+  const nlohmann::json* data = secret.contains("data") ? &secret["data"] : nullptr;
+  const std::string key(api::kTokenKey);
+  if (data == nullptr || !data->contains(key) || !(*data)[key].is_string()) {
+    return NotFoundError("the rendezvous Secret has no token");
+  }
+  LauncherTarget t = base;
+  LS_ASSIGN_OR_RETURN(t.token, DecodeBase64((*data)[key].get<std::string>()));
+  std::lock_guard<std::mutex> lock(mu_);
+  tokens_[job.key] = {job.uid, t.token};
+  return t;
+}
+
+void LauncherMonitor::Run(const Op& op) {
+  StatusOr<LauncherTarget> target = Target(op.job);
+  LauncherObservation result;
+  result.pod_uid = op.job.pod_uid;
+  std::optional<LauncherObservation::RestartAnswer> restart;
+  if (op.restart) {
+    restart = LauncherObservation::RestartAnswer{op.request, true, {}, ""};
+    StatusOr<LauncherAck> ack = target.ok() ? control_->Restart(*target, op.reason)
+                                            : StatusOr<LauncherAck>(target.status());
+    if (ack.ok()) {
+      restart->ack = *ack;
+    } else {
+      restart->answered = false;
+      restart->error = ack.status().message();
+    }
+    log::Info("asked the launchers to restart in place",
+              {{"job", op.job.key},
+               {"request", op.request},
+               {"accepted", ack.ok() && ack->accepted ? "true" : "false"},
+               {"detail", ack.ok() ? ack->message : ack.status().message()}});
+  } else {
+    StatusOr<LauncherStatus> status = target.ok() ? control_->GetStatus(*target)
+                                                  : StatusOr<LauncherStatus>(target.status());
+    if (status.ok()) {
+      result.answered = true;
+      result.status = std::move(*status);
+    } else {
+      result.error = status.status().message();
+      log::Debug("launcher status unknown", {{"job", op.job.key}, {"error", result.error}});
+    }
+  }
+  // A refused MAC may mean a token the job no longer has (the Secret was recreated): fetch it
+  // again next time.
+  const std::string& error = op.restart ? restart->error : result.error;
+  bool changed = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (error.find("authentication failed") != std::string::npos) tokens_.erase(op.job.key);
+    LauncherObservation& obs = latest_[op.job.key];
+    if (op.restart) {
+      obs.pod_uid = op.job.pod_uid;
+      obs.restart = restart;
+    } else {
+      if (obs.pod_uid != result.pod_uid) obs = LauncherObservation{};
+      changed = !SameStatus(obs, result);
+      result.restart = obs.restart;
+      obs = std::move(result);
+    }
+  }
+  if (changed && changed_) changed_(op.job.key);
+}
+
+}  // namespace lockstep::controller

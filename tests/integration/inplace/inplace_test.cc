@@ -1,0 +1,242 @@
+// In-place restarts against the real kube-apiserver (docs/failures.md "In place"): the operator
+// records the launchers' in-place restarts in status while the pods keep running, sends Restart
+// for the lockstep.dev/restart-request annotation, and falls back to Recreate when the launchers
+// do not form a new round within failurePolicy.inPlaceTimeoutSeconds.
+//
+// kwok runs the pods (no process); real lockstep-launcher processes on this host play their
+// launchers, with the job's uid as run id and its Secret's token. Node 0's launcher listens on
+// worker-0's kwok pod IP (added to `lo` for the test), which is where the operator asks.
+#include <signal.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "operator/kube/rest_client.h"
+#include "tests/integration/failures/failures_env.h"
+#include "tests/integration/kube/test_env.h"
+#include "tests/launcher/core/harness.h"
+
+namespace lockstep::failures::testing {
+namespace {
+
+using kube::testing::WaitFor;
+using launcher::testing::FileExists;
+using launcher::testing::LauncherProcess;
+using launcher::testing::LauncherSpec;
+using launcher::testing::TempDir;
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr int kRdzvPort = 29400;  // api::kRdzvPort: where the operator asks
+
+std::string Base64Decode(const std::string& in) {
+  static const std::string kChars =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int val = 0, bits = -8;
+  for (char c : in) {
+    const size_t pos = kChars.find(c);
+    if (pos == std::string::npos) break;
+    val = (val << 6) + static_cast<int>(pos);
+    bits += 6;
+    if (bits >= 0) {
+      out.push_back(static_cast<char>((val >> bits) & 0xff));
+      bits -= 8;
+    }
+  }
+  return out;
+}
+
+class InPlaceTest : public FailuresTest {
+ protected:
+  void TearDown() override {
+    launchers_.clear();  // SIGKILLs what is left
+    if (!address_.empty()) {
+      const int rc = std::system(("ip addr del " + address_ + "/32 dev lo 2>/dev/null").c_str());
+      EXPECT_EQ(rc, 0) << "could not remove " << address_ << " from lo";
+    }
+    FailuresTest::TearDown();
+  }
+
+  // A 2-worker Generic job, restartMode InPlace, running on this test's kwok nodes; returns the
+  // live job once both pods of attempt 0 run and have IPs.
+  json StartJob(const std::string& name, int in_place_timeout = 60) {
+    CreateNodes(2);
+    CreateJob(MakeJob(name, 2, [&](json& j) {
+      j["spec"]["failurePolicy"]["restartMode"] = "InPlace";
+      j["spec"]["failurePolicy"]["maxRestarts"] = 3;
+      j["spec"]["failurePolicy"]["inPlaceTimeoutSeconds"] = in_place_timeout;
+    }));
+    EXPECT_TRUE(WaitRunningAttempt(name, 0, 2, seconds(30))) << "attempt 0 never ran";
+    EXPECT_TRUE(WaitFor([&] { return !PodIp(name + "-worker-0").empty(); }, seconds(20)));
+    StatusOr<json> job = GetJob(name);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? *job : json();
+  }
+
+  std::string PodIp(const std::string& pod) {
+    StatusOr<json> p = client().Get(kube::resources::Pods(), ns(), pod);
+    return p.ok() ? p->value("/status/podIP"_json_pointer, std::string()) : "";
+  }
+  std::string PodUid(const std::string& pod) {
+    StatusOr<json> p = client().Get(kube::resources::Pods(), ns(), pod);
+    return p.ok() ? p->value("/metadata/uid"_json_pointer, std::string()) : "";
+  }
+
+  // Real launchers for the job's two pods; node 0 listens on worker-0's pod IP.
+  void StartLaunchers(const json& job, std::vector<std::string> child_args,
+                      std::vector<std::string> extra = {}) {
+    const std::string name = job["metadata"]["name"];
+    address_ = PodIp(name + "-worker-0");
+    ASSERT_FALSE(address_.empty());
+    ASSERT_EQ(std::system(("ip addr add " + address_ + "/32 dev lo").c_str()), 0)
+        << "cannot add " << address_ << " to lo (root needed)";
+    StatusOr<json> secret = client().Get(kube::resources::Secrets(), ns(), name + "-rdzv");
+    ASSERT_TRUE(secret.ok()) << secret.status();
+    const std::string token = Base64Decode(secret->at("data").at("token").get<std::string>());
+    for (int i = 0; i < 2; ++i) {
+      LauncherSpec s;
+      s.args = {"--nnodes", "2", "--node-rank", std::to_string(i), "--nproc-per-node", "2",
+                "--rdzv-endpoint", address_ + ":" + std::to_string(kRdzvPort), "--rdzv-id",
+                job["metadata"]["uid"].get<std::string>(), "--advertise-addr", "127.0.0.1",
+                "--join-timeout", "120", "--grace-period", "2", "--max-restarts", "3"};
+      s.args.insert(s.args.end(), extra.begin(), extra.end());
+      s.command = {LOCKSTEP_TEST_CHILD_BIN, dir_.path()};
+      s.command.insert(s.command.end(), child_args.begin(), child_args.end());
+      s.env = {{"LOCKSTEP_TOKEN", token}, {"LOCKSTEP_NCCL_LIBRARY", "/nonexistent/libnccl.so.2"}};
+      launchers_.push_back(std::make_unique<LauncherProcess>(
+          s, dir_.path() + "/launcher." + std::to_string(i) + ".log"));
+    }
+  }
+  std::string LauncherLogs() const {
+    std::string out;
+    for (const auto& l : launchers_) out += l->Log();
+    return out;
+  }
+  void Annotate(const std::string& job, const std::string& value) {
+    const json patch = {
+        {"metadata", {{"annotations", {{"lockstep.dev/restart-request", value}}}}}};
+    StatusOr<json> r = client().MergePatch(kube::resources::TrainingJobs(), ns(), job, patch);
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+
+  TempDir dir_;
+  std::string address_;
+  std::vector<std::unique_ptr<LauncherProcess>> launchers_;
+};
+
+TEST_F(InPlaceTest, AKilledRankIsAnInPlaceRestartInStatus) {
+  const json job = StartJob("ip-killed");
+  const std::string pod0 = PodUid("ip-killed-worker-0"), pod1 = PodUid("ip-killed-worker-1");
+  // Rank 3 (node 1, local rank 1) fails in round 0 only; the launchers restart in place.
+  StartLaunchers(job, {"--forever", "--fail-rank", "3", "--fail-code", "9", "--fail-restart", "0"});
+  ASSERT_TRUE(launcher::testing::WaitForFiles(dir_.path(), "env.1.", 4, seconds(30)))
+      << LauncherLogs();
+  const double before = Metric("lockstep_restarts_total", {{"mode", "InPlace"}});
+
+  StatusOr<json> seen = WaitForJob(
+      "ip-killed",
+      [](const json& j) { return j.value("/status/restarts/inPlace"_json_pointer, 0) >= 1; },
+      seconds(30));
+  ASSERT_TRUE(seen.ok()) << seen.status() << "\n" << LauncherLogs();
+  const json& st = (*seen)["status"];
+  EXPECT_EQ(st["restarts"]["inPlace"], 1);
+  EXPECT_EQ(st["restarts"]["failures"], 1);
+  EXPECT_EQ(st["attempt"], 0);
+  EXPECT_EQ(st["lastRestart"]["mode"], "InPlace");
+  EXPECT_EQ(st["lastRestart"]["reason"], "RankFailed");
+  const std::string message = st["lastRestart"]["message"];
+  for (const char* part : {"rank 3", "ip-killed-worker-1", "exited with code 9",
+                           "failing with code 9 on purpose"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << " in " << message;
+  }
+  EXPECT_EQ(st["rendezvous"]["round"], 1);
+  EXPECT_FALSE(FindEvent("ip-killed", "RankFailed").is_null());
+  EXPECT_TRUE(WaitFor(
+      [&] { return Metric("lockstep_restarts_total", {{"mode", "InPlace"}}) >= before + 1; },
+      seconds(5)));
+  // The pods were kept.
+  EXPECT_EQ(PodUid("ip-killed-worker-0"), pod0);
+  EXPECT_EQ(PodUid("ip-killed-worker-1"), pod1);
+  // The token never reaches status or events.
+  StatusOr<json> secret = client().Get(kube::resources::Secrets(), ns(), "ip-killed-rdzv");
+  ASSERT_TRUE(secret.ok());
+  const std::string token = Base64Decode(secret->at("data").at("token").get<std::string>());
+  EXPECT_EQ(seen->dump().find(token), std::string::npos);
+  for (const json& e : JobEvents("ip-killed")) EXPECT_EQ(e.dump().find(token), std::string::npos);
+}
+
+TEST_F(InPlaceTest, TheRestartAnnotationRestartsInPlaceWithoutDeletingPods) {
+  const json job = StartJob("ip-request");
+  const std::string pod0 = PodUid("ip-request-worker-0"), pod1 = PodUid("ip-request-worker-1");
+  StartLaunchers(job, {"--forever"}, {"--max-restarts", "0"});
+  ASSERT_TRUE(launcher::testing::WaitForFiles(dir_.path(), "env.0.", 4, seconds(30)))
+      << LauncherLogs();
+  // The operator has heard from the launchers once the round runs.
+  ASSERT_TRUE(WaitForJob(
+                  "ip-request",
+                  [](const json& j) { return j.contains("/status/rendezvous"_json_pointer); },
+                  seconds(25))
+                  .ok())
+      << LauncherLogs();
+  Annotate("ip-request", "1");
+
+  StatusOr<json> done = WaitForJob(
+      "ip-request",
+      [](const json& j) {
+        return j.value("/status/restartRequest/state"_json_pointer, std::string()) == "Completed";
+      },
+      seconds(30));
+  ASSERT_TRUE(done.ok()) << done.status() << "\n" << LauncherLogs();
+  const json& st = (*done)["status"];
+  EXPECT_EQ(st["restartRequest"]["value"], "1");
+  EXPECT_EQ(st["restartRequest"]["mode"], "InPlace");
+  EXPECT_EQ(st["restartRequest"]["round"], 0);
+  EXPECT_EQ(st["restarts"]["inPlace"], 1);
+  EXPECT_EQ(st["restarts"]["failures"], 0);
+  EXPECT_EQ(st["attempt"], 0);
+  EXPECT_EQ(st["lastRestart"]["mode"], "InPlace");
+  EXPECT_EQ(st["lastRestart"]["reason"], "RestartRequested");
+  // The children of round 1 run with the next restart count; the pods were kept.
+  ASSERT_TRUE(launcher::testing::WaitForFiles(dir_.path(), "env.1.", 4, seconds(10)));
+  for (const auto& env : launcher::testing::ReadEnvFiles(dir_.path(), "1")) {
+    EXPECT_EQ(env.at("LOCKSTEP_RESTART_COUNT"), "1");
+  }
+  EXPECT_EQ(PodUid("ip-request-worker-0"), pod0);
+  EXPECT_EQ(PodUid("ip-request-worker-1"), pod1);
+  EXPECT_FALSE(FindEvent("ip-request", "RestartRequested").is_null());
+  for (const auto& l : launchers_) EXPECT_FALSE(l->Wait(milliseconds(1)).has_value());
+}
+
+TEST_F(InPlaceTest, LaunchersThatNeverFormTheNewRoundAreRecreatedAfterTheBound) {
+  const json job = StartJob("ip-stuck", /*in_place_timeout=*/5);
+  // A long peer timeout: node 1 frozen is not noticed as lost before the Restart arrives.
+  StartLaunchers(job, {"--forever"}, {"--peer-timeout", "60"});
+  ASSERT_TRUE(launcher::testing::WaitForFiles(dir_.path(), "env.0.", 4, seconds(30)))
+      << LauncherLogs();
+  ASSERT_TRUE(WaitForJob(
+                  "ip-stuck",
+                  [](const json& j) { return j.contains("/status/rendezvous"_json_pointer); },
+                  seconds(25))
+                  .ok());
+  launchers_[1]->Signal(SIGSTOP);  // node 1 will never rejoin
+  Annotate("ip-stuck", "now");
+  StatusOr<json> fell = WaitForJob(
+      "ip-stuck",
+      [](const json& j) { return j.value("/status/attempt"_json_pointer, 0) == 1; }, seconds(30));
+  launchers_[1]->Signal(SIGCONT);
+  ASSERT_TRUE(fell.ok()) << fell.status() << "\n" << LauncherLogs();
+  const json& st = (*fell)["status"];
+  EXPECT_EQ(st["restartRequest"]["state"], "FellBack");
+  EXPECT_EQ(st["restartRequest"]["mode"], "Recreate");
+  EXPECT_EQ(st["lastRestart"]["mode"], "Recreate");
+  EXPECT_EQ(st["lastRestart"]["reason"], "InPlaceRestartTimeout");
+  EXPECT_EQ(st["restarts"]["failures"], 0);
+  EXPECT_NE(LauncherLogs().find("restart requested"), std::string::npos);
+  EXPECT_FALSE(FindEvent("ip-stuck", "InPlaceRestartTimeout").is_null());
+  EXPECT_TRUE(WaitRunningAttempt("ip-stuck", 1, 2, seconds(30))) << "attempt 1 never ran";
+}
+
+}  // namespace
+}  // namespace lockstep::failures::testing

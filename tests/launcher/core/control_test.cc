@@ -1,0 +1,190 @@
+// Control requests against real launcher processes (launcher/rendezvous/control.h): Status
+// reports rounds, restarts and the last failure; Restart restarts the gang in place without
+// charging --max-restarts; a request with the wrong token is refused and the round goes on.
+#include <signal.h>
+
+#include <functional>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "harness.h"
+#include "launcher/rendezvous/control.h"
+
+namespace lockstep::launcher::testing {
+namespace {
+
+using rendezvous::ControlKind;
+using rendezvous::ControlStatus;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Steady = std::chrono::steady_clock;
+
+constexpr char kRunId[] = "control-test";
+constexpr char kToken[] = "control-token";
+
+class ControlTest : public ::testing::Test {
+ protected:
+  void StartGang(int nnodes, int nproc, std::vector<std::string> child_args,
+                 std::vector<std::string> extra = {}) {
+    for (int i = 0; i < nnodes; ++i) {
+      LauncherSpec s;
+      s.args = {"--nnodes", std::to_string(nnodes), "--node-rank", std::to_string(i),
+                "--nproc-per-node", std::to_string(nproc), "--rdzv-endpoint",
+                "127.0.0.1:" + std::to_string(port_), "--rdzv-id", kRunId,
+                "--advertise-addr", "127.0.0.1", "--join-timeout", "30", "--grace-period", "2"};
+      s.args.insert(s.args.end(), extra.begin(), extra.end());
+      s.command = {LOCKSTEP_TEST_CHILD_BIN, dir_.path()};
+      s.command.insert(s.command.end(), child_args.begin(), child_args.end());
+      s.env = {{"LOCKSTEP_TOKEN", kToken},
+               {"LOCKSTEP_NCCL_LIBRARY", "/nonexistent/libnccl.so.2"}};
+      launchers_.push_back(std::make_unique<LauncherProcess>(
+          s, dir_.path() + "/launcher." + std::to_string(i) + ".log"));
+    }
+  }
+  std::string Logs() const {
+    std::string out;
+    for (const auto& l : launchers_) out += l->Log();
+    return out;
+  }
+  rendezvous::ControlTarget Target(std::string token = kToken) const {
+    return {"127.0.0.1", static_cast<uint16_t>(port_), kRunId, std::move(token)};
+  }
+  StatusOr<ControlStatus> GetStatus() const {
+    LS_ASSIGN_OR_RETURN(rendezvous::ControlReply r,
+                        rendezvous::ControlCall(Target(), ControlKind::kStatus, "", seconds(1)));
+    if (!r.status) return DataLossError("no status in the reply");
+    return *r.status;
+  }
+  // Polls Status until `done` holds or `timeout` passes; returns the last answer.
+  StatusOr<ControlStatus> WaitForStatus(const std::function<bool(const ControlStatus&)>& done,
+                                        seconds timeout = seconds(20)) const {
+    const Steady::time_point until = Steady::now() + timeout;
+    StatusOr<ControlStatus> last = UnavailableError("never asked");
+    while (Steady::now() < until) {
+      last = GetStatus();
+      if (last.ok() && done(*last)) return last;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    return last;
+  }
+
+  TempDir dir_;
+  int port_ = FreePort();
+  std::vector<std::unique_ptr<LauncherProcess>> launchers_;
+};
+
+TEST_F(ControlTest, RequestedRestartIsNotChargedAndTheChildrenSeeTheNextRound) {
+  StartGang(2, 2, {"--forever"}, {"--max-restarts", "0"});
+  ASSERT_TRUE(WaitForFiles(dir_.path(), "env.0.", 4, seconds(30))) << Logs();
+  StatusOr<ControlStatus> before = WaitForStatus([](const ControlStatus& s) { return s.running; });
+  ASSERT_TRUE(before.ok()) << before.status() << Logs();
+  EXPECT_EQ(before->round, 0u);
+  EXPECT_TRUE(before->complete);
+  EXPECT_TRUE(before->running) << Logs();
+  EXPECT_EQ(before->members, 2u);
+  EXPECT_EQ(before->failure_restarts, 0u);
+  EXPECT_EQ(before->requested_restarts, 0u);
+  EXPECT_FALSE(before->last_failure.has_value());
+
+  StatusOr<rendezvous::ControlReply> reply =
+      rendezvous::ControlCall(Target(), ControlKind::kRestart, "unit test", seconds(1));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_TRUE(reply->ack.has_value());
+  EXPECT_TRUE(reply->ack->accepted) << reply->ack->message;
+  EXPECT_EQ(reply->ack->round, 0u);
+
+  // --max-restarts 0, yet the gang restarts: a requested restart costs no budget.
+  ASSERT_TRUE(WaitForFiles(dir_.path(), "env.1.", 4, seconds(30))) << Logs();
+  for (const auto& env : ReadEnvFiles(dir_.path(), "1")) {
+    EXPECT_EQ(env.at("LOCKSTEP_RESTART_COUNT"), "1");
+    EXPECT_EQ(env.at("LOCKSTEP_ATTEMPT"), "1");
+  }
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_TRUE(FileExists(dir_.path() + "/term.0." + std::to_string(rank))) << rank;
+  }
+  StatusOr<ControlStatus> after =
+      WaitForStatus([](const ControlStatus& s) { return s.round == 1 && s.running; });
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->round, 1u) << Logs();
+  EXPECT_TRUE(after->running);
+  EXPECT_EQ(after->requested_restarts, 1u);
+  EXPECT_EQ(after->failure_restarts, 0u);
+  for (const auto& l : launchers_) EXPECT_FALSE(l->Wait(milliseconds(10)).has_value()) << Logs();
+  EXPECT_NE(Logs().find("restarting in place on request"), std::string::npos);
+}
+
+TEST_F(ControlTest, WrongTokenIsRefusedAndTheRoundContinues) {
+  StartGang(2, 1, {"--forever"}, {"--max-restarts", "3"});
+  ASSERT_TRUE(WaitForFiles(dir_.path(), "env.0.", 2, seconds(30))) << Logs();
+  for (ControlKind kind : {ControlKind::kStatus, ControlKind::kRestart}) {
+    StatusOr<rendezvous::ControlReply> r =
+        rendezvous::ControlCall(Target("wrong-token"), kind, "intruder", seconds(1));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status();
+    EXPECT_NE(r.status().message().find("authentication failed"), std::string::npos);
+  }
+  // Another run's id is refused too, even with the right token.
+  rendezvous::ControlTarget other = Target();
+  other.run_id = "another-run";
+  StatusOr<rendezvous::ControlReply> r =
+      rendezvous::ControlCall(other, ControlKind::kRestart, "intruder", seconds(1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status();
+
+  StatusOr<ControlStatus> st = WaitForStatus([](const ControlStatus& s) { return s.running; });
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->round, 0u);
+  EXPECT_TRUE(st->running);
+  EXPECT_EQ(st->requested_restarts, 0u);
+  EXPECT_FALSE(FileExists(dir_.path() + "/env.1.0")) << Logs();
+  EXPECT_FALSE(FileExists(dir_.path() + "/term.0.0")) << Logs();
+  for (const auto& l : launchers_) EXPECT_FALSE(l->Wait(milliseconds(10)).has_value()) << Logs();
+}
+
+TEST_F(ControlTest, StatusNamesTheFailedRankOfAnInPlaceRestart) {
+  // Rank 1 (node 0, local rank 1) fails in the first round only; the gang restarts in place.
+  StartGang(2, 2, {"--forever", "--fail-rank", "1", "--fail-code", "3", "--fail-restart", "0"},
+            {"--max-restarts", "2"});
+  StatusOr<ControlStatus> st =
+      WaitForStatus([](const ControlStatus& s) { return s.round == 1 && s.running; }, seconds(30));
+  ASSERT_TRUE(st.ok()) << st.status() << Logs();
+  ASSERT_EQ(st->round, 1u) << Logs();
+  EXPECT_EQ(st->failure_restarts, 1u);
+  EXPECT_EQ(st->requested_restarts, 0u);
+  ASSERT_TRUE(st->last_failure.has_value());
+  const rendezvous::RoundFailure& f = *st->last_failure;
+  EXPECT_EQ(f.round, 0u);
+  EXPECT_EQ(f.node_rank, 0);
+  EXPECT_EQ(f.rank, 1);
+  EXPECT_EQ(f.local_rank, 1);
+  EXPECT_EQ(f.exit_code, 3);
+  EXPECT_EQ(f.reason, "exit");
+  std::string tail;
+  for (const std::string& line : f.stderr_tail) tail += line + "\n";
+  EXPECT_NE(tail.find("failing with code 3 on purpose"), std::string::npos) << tail;
+}
+
+TEST_F(ControlTest, RestartWhileGatheringIsDeclined) {
+  // Only one of two launchers: the round never completes, so there is nothing to restart.
+  LauncherSpec s;
+  s.args = {"--nnodes", "2", "--node-rank", "0", "--nproc-per-node", "1", "--rdzv-endpoint",
+            "127.0.0.1:" + std::to_string(port_), "--rdzv-id", kRunId, "--advertise-addr",
+            "127.0.0.1", "--join-timeout", "30"};
+  s.command = {LOCKSTEP_TEST_CHILD_BIN, dir_.path(), "--forever"};
+  s.env = {{"LOCKSTEP_TOKEN", kToken}, {"LOCKSTEP_NCCL_LIBRARY", "/nonexistent/libnccl.so.2"}};
+  launchers_.push_back(std::make_unique<LauncherProcess>(s, dir_.path() + "/gather.log"));
+  StatusOr<ControlStatus> st = WaitForStatus([](const ControlStatus&) { return true; });
+  ASSERT_TRUE(st.ok()) << st.status() << Logs();
+  EXPECT_FALSE(st->complete);
+  EXPECT_FALSE(st->running);
+  StatusOr<rendezvous::ControlReply> r =
+      rendezvous::ControlCall(Target(), ControlKind::kRestart, "too early", seconds(1));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->ack.has_value());
+  EXPECT_FALSE(r->ack->accepted);
+  EXPECT_NE(r->ack->message.find("gathering"), std::string::npos) << r->ack->message;
+}
+
+}  // namespace
+}  // namespace lockstep::launcher::testing
