@@ -27,11 +27,15 @@
 #include "operator/kube/curl_transport.h"
 #include "operator/kube/rest_client.h"
 #include "tests/e2e/agent/host_command.h"
+#include "tests/testing/host_state.h"
 
 extern char** environ;
 
 namespace lockstep::e2e {
 namespace {
+
+using ::lockstep::testing::MarkedProcesses;
+using ::lockstep::testing::ReadWholeFile;
 
 using nlohmann::json;
 using std::chrono::milliseconds;
@@ -57,23 +61,7 @@ bool WaitFor(const std::function<bool()>& done, milliseconds timeout) {
   return true;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
-// Pids of processes whose environment carries `marker` (every test pod gets it).
-std::vector<pid_t> MarkedProcesses(const std::string& marker) {
-  std::vector<pid_t> pids;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string env = ReadFile("/proc/" + name + "/environ");
-    if (env.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
-  }
-  return pids;
-}
 
 class AgentE2eTest : public ::testing::Test {
  protected:
@@ -178,7 +166,7 @@ class AgentE2eTest : public ::testing::Test {
       if (c != '\n') line.push_back(c);
     }
     close(out[0]);
-    ASSERT_EQ(line, "ready") << "agent did not start:\n" << ReadFile(agent_log_);
+    ASSERT_EQ(line, "ready") << "agent did not start:\n" << ReadWholeFile(agent_log_);
   }
 
   // SIGTERM, then the cleanup guarantees of docs/e2e.md.
@@ -189,8 +177,8 @@ class AgentE2eTest : public ::testing::Test {
         WaitFor([&] { return waitpid(agent_pid_, &wstatus, WNOHANG) == agent_pid_; }, seconds(60));
     if (!exited) kill(agent_pid_, SIGKILL);
     agent_pid_ = 0;
-    ASSERT_TRUE(exited) << "agent did not exit\n" << ReadFile(agent_log_);
-    EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadFile(agent_log_);
+    ASSERT_TRUE(exited) << "agent did not exit\n" << ReadWholeFile(agent_log_);
+    EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadWholeFile(agent_log_);
 
     StatusOr<std::string> netns = RunHostCommand({"ip", "netns", "list"});
     ASSERT_TRUE(netns.ok()) << netns.status();
@@ -198,7 +186,7 @@ class AgentE2eTest : public ::testing::Test {
     StatusOr<std::string> links = RunHostCommand({"ip", "-o", "link", "show"});
     ASSERT_TRUE(links.ok()) << links.status();
     EXPECT_EQ(links->find(bridge_), std::string::npos) << *links;
-    const std::string mounts = ReadFile("/proc/self/mounts");
+    const std::string mounts = ReadWholeFile("/proc/self/mounts");
     EXPECT_EQ(mounts.find(bridge_), std::string::npos) << mounts;
     EXPECT_EQ(mounts.find(state_dir_), std::string::npos) << mounts;
     EXPECT_TRUE(MarkedProcesses(marker_).empty()) << "pod processes survived the agent";
@@ -250,7 +238,7 @@ class AgentE2eTest : public ::testing::Test {
         },
         timeout);
     EXPECT_EQ(last["status"].value("phase", ""), phase) << last["status"].dump(2) << "\n"
-                                                        << ReadFile(agent_log_);
+                                                        << ReadWholeFile(agent_log_);
     return last;
   }
 
@@ -382,7 +370,7 @@ TEST_F(AgentE2eTest, InitContainerSharesEmptyDirAndLauncherImageIsMapped) {
   EXPECT_EQ(Terminated(done, 1, "initContainerStatuses").value("exitCode", -1), 0);
   EXPECT_EQ(Terminated(done).value("message", ""), "launcher-ok x\nfrom-init\ninit-host\n");
   // The pod's mounts never reached the host.
-  EXPECT_EQ(ReadFile("/proc/self/mounts").find("/lockstep/bin"), std::string::npos);
+  EXPECT_EQ(ReadWholeFile("/proc/self/mounts").find("/lockstep/bin"), std::string::npos);
 }
 
 TEST_F(AgentE2eTest, PodsOnTwoNodesTalkByDnsName) {
@@ -432,7 +420,7 @@ TEST_F(AgentE2eTest, DeletingARunningPodStopsItsProcesses) {
   EXPECT_TRUE(WaitFor(
       [&] { return IsNotFound(client_->Get(kube::resources::Pods(), ns_, "stubborn").status()); },
       seconds(30)))
-      << ReadFile(agent_log_);
+      << ReadWholeFile(agent_log_);
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(took, 1.5) << "the grace period was not honoured";

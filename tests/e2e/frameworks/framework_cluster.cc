@@ -20,12 +20,17 @@
 #include "operator/kube/curl_transport.h"
 #include "tests/e2e/agent/host_command.h"
 #include "tests/integration/kube/test_env.h"
+#include "tests/testing/host_state.h"
+#include "tests/testing/yaml_json.h"
 
 extern char** environ;
 
 namespace lockstep::e2e {
 
 using nlohmann::json;
+using ::lockstep::testing::MarkedProcesses;
+using ::lockstep::testing::ReadWholeFile;
+using ::lockstep::testing::YamlToJson;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 namespace fs = std::filesystem;
@@ -36,56 +41,9 @@ constexpr char kMarkerName[] = "LS_FW_E2E_MARKER";
 constexpr char kJobMarkerName[] = "LS_FW_E2E_JOB";
 constexpr char kBlockLabel[] = "topology.lockstep.dev/block";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 bool Poll(const std::function<bool()>& done, milliseconds timeout) {
   return kube::testing::WaitFor(done, timeout, milliseconds(100));
-}
-
-// Pids of processes whose environment carries `marker` ("NAME=value").
-std::vector<pid_t> MarkedProcesses(const std::string& marker) {
-  std::vector<pid_t> pids;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string env = ReadFile("/proc/" + name + "/environ");
-    if (env.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
-  }
-  return pids;
-}
-
-// YAML as the apiserver would read it (the examples use plain, unambiguous scalars).
-json YamlToJson(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Sequence: {
-      json out = json::array();
-      for (const YAML::Node& item : node) out.push_back(YamlToJson(item));
-      return out;
-    }
-    case YAML::NodeType::Map: {
-      json out = json::object();
-      for (const auto& kv : node) out[kv.first.as<std::string>()] = YamlToJson(kv.second);
-      return out;
-    }
-    case YAML::NodeType::Scalar:
-      break;
-  }
-  const std::string text = node.Scalar();
-  if (node.Tag() == "!") return text;  // quoted: always a string
-  if (!text.empty() && text.find_first_not_of("-0123456789") == std::string::npos) {
-    return std::stoll(text);
-  }
-  if (text == "true") return true;
-  if (text == "false") return false;
-  if (text == "null" || text == "~") return nullptr;
-  return text;
 }
 
 std::string Python() {
@@ -275,7 +233,7 @@ std::vector<std::string> FrameworkCluster::Stop() {
     if (!links.ok() || links->find(bridge_) != std::string::npos) {
       problems.push_back("links left: " + (links.ok() ? *links : links.status().ToString()));
     }
-    const std::string mounts = ReadFile("/proc/self/mounts");
+    const std::string mounts = ReadWholeFile("/proc/self/mounts");
     if (mounts.find(bridge_) != std::string::npos || mounts.find(state_dir_) != std::string::npos) {
       problems.push_back("mounts left:\n" + mounts);
     }
@@ -395,7 +353,7 @@ JobRun FrameworkCluster::Collect(const std::string& name) {
     const json labels = pod["metadata"].value("labels", json::object());
     p.attempt = std::atoi(labels.value("lockstep.dev/attempt", "0").c_str());
     const std::string container = pod["spec"]["containers"][0].value("name", "");
-    p.log = ReadFile(state_dir_ + "/pods/" + uid + "/containers/" + container + ".log");
+    p.log = ReadWholeFile(state_dir_ + "/pods/" + uid + "/containers/" + container + ".log");
     run.pods.push_back(std::move(p));
   }
   return run;
@@ -433,10 +391,10 @@ Status FrameworkCluster::FailNode(const std::string& node) {
       .status();
 }
 
-std::string FrameworkCluster::agent_log() const { return ReadFile(agent_log_); }
+std::string FrameworkCluster::agent_log() const { return ReadWholeFile(agent_log_); }
 
 std::string FrameworkCluster::operator_log() const {
-  return operator_ != nullptr ? ReadFile(operator_->log_path()) : "";
+  return operator_ != nullptr ? ReadWholeFile(operator_->log_path()) : "";
 }
 
 }  // namespace lockstep::e2e

@@ -8,14 +8,12 @@
 #include <vector>
 
 #include "operator/api/types.h"
+#include "tests/testing/yaml_json.h"
 
 namespace lockstep::api::testing {
 
-// Converts a YAML node the way the apiserver's YAML decoder does: plain scalars become integers,
-// booleans or null when they look like one; quoted scalars stay strings.
-nlohmann::json YamlToJson(const YAML::Node& node);
-// Every document of a YAML file, as JSON.
-std::vector<nlohmann::json> LoadYamlFile(const std::string& path);
+using ::lockstep::testing::LoadYamlFile;  // tests/testing/yaml_json.h
+using ::lockstep::testing::YamlToJson;
 std::string SourcePath(const std::string& relative);
 
 // A small valid PyTorch job: name "demo", namespace "ns", uid "uid-1", 2 workers.
