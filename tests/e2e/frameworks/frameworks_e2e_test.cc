@@ -22,10 +22,21 @@ class Frameworks : public SharedClusterTest<Frameworks> {
   static ClusterOptions Options() { return ClusterOptions{.nodes = 3, .operator_args = {}}; }
 };
 
-// Every pod ran on one of this agent's nodes (the gang scheduler honoured the selector).
+// Every pod ran on one of this agent's nodes (the gang scheduler honoured the selector). A pod
+// the polls only ever saw unbound (a short job whose pods the clean-pod policy deleted between
+// two polls) counts when this agent ran it: its log is in the agent's state dir, and the agent
+// runs only pods bound to its own nodes.
 void ExpectOnAgentNodes(const JobRun& run, const std::vector<std::string>& nodes) {
   const std::set<std::string> ours(nodes.begin(), nodes.end());
-  for (const JobRun::Pod& pod : run.pods) EXPECT_EQ(ours.count(pod.node), 1u) << pod.name;
+  for (const JobRun::Pod& pod : run.pods) {
+    if (pod.node.empty()) {
+      EXPECT_FALSE(pod.log.empty()) << pod.name << " (attempt " << pod.attempt
+                                    << ") was never seen bound and has no log here";
+      continue;
+    }
+    EXPECT_EQ(ours.count(pod.node), 1u) << pod.name << " (attempt " << pod.attempt
+                                        << ") ran on node " << pod.node;
+  }
 }
 
 // "... loss=<first>-><last>" with last < first.
@@ -87,7 +98,7 @@ TEST_F(Frameworks, TensorFlowParameterServerChiefPsAndTwoWorkersComplete) {
   EXPECT_EQ(roles,
             (std::map<std::string, int>{
                 {"tensorflow-ps-chief", 1}, {"tensorflow-ps-ps", 1}, {"tensorflow-ps-worker", 2}}));
-  const std::vector<std::string> done = run.Lines("PS_DONE steps=5 ");
+  const std::vector<std::string> done = run.Lines("PS_DONE steps=20 ");
   ASSERT_EQ(done.size(), 1u) << run.AllLogs();
   // Training ran on the workers against the ps variables.
   EXPECT_TRUE(LossFell(done[0])) << done[0];
