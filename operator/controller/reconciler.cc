@@ -8,6 +8,7 @@
 #include "operator/api/enums.h"
 #include "operator/api/token.h"
 #include "operator/controller/inplace_plan.h"
+#include "operator/controller/job_status.h"
 
 namespace lockstep::controller {
 namespace {
@@ -43,6 +44,7 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
     return ReconcileResult{};
   }
   const CachedJob job = *cached;  // never mutate the shared cache
+  if (StatusCacheBehind(job)) return ReconcileResult{std::chrono::seconds(1)};
   const bool settled = expectations_.Satisfied(key);  // before listing pods
   Observed observed = caches_.ObserveChildren(job);
   if (launchers_ != nullptr) {
@@ -195,6 +197,24 @@ nlohmann::json StatusPatch(const api::TrainingJobStatus& old_status,
   return {{"metadata", {{"resourceVersion", resource_version}}}, {"status", std::move(after)}};
 }
 
+bool TrainingJobReconciler::StatusCacheBehind(const CachedJob& job) {
+  std::lock_guard<std::mutex> lock(finished_mu_);
+  auto it = finished_writes_.find(job.meta.uid);
+  if (it == finished_writes_.end()) return false;
+  // A finished status is terminal: once the cache shows one, it has caught up for good.
+  if (IsFinished(job.job.status) || clock_.Now() - it->second > std::chrono::minutes(1)) {
+    finished_writes_.erase(it);
+    return false;
+  }
+  return true;
+}
+
+void TrainingJobReconciler::NoteFinishedWrite(const CachedJob& job, const Plan& plan) {
+  if (!IsFinished(plan.status) || IsFinished(job.job.status)) return;
+  std::lock_guard<std::mutex> lock(finished_mu_);
+  finished_writes_[job.meta.uid] = clock_.Now();
+}
+
 Status TrainingJobReconciler::PersistStatus(const CachedJob& job, const Plan& plan) {
   const nlohmann::json patch =
       StatusPatch(job.job.status, plan.status, job.meta.resource_version);
@@ -205,6 +225,7 @@ Status TrainingJobReconciler::PersistStatus(const CachedJob& job, const Plan& pl
       if (IsNotFound(r.status())) return Status::Ok();  // deleted meanwhile
       return r.status().WithContext("update status");
     }
+    NoteFinishedWrite(job, plan);
   }
   for (const EventSpec& e : plan.events) Emit(job, e);
   RecordMetrics(job, plan);

@@ -14,6 +14,8 @@
 // creates nothing twice (a second create of a name gets AlreadyExists).
 
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -64,6 +66,11 @@ class TrainingJobReconciler {
   // write: a Restart is recorded (status.restartRequest) before it is sent.
   void AskLaunchers(const CachedJob& job, const Observed& observed, const Plan& plan);
 
+  // The job's cache has not caught up with the finished status this controller wrote (see
+  // finished_writes_). Forgets entries once the cache shows it, or after a minute.
+  bool StatusCacheBehind(const CachedJob& job);
+  void NoteFinishedWrite(const CachedJob& job, const Plan& plan);
+
   kube::RestClient& client_;
   const JobCaches& caches_;
   Expectations& expectations_;
@@ -72,6 +79,12 @@ class TrainingJobReconciler {
   const PlanOptions options_;
   const Clock& clock_;
   LauncherMonitor* launchers_ = nullptr;
+  // uid -> when this controller wrote Succeeded/Failed for the job. The pass that finishes a job
+  // also deletes its pods (cleanPodPolicy); the pod watch can report them gone before the job
+  // watch reports the finished status, and a pass on that stale job would create the attempt's
+  // pods again. Until the cache shows the write, passes wait for it.
+  std::mutex finished_mu_;
+  std::map<std::string, Clock::Steady> finished_writes_;
 };
 
 // The merge patch that turns `old_status` into `new_status` (fields that disappeared become
