@@ -1,6 +1,7 @@
 // Every verb and subresource of RestClient against the real kube-apiserver.
 #include <gtest/gtest.h>
 
+#include "operator/kube/api_error.h"
 #include "operator/kube/objects.h"
 #include "tests/integration/kube/test_env.h"
 
@@ -196,12 +197,20 @@ TEST_F(CrudTest, ScaleSubresourceOnDeployment) {
          {{"metadata", {{"labels", {{"app", "web"}}}}},
           {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}}}}}};
   ASSERT_TRUE(client().Create(deployments, ns(), deployment).ok());
-  auto scale = client().Get(deployments, ns(), "web", "scale");
-  ASSERT_TRUE(scale.ok()) << scale.status();
-  EXPECT_EQ((*scale)["kind"], "Scale");
-  EXPECT_EQ((*scale)["spec"]["replicas"], 1);
-  (*scale)["spec"]["replicas"] = 3;
-  ASSERT_TRUE(client().Update(deployments, ns(), "web", *scale, "scale").ok());
+  // The Deployment controller writes the new Deployment's status at about the same time, which
+  // changes its resourceVersion: a compare-and-swap Update of the scale may meet a Conflict, and
+  // a client retries it from a fresh read (client-go's RetryOnConflict).
+  Status updated = AbortedError("not tried");
+  for (int attempt = 0; attempt < 5 && !updated.ok(); ++attempt) {
+    auto scale = client().Get(deployments, ns(), "web", "scale");
+    ASSERT_TRUE(scale.ok()) << scale.status();
+    EXPECT_EQ((*scale)["kind"], "Scale");
+    EXPECT_EQ((*scale)["spec"]["replicas"], 1);
+    (*scale)["spec"]["replicas"] = 3;
+    updated = client().Update(deployments, ns(), "web", *scale, "scale").status();
+    if (!updated.ok() && !IsConflict(updated)) break;
+  }
+  ASSERT_TRUE(updated.ok()) << updated;
   auto scaled = client().Get(deployments, ns(), "web");
   ASSERT_TRUE(scaled.ok());
   EXPECT_EQ((*scaled)["spec"]["replicas"], 3);
