@@ -4,7 +4,7 @@
 #   -> unit (sanitized) -> integration (ctest -j) beside launcher -> e2e -> summary.
 #
 #   hack/test.sh                 everything
-#   hack/test.sh unit            only some tiers (unit integration launcher e2e)
+#   hack/test.sh unit            only some tiers (unit integration launcher measure e2e)
 #
 # Environment: LOCKSTEP_CACHE (tool/pip/ccache/venv caches, default ~/.cache/lockstep),
 # LOCKSTEP_TEST_CLUSTER (cluster name, default lockstep-test), CTEST_ARGS (extra ctest flags),
@@ -16,7 +16,7 @@ source "$(dirname "$0")/lib/common.sh"
 cd "$REPO_ROOT"
 
 TIERS=("$@")
-(( ${#TIERS[@]} > 0 )) || TIERS=(unit integration launcher e2e)
+(( ${#TIERS[@]} > 0 )) || TIERS=(unit integration launcher measure e2e)
 CLUSTER="${LOCKSTEP_TEST_CLUSTER:-lockstep-test}"
 RESULTS="$REPO_ROOT/build/test-results"
 INTEGRATION_JOBS="${LOCKSTEP_INTEGRATION_JOBS:-4}"
@@ -173,7 +173,7 @@ main() {
   mkdir -p "$RESULTS"
   log "building build/ (RelWithDebInfo)"
   configure_and_build build
-  if want_tier integration || want_tier e2e; then
+  if want_tier integration || want_tier measure || want_tier e2e; then
     trap 'stop_background; stop_cluster' EXIT
     start_cluster
   fi
@@ -189,6 +189,8 @@ main() {
   # (a mktemp dir missed the cache: minutes of compiling), and a rerun only relinks what changed.
   export LOCKSTEP_IMAGE_BUILD_DIR="${LOCKSTEP_IMAGE_BUILD_DIR:-$REPO_ROOT/build-image}"
   run_integration_and_launcher
+  # Measurements alone on the machine: nothing else's load in their figures.
+  want_tier measure && run_tier measure build
   want_tier e2e && run_tier e2e build
   local elapsed=$((SECONDS - started))
   echo "lockstep tests (${TIERS[*]}) in ${elapsed}s"
