@@ -195,6 +195,11 @@ std::optional<FailureDecision> PodFailureFinding(const api::TrainingJobSpec& spe
   const kube::ContainerStatus* c = CulpritContainer(*pod, &is_trainer);
   FailureDecision d{FailureAction::kRestart, FailureKind::kFailure, ReasonForExitCode(c),
                     Describe(*pod, c), true, {}, InPlaceRestarts(c), {}};
+  if (c != nullptr && c->exit_code.value_or(0) == contract::kExitPeerLost) {
+    d.awaiting_culprit = std::any_of(pods.begin(), pods.end(), [](const kube::Pod& other) {
+      return other.phase == "Running" || other.phase == "Pending";
+    });
+  }
   if (c != nullptr && !c->finished_at.empty()) {
     if (StatusOr<api::Time> t = api::ParseTime(c->finished_at); t.ok()) d.failed_at = *t;
   }

@@ -16,6 +16,7 @@
 // Budgets: failures are bounded by maxRestarts (RestartJobAndIgnoreMaxRestarts skips the bound),
 // disruptions by maxDisruptions; neither consumes the other.
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,7 +47,13 @@ struct FailureDecision {
   // restartCount): they were the job's failures too, so they count against maxRestarts.
   int32_t in_place_restarts = 0;
   std::optional<api::Time> failed_at;  // when known: detection delay = now - failed_at
+  // The culprit is a launcher that stopped because another node failed (exit 75) while a pod of
+  // the attempt is still active: the pod that really failed is likely about to report. The plan
+  // waits for it a short while (kCulpritWait) instead of judging by the 75.
+  bool awaiting_culprit = false;
 };
+
+inline constexpr std::chrono::seconds kCulpritWait{15};
 
 // `pods`: the pods of the current attempt only. `lost_nodes`: Observed::lost_nodes.
 FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kube::Pod>& pods,

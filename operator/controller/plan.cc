@@ -252,6 +252,14 @@ void PlanActive(Pass& p) {
   PruneExclusions(p);
   const int32_t stale_left = PlanStaleDeletes(p, p.stale_pods);
   const FailureDecision failure = DecideFailure(p.job, p.pods, p.observed.lost_nodes);
+  if (failure.action != FailureAction::kNone && failure.awaiting_culprit && failure.failed_at &&
+      p.now - *failure.failed_at < kCulpritWait) {
+    // Only "another node failed" (75) so far; the failing pod's status usually follows within a
+    // second or two. Deciding now would apply the rules to 75 instead of the real exit code.
+    p.plan->requeue_after = std::chrono::seconds(2);
+    PlanProgress(p);
+    return;
+  }
   if (failure.action == FailureAction::kFailJob) {
     Finish(p, Outcome::kFailed, failure.reason, failure.message);
     return;

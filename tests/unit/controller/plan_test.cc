@@ -10,6 +10,8 @@
 
 #include "operator/api/conditions.h"
 #include "operator/api/enums.h"
+#include "operator/api/time.h"
+#include "operator/controller/failure_policy.h"
 #include "tests/unit/controller/builders.h"
 
 namespace lockstep::controller {
@@ -272,6 +274,38 @@ TEST(PlanDetailTest, FailureMessageNamesPodExitCodeAndRule) {
   EXPECT_NE(plan.status.message.find("exited with code 2"), std::string::npos);
   EXPECT_NE(plan.status.message.find("bad-args"), std::string::npos);
   EXPECT_TRUE(plan.status.completion_time.has_value());
+}
+
+// A 75 ("another node failed") while another pod still runs: the real failure is about to show,
+// so the plan waits for it (bounded), then judges the real exit code by the rules.
+TEST(PlanDetailTest, APeerLostExitWaitsForTheFailingPodThenItsCodeDecides) {
+  CachedJob job = Job(2);
+  api::FailureRule rule;
+  rule.name = "bad-data";
+  rule.action = api::RuleAction::kFailJob;
+  rule.on_exit_codes.values = {3};
+  job.job.spec.failure_policy.rules.push_back(rule);
+  job.job.status.start_time = T0();
+  kube::Pod peer = FailedPod("worker", 1, 75);
+  peer.container_statuses[0].finished_at = api::FormatTime(T0());
+  Observed waiting{{Pod("worker", 0, "Running"), peer}, true, true};
+  const Plan wait = ComputePlan(job, waiting, T0() + std::chrono::seconds(1), true,
+                                PlanOptions{"l"});
+  EXPECT_FALSE(wait.restart.has_value());
+  EXPECT_NE(wait.status.state, api::JobState::kFailed);
+  EXPECT_EQ(wait.requeue_after, std::chrono::seconds(2));
+  EXPECT_TRUE(wait.pod_creates.empty());
+
+  Observed culprit{{FailedPod("worker", 0, 3), peer}, true, true};
+  const Plan decided = ComputePlan(job, culprit, T0() + std::chrono::seconds(2), true,
+                                   PlanOptions{"l"});
+  EXPECT_EQ(decided.status.reason, "FailJobRule");
+  EXPECT_NE(decided.status.message.find("exited with code 3"), std::string::npos);
+
+  // Bounded: past kCulpritWait the 75 decides (default rule: restart).
+  const Plan late = ComputePlan(job, waiting, T0() + kCulpritWait + std::chrono::seconds(1),
+                                true, PlanOptions{"l"});
+  EXPECT_TRUE(late.restart.has_value());
 }
 
 TEST(PlanDetailTest, SharedChildrenAreCreatedWhenMissingEvenIfUnsettled) {
