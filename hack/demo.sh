@@ -25,6 +25,7 @@ AGENT_NODES=4
 source "$REPO_ROOT/hack/lib/cluster-components.sh"  # stop_component, component_alive
 source "$REPO_ROOT/hack/lib/cluster-agent.sh"
 source "$REPO_ROOT/hack/lib/demo-lockstep.sh"
+source "$REPO_ROOT/hack/lib/sa-kubeconfig.sh"   # write_service_account_kubeconfig
 DEMO_STARTED=$SECONDS
 
 step() { echo; log "== $*"; }

@@ -25,30 +25,6 @@ install_chart() {
   kubectl -n "$DEMO_NAMESPACE" scale deployment "$DEMO_RELEASE" --replicas 0 >/dev/null
 }
 
-# A kubeconfig holding only a bound token of the chart's ServiceAccount (valid 24 h; a rerun of
-# the demo mints a new one).
-write_operator_kubeconfig() {
-  local out="$1" token server ca
-  token="$(kubectl create token "$DEMO_RELEASE" -n "$DEMO_NAMESPACE" --duration=24h)"
-  server="$(kubectl config view --minify --raw -o jsonpath='{.clusters[0].cluster.server}')"
-  ca="$(kubectl config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')"
-  (umask 077 && cat >"$out" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster: {server: "$server", certificate-authority-data: "$ca"}
-users:
-- name: $DEMO_RELEASE
-  user: {token: "$token"}
-contexts:
-- name: operator
-  context: {cluster: local, user: $DEMO_RELEASE}
-current-context: operator
-KUBECONFIG
-  )
-}
-
 # The flags of the chart's Deployment, read back from the cluster, with the listen addresses on
 # loopback and text logs; plus the demo's short node-lease grace.
 operator_args() {
@@ -68,7 +44,8 @@ start_operator() {
   stop_component operator
   # The previous process's leader Lease would make this one wait out its duration (15 s).
   kubectl -n "$DEMO_NAMESPACE" delete lease "$DEMO_RELEASE" --ignore-not-found >/dev/null
-  write_operator_kubeconfig "$kubeconfig"
+  # Valid 24 h; a rerun of the demo mints a new one.
+  write_service_account_kubeconfig "$DEMO_NAMESPACE" "$DEMO_RELEASE" 24h "$kubeconfig"
   mapfile -t args < <(operator_args)
   setsid nohup "$build/bin/lockstep-operator" --kubeconfig "$kubeconfig" "${args[@]}" \
     >"$STATE/logs/operator.log" 2>&1 </dev/null &

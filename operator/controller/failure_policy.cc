@@ -9,6 +9,7 @@
 #include "launcher/contract.h"
 #include "operator/api/enums.h"
 #include "operator/api/time.h"
+#include "operator/controller/launcher_termination.h"
 #include "operator/controller/inplace_plan.h"
 
 namespace lockstep::controller {
@@ -44,9 +45,7 @@ const kube::ContainerStatus* CulpritContainer(const kube::Pod& pod, bool* is_tra
 // read in `kubectl describe`: which rank failed and how, then its last stderr lines. A message that
 // is not the launcher's JSON (another container, a plain termination message) is kept verbatim.
 std::string DescribeTermination(const std::string& message) {
-  const nlohmann::json m = message.empty() || message.front() != '{'
-                               ? nlohmann::json()
-                               : nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json m = ParseLauncherTermination(message);
   if (!m.is_object() || !m.contains("stderrTail")) return message;
   auto text = [&](const char* key) {
     auto it = m.find(key);
@@ -103,12 +102,7 @@ std::string Describe(const kube::Pod& pod, const kube::ContainerStatus* c) {
 
 // The launcher's termination message is JSON with the in-place restarts it made (launcher.md).
 int32_t InPlaceRestarts(const kube::ContainerStatus* c) {
-  if (c == nullptr || c->message.empty() || c->message.front() != '{') return 0;
-  const nlohmann::json m = nlohmann::json::parse(c->message, nullptr, /*allow_exceptions=*/false);
-  if (!m.is_object()) return 0;
-  auto it = m.find("restartCount");
-  if (it == m.end() || !it->is_number_integer()) return 0;
-  return std::max(0, it->get<int32_t>());
+  return c == nullptr ? 0 : TerminationCount(c->message, "restartCount");
 }
 
 bool Unfinished(const kube::Pod& pod) { return pod.phase != "Succeeded"; }

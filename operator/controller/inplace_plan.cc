@@ -2,13 +2,12 @@
 
 #include <algorithm>
 
-#include <nlohmann/json.hpp>
-
 #include "operator/api/children.h"
 #include "operator/api/enums.h"
 #include "operator/api/ranks.h"
 #include "operator/controller/elastic_policy.h"
 #include "operator/controller/job_status.h"
+#include "operator/controller/launcher_termination.h"
 #include "operator/controller/restart_plan.h"
 
 namespace lockstep::controller {
@@ -190,16 +189,10 @@ void RecordInPlace(Pass& p, int32_t failures, int32_t requested, std::optional<i
   p.plan->restart = Plan::Restart{reason, std::string(kInPlace), std::nullopt};
 }
 
-// A launcher's termination message (launcher/supervisor/termination.h) field, or 0.
-int32_t TerminationCount(const kube::Pod& pod, const char* field) {
+// A field of the trainer's (the first container's) launcher termination message, or 0.
+int32_t TrainerTerminationCount(const kube::Pod& pod, const char* field) {
   if (pod.container_statuses.empty()) return 0;
-  const std::string& m = pod.container_statuses.front().message;
-  if (m.empty() || m.front() != '{') return 0;
-  const nlohmann::json j = nlohmann::json::parse(m, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return 0;
-  auto it = j.find(field);
-  if (it == j.end() || !it->is_number_integer()) return 0;
-  return std::max(0, it->get<int32_t>());
+  return TerminationCount(pod.container_statuses.front().message, field);
 }
 
 }  // namespace
@@ -217,8 +210,8 @@ void PlanInPlaceRecordFromPods(Pass& p) {
   int32_t failures = 0, requested = 0;
   for (const kube::Pod& pod : p.pods) {
     if (pod.phase != "Succeeded" && pod.phase != "Failed") continue;
-    failures = std::max(failures, TerminationCount(pod, "restartCount"));
-    requested = std::max(requested, TerminationCount(pod, "requestedRestarts"));
+    failures = std::max(failures, TrainerTerminationCount(pod, "restartCount"));
+    requested = std::max(requested, TrainerTerminationCount(pod, "requestedRestarts"));
   }
   RecordInPlace(p, failures, requested, std::nullopt, nullptr);
 }

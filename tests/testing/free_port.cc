@@ -5,9 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-namespace lockstep::testing {
+#include <mutex>
+#include <set>
 
-int FreePort() {
+namespace lockstep::testing {
+namespace {
+
+int EphemeralLoopbackPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -17,6 +21,23 @@ int FreePort() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
   return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+int FreePort() {
+  // The kernel may hand the same ephemeral port to two binds in a row once the first socket is
+  // closed; a test that asks for several ports (Ray's five per node) then gives two servers one
+  // port. So a process never gets the same port twice.
+  static std::mutex mu;
+  static std::set<int> handed_out;
+  std::lock_guard<std::mutex> lock(mu);
+  int port = EphemeralLoopbackPort();
+  for (int tries = 0; handed_out.contains(port) && tries < 1000; ++tries) {
+    port = EphemeralLoopbackPort();
+  }
+  handed_out.insert(port);
+  return port;
 }
 
 }  // namespace lockstep::testing

@@ -1,6 +1,7 @@
 #pragma once
-// A loopback TCP port that was free a moment ago (bind to port 0, read it, close): for tests
-// that start servers (operators, launchers, stores) on 127.0.0.1.
+// A loopback TCP port that was free a moment ago (bind to port 0, read it, close), never the
+// same one twice in a process: for tests that start servers (operators, launchers, stores) on
+// 127.0.0.1.
 
 namespace lockstep::testing {
 

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -14,5 +15,19 @@ std::string ReadWholeFile(const std::string& path);
 // Pids of the processes whose environment carries `marker` ("NAME=value"): what a test gave every
 // process it started, so that it can prove none survived.
 std::vector<pid_t> MarkedProcesses(const std::string& marker);
+
+// Starts `argv` (argv[0] a path) with `env` ("NAME=value"; the caller's environment when empty),
+// stdout and stderr appended to nothing but `log_path` (truncated). Returns the pid, or -1.
+pid_t SpawnWithLog(std::vector<std::string> argv, std::vector<std::string> env,
+                   const std::string& log_path);
+
+// Starts `argv` with the caller's environment and stderr to `stderr_path`, and reads its stdout
+// until a line equal to `ready_line` or `timeout`. *pid is set whenever the process started, so
+// the caller can stop it either way. Returns whether the line came.
+bool SpawnAndAwaitLine(std::vector<std::string> argv, const std::string& stderr_path,
+                       const std::string& ready_line, std::chrono::seconds timeout, pid_t* pid);
+
+// The lines of `text` that contain `needle`, each from the needle to its end.
+std::vector<std::string> LinesFrom(const std::string& text, const std::string& needle);
 
 }  // namespace lockstep::testing

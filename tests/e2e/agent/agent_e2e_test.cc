@@ -19,7 +19,6 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <thread>
 
@@ -28,6 +27,7 @@
 #include "operator/kube/rest_client.h"
 #include "tests/e2e/agent/host_command.h"
 #include "tests/testing/host_state.h"
+#include "tests/testing/random_suffix.h"
 
 extern char** environ;
 
@@ -36,6 +36,7 @@ namespace {
 
 using ::lockstep::testing::MarkedProcesses;
 using ::lockstep::testing::ReadWholeFile;
+using ::lockstep::testing::SpawnAndAwaitLine;
 
 using nlohmann::json;
 using std::chrono::milliseconds;
@@ -43,14 +44,6 @@ using std::chrono::seconds;
 namespace fs = std::filesystem;
 
 constexpr char kLauncherImage[] = "ghcr.io/lockstep/launcher:e2e";
-
-std::string Random(int n) {
-  static std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  std::string out;
-  for (int i = 0; i < n; ++i) out.push_back(kChars[rng() % 36]);
-  return out;
-}
 
 bool WaitFor(const std::function<bool()>& done, milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -77,7 +70,7 @@ class AgentE2eTest : public ::testing::Test {
     client_ = std::make_unique<kube::RestClient>(
         std::shared_ptr<kube::Transport>(std::move(transport).value()), rest);
 
-    id_ = Random(5);
+    id_ = ::lockstep::testing::RandomSuffix(5);
     ns_ = "agent-e2e-" + id_;
     bridge_ = "lse" + id_;
     marker_ = "LS_AGENT_E2E_MARKER=" + id_;
@@ -141,32 +134,10 @@ class AgentE2eTest : public ::testing::Test {
                                      "500",
                                      "--lease-duration-s",
                                      "5"};
-    int out[2];
-    ASSERT_EQ(pipe(out), 0);
     agent_log_ = work_dir_ + "/agent.log";
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    posix_spawn_file_actions_addopen(&actions, 2, agent_log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ASSERT_EQ(posix_spawn(&agent_pid_, argv[0], &actions, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
-    pollfd p{out[0], POLLIN, 0};
-    std::string line;
-    char c = 0;
-    const auto deadline = std::chrono::steady_clock::now() + seconds(60);
-    while (line != "ready" && std::chrono::steady_clock::now() < deadline) {
-      if (poll(&p, 1, 1000) <= 0) continue;
-      if (read(out[0], &c, 1) != 1) break;
-      if (c != '\n') line.push_back(c);
-    }
-    close(out[0]);
-    ASSERT_EQ(line, "ready") << "agent did not start:\n" << ReadWholeFile(agent_log_);
+    const bool ready = SpawnAndAwaitLine(args, agent_log_, "ready", seconds(60), &agent_pid_);
+    ASSERT_NE(agent_pid_, 0) << "cannot start " << args[0];
+    ASSERT_TRUE(ready) << "agent did not start:\n" << ReadWholeFile(agent_log_);
   }
 
   // SIGTERM, then the cleanup guarantees of docs/e2e.md.

@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +20,7 @@
 #include "tests/e2e/agent/host_command.h"
 #include "tests/integration/kube/test_env.h"
 #include "tests/testing/host_state.h"
+#include "tests/testing/random_suffix.h"
 #include "tests/testing/yaml_json.h"
 
 extern char** environ;
@@ -30,6 +30,7 @@ namespace lockstep::e2e {
 using nlohmann::json;
 using ::lockstep::testing::MarkedProcesses;
 using ::lockstep::testing::ReadWholeFile;
+using ::lockstep::testing::SpawnAndAwaitLine;
 using ::lockstep::testing::YamlToJson;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -49,14 +50,6 @@ bool Poll(const std::function<bool()>& done, milliseconds timeout) {
 std::string Python() {
   const std::string venv = std::string(LOCKSTEP_SOURCE_DIR) + "/.venv/bin/python";
   return fs::exists(venv) ? venv : "/usr/bin/python3";
-}
-
-std::string Random(int n) {
-  static std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  std::string out;
-  for (int i = 0; i < n; ++i) out.push_back(kChars[rng() % 36]);
-  return out;
 }
 
 }  // namespace
@@ -92,7 +85,7 @@ std::string FrameworkCluster::SkipReason() {
 }
 
 FrameworkCluster::FrameworkCluster(ClusterOptions options) : options_(std::move(options)) {
-  id_ = Random(5);
+  id_ = ::lockstep::testing::RandomSuffix(5);
   ns_ = "fw-e2e-" + id_;
   block_ = "fw-e2e-" + id_;
   bridge_ = "lsf" + id_;
@@ -169,38 +162,12 @@ Status FrameworkCluster::StartAgent() {
                                std::string("5")}) {
     args.push_back(a);
   }
-  int out[2];
-  if (pipe(out) != 0) return InternalError("pipe failed");
   agent_log_ = work_dir_ + "/agent.log";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_addclose(&actions, out[0]);
-  posix_spawn_file_actions_addopen(&actions, 2, agent_log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const int rc = posix_spawn(&agent_pid_, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(out[1]);
-  if (rc != 0) {
-    close(out[0]);
-    agent_pid_ = 0;
-    return InternalError("cannot start " + args[0]);
-  }
   // The agent prints "ready" once its Nodes are registered and its pod watches run.
-  pollfd p{out[0], POLLIN, 0};
-  std::string line;
-  char c = 0;
-  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
-  while (line != "ready" && std::chrono::steady_clock::now() < deadline) {
-    if (poll(&p, 1, 1000) <= 0) continue;
-    if (read(out[0], &c, 1) != 1) break;
-    if (c != '\n') line.push_back(c);
-  }
-  close(out[0]);
-  if (line != "ready") return UnavailableError("the agent did not start:\n" + agent_log());
+  const bool ready = SpawnAndAwaitLine(std::move(args), agent_log_, "ready", seconds(60),
+                                       &agent_pid_);
+  if (agent_pid_ == 0) return InternalError("cannot start " + std::string(LOCKSTEP_AGENT_BINARY));
+  if (!ready) return UnavailableError("the agent did not start:\n" + agent_log());
   return Status::Ok();
 }
 

@@ -1,11 +1,12 @@
 #include "tests/integration/crd/kubectl.h"
 
+#include "tests/testing/random_suffix.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
-#include <random>
 
 namespace lockstep::crdtest {
 
@@ -82,10 +83,7 @@ void InstallCrd() {
 }
 
 TestNamespace::TestNamespace() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  name_ = "lockstep-crd-";
-  for (int i = 0; i < 6; ++i) name_.push_back(kChars[rng() % 36]);
+  name_ = "lockstep-crd-" + ::lockstep::testing::RandomSuffix();
   const KubectlResult created = Kubectl({"create", "namespace", name_});
   EXPECT_TRUE(created.ok()) << created.output;
 }

@@ -12,6 +12,8 @@
 set -euo pipefail
 # shellcheck source=tests/integration/helm/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=hack/lib/sa-kubeconfig.sh
+source "$REPO/hack/lib/sa-kubeconfig.sh"
 require_tools
 OPERATOR="${1:?usage: $0 /path/to/lockstep-operator [cluster|namespace]}"
 SCOPE="${2:-cluster}"
@@ -54,31 +56,8 @@ install_chart() {
 
 # A kubeconfig holding only a bound token of the chart's ServiceAccount.
 service_account_kubeconfig() {
-  local token server ca
-  token="$(kubectl create token "$FULLNAME" -n "$NS" --duration=1h)" || fail "TokenRequest failed"
-  server="$(kubectl config view --minify --raw -o jsonpath='{.clusters[0].cluster.server}')"
-  ca="$(kubectl config view --minify --raw \
-          -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')"
-  if [[ -z "$ca" ]]; then
-    local ca_file; ca_file="$(kubectl config view --minify --raw \
-                                -o jsonpath='{.clusters[0].cluster.certificate-authority}')"
-    ca="$(base64 -w0 <"$ca_file")"
-  fi
-  cat >"$WORK/sa.kubeconfig" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster: {server: "$server", certificate-authority-data: "$ca"}
-users:
-- name: $FULLNAME
-  user: {token: "$token"}
-contexts:
-- name: sa
-  context: {cluster: local, user: $FULLNAME}
-current-context: sa
-KUBECONFIG
-  chmod 600 "$WORK/sa.kubeconfig"
+  write_service_account_kubeconfig "$NS" "$FULLNAME" 1h "$WORK/sa.kubeconfig" \
+    || fail "TokenRequest failed"
   local user
   user="$(KUBECONFIG="$WORK/sa.kubeconfig" kubectl auth whoami \
             -o jsonpath='{.status.userInfo.username}')"

@@ -1,7 +1,6 @@
 #include "tests/integration/kube/test_env.h"
 
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <thread>
 
@@ -20,14 +19,6 @@ StatusOr<Cluster> Connect(RestOptions options) {
   cluster.transport = std::move(transport);
   cluster.client = std::make_unique<RestClient>(cluster.transport, options);
   return cluster;
-}
-
-std::string RandomSuffix() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  std::string out;
-  for (int i = 0; i < 6; ++i) out.push_back(kChars[rng() % 36]);
-  return out;
 }
 
 TestNamespace::TestNamespace(RestClient& client, const std::string& prefix)

@@ -14,6 +14,7 @@
 #include "operator/kube/config.h"
 #include "operator/kube/curl_transport.h"
 #include "operator/kube/rest_client.h"
+#include "tests/testing/random_suffix.h"
 
 namespace lockstep::kube::testing {
 
@@ -32,8 +33,7 @@ RestOptions NoLimits();
 // Connects with $KUBECONFIG (admin credentials), client-side limiting off unless `options` says.
 StatusOr<Cluster> Connect(RestOptions options = NoLimits());
 
-// A random lower-case suffix for object names.
-std::string RandomSuffix();
+using ::lockstep::testing::RandomSuffix;  // tests/testing/random_suffix.h
 
 // Waits until the namespace's "default" ServiceAccount exists: the ServiceAccount admission
 // plugin rejects pods until the controller-manager has created it.

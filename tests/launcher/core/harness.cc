@@ -1,4 +1,5 @@
 #include "harness.h"
+#include "tests/testing/host_state.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -57,18 +58,7 @@ LauncherProcess::LauncherProcess(const LauncherSpec& spec, const std::string& lo
   std::vector<std::string> env = {"PATH=/usr/bin:/bin", "LOCKSTEP_TERMINATION_LOG=" + log_path +
                                                             ".termination"};
   for (const auto& [k, v] : spec.env) env.push_back(k + "=" + v);
-  std::vector<char*> cargv, cenv;
-  for (std::string& s : argv) cargv.push_back(s.data());
-  cargv.push_back(nullptr);
-  for (std::string& s : env) cenv.push_back(s.data());
-  cenv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-  if (::posix_spawn(&pid_, cargv[0], &fa, nullptr, cargv.data(), cenv.data()) != 0) pid_ = -1;
-  posix_spawn_file_actions_destroy(&fa);
+  pid_ = ::lockstep::testing::SpawnWithLog(std::move(argv), std::move(env), log_path);
 }
 
 LauncherProcess::~LauncherProcess() {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "tests/launcher/frameworks/pod_driver.h"
+#include "tests/testing/host_state.h"
 
 namespace lockstep::launcher::testing {
 namespace {
@@ -66,19 +67,7 @@ std::vector<Launched> RunLaunchers(const std::string& framework, int nnodes, int
     std::vector<std::string> env = {"PATH=/usr/bin:/bin", "LOCKSTEP_TOKEN=fw-token",
                                     "LOCKSTEP_NCCL_LIBRARY=/nonexistent/libnccl.so.2", "HOME=/tmp",
                                     "JAX_PLATFORMS=cpu"};
-    std::vector<char*> cargv;
-    std::vector<char*> cenv;
-    for (std::string& s : argv) cargv.push_back(s.data());
-    cargv.push_back(nullptr);
-    for (std::string& s : env) cenv.push_back(s.data());
-    cenv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, l.log.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-    if (::posix_spawn(&l.pid, cargv[0], &fa, nullptr, cargv.data(), cenv.data()) != 0) l.pid = -1;
-    posix_spawn_file_actions_destroy(&fa);
+    l.pid = ::lockstep::testing::SpawnWithLog(std::move(argv), std::move(env), l.log);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   for (Launched& l : out) {
@@ -110,10 +99,8 @@ std::vector<Launched> RunLaunchers(const std::string& framework, int nnodes, int
 std::vector<std::string> LinesWith(const std::vector<Launched>& all, const std::string& prefix) {
   std::vector<std::string> out;
   for (const Launched& l : all) {
-    std::istringstream in(l.log);
-    for (std::string line; std::getline(in, line);) {
-      const size_t at = line.find(prefix);
-      if (at != std::string::npos) out.push_back(line.substr(at));
+    for (std::string& line : ::lockstep::testing::LinesFrom(l.log, prefix)) {
+      out.push_back(std::move(line));
     }
   }
   return out;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tests/launcher/frameworks/pod_driver.h"
+#include "tests/testing/host_state.h"
 
 namespace lockstep::launcher::testing {
 namespace {
@@ -167,7 +168,7 @@ class RayJob {
                                       "LOCKSTEP_RAY_START_ARGS=" + ray_args,
                                       "LOCKSTEP_RAY_WAIT_TIMEOUT=150",
                                       "RAY_USAGE_STATS_ENABLED=0"};
-      l.pid = Spawn(argv, env, l.log_path);
+      l.pid = ::lockstep::testing::SpawnWithLog(argv, env, l.log_path);
     }
     const auto deadline = start + std::chrono::seconds(timeout_s);
     for (Launched& l : nodes_) {
@@ -213,10 +214,8 @@ class RayJob {
   std::vector<std::string> Lines(const std::string& prefix) const {
     std::vector<std::string> out;
     for (const Launched& l : nodes_) {
-      std::istringstream in(l.log);
-      for (std::string line; std::getline(in, line);) {
-        const size_t at = line.find(prefix);
-        if (at != std::string::npos) out.push_back(line.substr(at));
+      for (std::string& line : ::lockstep::testing::LinesFrom(l.log, prefix)) {
+        out.push_back(std::move(line));
       }
     }
     return out;
@@ -232,25 +231,6 @@ class RayJob {
   }
 
  private:
-  static pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> env,
-                     const std::string& log) {
-    std::vector<char*> cargv;
-    std::vector<char*> cenv;
-    for (std::string& s : argv) cargv.push_back(s.data());
-    cargv.push_back(nullptr);
-    for (std::string& s : env) cenv.push_back(s.data());
-    cenv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-    pid_t pid = -1;
-    if (::posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), cenv.data()) != 0) pid = -1;
-    posix_spawn_file_actions_destroy(&fa);
-    return pid;
-  }
-
   // Kills every descendant still alive (launchers included, after a failed assertion) and
   // removes the temp dirs.
   void Cleanup() {

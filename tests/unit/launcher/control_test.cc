@@ -4,20 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/launcher/frame_util.h"
+
 #include "launcher/rendezvous/auth.h"
 #include "launcher/rendezvous/wire.h"
 
 namespace lockstep::launcher::rendezvous {
 namespace {
 
-Frame Only(const std::string& bytes) {
-  FrameDecoder d;
-  d.Append(bytes);
-  auto f = d.Next();
-  EXPECT_TRUE(f.ok());
-  EXPECT_TRUE(f->has_value());
-  return **f;
-}
+using testing::Only;  // tests/unit/launcher/frame_util.h
 
 TEST(ControlTest, RequestRoundTrips) {
   ControlRequest m;

@@ -2,17 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/launcher/frame_util.h"
+
 namespace lockstep::launcher::rendezvous {
 namespace {
 
-Frame Only(const std::string& bytes) {
-  FrameDecoder d;
-  d.Append(bytes);
-  auto f = d.Next();
-  EXPECT_TRUE(f.ok());
-  EXPECT_TRUE(f->has_value());
-  return **f;
-}
+using testing::Only;  // tests/unit/launcher/frame_util.h
 
 TEST(MessagesTest, JoinRoundTrips) {
   Join j;
