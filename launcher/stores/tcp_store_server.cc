@@ -40,6 +40,10 @@ bool TcpStoreServer::OnData(ConnId conn, std::string* in) {
   return keep;
 }
 
-void TcpStoreServer::OnClose(ConnId conn) { state_.Disconnect(conn); }
+void TcpStoreServer::OnClose(ConnId conn) {
+  std::vector<Reply> replies;  // a closed client's reserved queue item may wake another
+  state_.Disconnect(conn, &replies);
+  for (Reply& r : replies) server_.Send(r.conn, r.bytes);
+}
 
 }  // namespace lockstep::launcher::stores

@@ -21,6 +21,7 @@ bool TcpStoreState::Handle(ConnId conn, const Request& req, std::vector<Reply>* 
     validated_.insert(conn);
     return true;
   }
+  ReleaseUnusedReservation(conn, req, replies);
   std::string out;
   switch (req.type) {
     case QueryType::kValidate:
@@ -33,14 +34,14 @@ bool TcpStoreState::Handle(ConnId conn, const Request& req, std::vector<Reply>* 
       PutI64(static_cast<std::int64_t>(kv_.size()), &out);
       break;
     case QueryType::kCancelWait:
-      Disconnect(conn);  // clears its wait state only; it stays validated
+      Disconnect(conn, replies);  // clears its wait state only; it stays validated
       validated_.insert(conn);
       PutU8(kWaitCanceled, &out);
       break;
     case QueryType::kQueuePush:
     case QueryType::kQueuePop:
     case QueryType::kQueueLen:
-      HandleQueueOp(req, &out, replies);
+      HandleQueueOp(conn, req, &out, replies);
       break;
     default:
       if (!HandleKeyOp(conn, req, &out, replies)) return false;
@@ -117,7 +118,7 @@ bool TcpStoreState::HandleKeyOp(ConnId conn, const Request& req, std::string* ou
   }
 }
 
-void TcpStoreState::HandleQueueOp(const Request& req, std::string* out,
+void TcpStoreState::HandleQueueOp(ConnId conn, const Request& req, std::string* out,
                                   std::vector<Reply>* replies) {
   const std::string& key = req.keys[0];
   if (req.type == QueryType::kQueuePush) {
@@ -127,11 +128,55 @@ void TcpStoreState::HandleQueueOp(const Request& req, std::string* out,
   }
   auto it = queues_.find(key);
   const size_t len = it == queues_.end() ? 0 : it->second.size();
-  PutI64(static_cast<std::int64_t>(len), out);
-  if (req.type == QueryType::kQueuePop && len > 0) {
-    PutBytes(it->second.front(), out);
-    it->second.pop_front();
+  if (req.type == QueryType::kQueueLen) {
+    PutI64(static_cast<std::int64_t>(len), out);
+    return;
   }
+  // Items are interchangeable: a client holding a reservation takes the front one, as does a
+  // client without one while some item is unreserved. Anyone else finds the queue empty (torch's
+  // client reads a length of 0 as QueueEmptyError).
+  const bool held = EndReservation(conn, key);
+  if (!held && Unreserved(key) == 0) {
+    PutI64(0, out);
+    return;
+  }
+  PutI64(static_cast<std::int64_t>(len), out);
+  PutBytes(it->second.front(), out);
+  it->second.pop_front();
+}
+
+size_t TcpStoreState::Unreserved(const std::string& queue) const {
+  auto q = queues_.find(queue);
+  if (q == queues_.end()) return 0;
+  auto r = reserved_.find(queue);
+  const size_t held = r == reserved_.end() ? 0 : r->second;
+  return q->second.size() > held ? q->second.size() - held : 0;
+}
+
+void TcpStoreState::Reserve(ConnId conn, const std::string& queue) {
+  EndReservation(conn, queue);  // at most one per client: its next request uses or ends it
+  reservation_[conn] = queue;
+  ++reserved_[queue];
+}
+
+bool TcpStoreState::EndReservation(ConnId conn, const std::string& queue) {
+  auto r = reservation_.find(conn);
+  if (r == reservation_.end()) return false;
+  const bool on_queue = r->second == queue;
+  auto count = reserved_.find(r->second);
+  if (count != reserved_.end() && --count->second == 0) reserved_.erase(count);
+  reservation_.erase(r);
+  return on_queue;
+}
+
+void TcpStoreState::ReleaseUnusedReservation(ConnId conn, const Request& req,
+                                             std::vector<Reply>* replies) {
+  auto r = reservation_.find(conn);
+  if (r == reservation_.end()) return;
+  if (req.type == QueryType::kQueuePop && !req.keys.empty() && req.keys[0] == r->second) return;
+  const std::string queue = r->second;
+  EndReservation(conn, queue);
+  WakeOne(queue, replies);
 }
 
 void TcpStoreState::Set(const std::string& key, std::string value, std::vector<Reply>* replies) {
@@ -140,9 +185,7 @@ void TcpStoreState::Set(const std::string& key, std::string value, std::vector<R
 }
 
 bool TcpStoreState::Ready(const std::string& key) const {
-  if (kv_.contains(key)) return true;
-  auto it = queues_.find(key);
-  return it != queues_.end() && !it->second.empty();
+  return kv_.contains(key) || Unreserved(key) > 0;
 }
 
 bool TcpStoreState::Wait(ConnId conn, const std::vector<std::string>& keys) {
@@ -150,7 +193,11 @@ bool TcpStoreState::Wait(ConnId conn, const std::vector<std::string>& keys) {
   for (const std::string& key : keys) {
     if (!Ready(key)) missing.insert(key);
   }
-  if (missing.empty()) return true;
+  if (missing.empty()) {
+    // A WAIT on one queue is the first half of a blocking queue_pop: hold it an item.
+    if (keys.size() == 1 && !kv_.contains(keys[0])) Reserve(conn, keys[0]);
+    return true;
+  }
   for (const std::string& key : missing) waiters_by_key_[key].push_back(conn);
   waiting_[conn] = std::move(missing);
   return false;
@@ -174,7 +221,7 @@ void TcpStoreState::WakeAll(const std::string& key, std::vector<Reply>* replies)
 
 void TcpStoreState::WakeOne(const std::string& key, std::vector<Reply>* replies) {
   auto it = waiters_by_key_.find(key);
-  if (it == waiters_by_key_.end()) return;
+  if (it == waiters_by_key_.end() || Unreserved(key) == 0) return;
   auto& conns = it->second;
   // Wake the first waiter for which this key was the last one missing; the others keep waiting.
   for (auto c = conns.begin(); c != conns.end(); ++c) {
@@ -183,14 +230,20 @@ void TcpStoreState::WakeOne(const std::string& key, std::vector<Reply>* replies)
     const ConnId conn = *c;
     conns.erase(c);
     waiting_.erase(w);
+    Reserve(conn, key);
     replies->push_back({conn, WaitDone()});
     break;
   }
   if (conns.empty()) waiters_by_key_.erase(it);
 }
 
-void TcpStoreState::Disconnect(ConnId conn) {
+void TcpStoreState::Disconnect(ConnId conn, std::vector<Reply>* replies) {
   validated_.erase(conn);
+  if (auto r = reservation_.find(conn); r != reservation_.end()) {
+    const std::string queue = r->second;
+    EndReservation(conn, queue);
+    WakeOne(queue, replies);
+  }
   auto w = waiting_.find(conn);
   if (w == waiting_.end()) return;
   for (const std::string& key : w->second) {

@@ -3,6 +3,14 @@
 // kept as decimal strings (torch parses them back with stoll), blocked WAITs that complete when
 // their last missing key appears, and FIFO queues. Mirrors TCPStoreLibUvBackend.cpp so torch's
 // client (and torchelastic's rendezvous on top of it) cannot tell the difference.
+//
+// One deliberate difference: a blocking queue_pop is two requests in torch's client (WAIT on the
+// queue, then QUEUE_POP), and torch's server lets a third client take the item between them, so
+// the woken client gets QueueEmptyError. Here the WAIT that lets a client through reserves it an
+// item: other clients see only unreserved items (in WAIT, CHECK and POP), and the reservation
+// ends with that client's next request (its pop takes the item; anything else, or a closed
+// connection, hands the item to the next waiter).
+//
 // Not thread-safe: the TcpStoreServer drives it from its one loop thread.
 
 #include <cstdint>
@@ -29,11 +37,13 @@ class TcpStoreState {
   // whose WAIT it completes). Returns false on a request that must close the connection: anything
   // before VALIDATE, a wrong magic number, or ADD on a value that is not a number.
   bool Handle(ConnId conn, const Request& req, std::vector<Reply>* replies);
-  // Forgets the connection and any WAIT it had pending.
-  void Disconnect(ConnId conn);
+  // Forgets the connection, any WAIT it had pending and any queue item reserved for it (which may
+  // complete another client's WAIT: its reply is appended).
+  void Disconnect(ConnId conn, std::vector<Reply>* replies);
 
   size_t num_keys() const { return kv_.size(); }
   size_t num_waiting() const { return waiting_.size(); }
+  size_t num_reserved() const { return reservation_.size(); }
 
  private:
   void Set(const std::string& key, std::string value, std::vector<Reply>* replies);
@@ -42,7 +52,14 @@ class TcpStoreState {
   bool Ready(const std::string& key) const;
   bool Wait(ConnId conn, const std::vector<std::string>& keys);
   bool HandleKeyOp(ConnId conn, const Request& req, std::string* out, std::vector<Reply>* replies);
-  void HandleQueueOp(const Request& req, std::string* out, std::vector<Reply>* replies);
+  void HandleQueueOp(ConnId conn, const Request& req, std::string* out,
+                     std::vector<Reply>* replies);
+  size_t Unreserved(const std::string& queue) const;
+  void Reserve(ConnId conn, const std::string& queue);
+  // Ends `conn`'s reservation; true if it held one on `queue`.
+  bool EndReservation(ConnId conn, const std::string& queue);
+  // Ends a reservation the request does not use and offers its item to the next waiter.
+  void ReleaseUnusedReservation(ConnId conn, const Request& req, std::vector<Reply>* replies);
 
   std::unordered_map<std::string, std::string> kv_;
   std::unordered_map<std::string, std::deque<std::string>> queues_;
@@ -50,6 +67,9 @@ class TcpStoreState {
   // conn -> keys its WAIT still misses; key -> conns waiting on it, in arrival order.
   std::map<ConnId, std::set<std::string>> waiting_;
   std::unordered_map<std::string, std::vector<ConnId>> waiters_by_key_;
+  // conn -> the queue holding an item for its next QUEUE_POP; queue -> how many items are held.
+  std::map<ConnId, std::string> reservation_;
+  std::unordered_map<std::string, size_t> reserved_;
 };
 
 }  // namespace lockstep::launcher::stores

@@ -35,7 +35,7 @@ class OperatorProcess {
  public:
   explicit OperatorProcess(std::vector<std::string> namespaces,
                            std::vector<std::string> extra_args = {});
-  ~OperatorProcess();  // SIGKILLs a still-running child
+  ~OperatorProcess();  // SIGKILLs a still-running child; removes the log if no test failed
 
   Status Start();
   void Kill(int signal);  // and reap

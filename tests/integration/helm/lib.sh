@@ -38,9 +38,12 @@ adopt_crd() {
 # Puts the CRD back to the source in crds/ (without Helm's ownership metadata), so the suites
 # that run after this one see the schema they were written for. Never deletes it: that would
 # delete every TrainingJob in the cluster.
+# Then waits until it is Established, so a suite started right after never sees TrainingJobs
+# unserved.
 restore_crd() {
   kubectl replace --save-config -f "$REPO/crds/$CRD_FILE" >/dev/null 2>&1 ||
     kubectl create --save-config -f "$REPO/crds/$CRD_FILE" >/dev/null 2>&1 || true
+  kubectl wait --for=condition=Established --timeout=60s "crd/$CRD_NAME" >/dev/null 2>&1 || true
 }
 
 free_port() {

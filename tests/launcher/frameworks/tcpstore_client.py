@@ -54,15 +54,15 @@ except (RuntimeError, dist.DistStoreError):
     pass
 assert store.get(f"key/{rank}") == f"value-{rank}".encode()
 
-# Queues: rank 0 pushes one item per rank; every rank pops one. The pops wait for the pushes:
-# a blocking pop that reaches the server before any push once came back QueueEmptyError (seen
-# once in ~20 runs; the blocking-pop path of launcher/stores is under suspicion, see
-# docs/frameworks.md), and the failed rank left the others waiting in gloo for ever.
+# Queues: every rank pops one item with a blocking pop, before rank 0 has pushed them (it waits
+# half a second first), so the pops wait on the server and are woken one per push. torch's pop is
+# two requests (WAIT, then QUEUE_POP); the server reserves the item for the woken client, so a
+# rank whose WAIT arrives in between cannot take it (QueueEmptyError; see tcpstore_state.h).
 if rank == 0:
+    import time
+    time.sleep(0.5)
     for i in range(world):
         store.queue_push("work", f"item-{i}")
-    store.set("work-pushed", "yes")
-store.wait(["work-pushed"])
 item = store.queue_pop("work")
 assert item.startswith(b"item-"), item
 print(f"STORE_OK rank={rank}", flush=True)

@@ -111,7 +111,9 @@ TEST_F(TcpStoreStateTest, CancelWaitAndDisconnectDropTheWaiter) {
   EXPECT_EQ(Do(1, QueryType::kCancelWait)[0].bytes, U8(kWaitCanceled));
   EXPECT_TRUE(Do(2, QueryType::kSet, {"/a"}, {"1"}).empty());  // nobody left to wake
   Do(2, QueryType::kWait, {"/z"});
-  state_.Disconnect(2);
+  std::vector<Reply> none;
+  state_.Disconnect(2, &none);
+  EXPECT_TRUE(none.empty());
   EXPECT_EQ(state_.num_waiting(), 0u);
   Connect(3);
   EXPECT_TRUE(Do(3, QueryType::kSet, {"/z"}, {"1"}).empty());
@@ -154,11 +156,66 @@ TEST_F(TcpStoreStateTest, QueuesAreFifoAndPushWakesOneWaiter) {
   std::vector<Reply> woke = Do(3, QueryType::kQueuePush, {"q"}, {"first"});
   ASSERT_EQ(woke.size(), 1u);
   EXPECT_EQ(woke[0].conn, 1u);
-  Do(3, QueryType::kQueuePush, {"q"}, {"second"});
+  woke = Do(3, QueryType::kQueuePush, {"q"}, {"second"});
+  ASSERT_EQ(woke.size(), 1u);
+  EXPECT_EQ(woke[0].conn, 2u);
   EXPECT_EQ(Do(3, QueryType::kQueueLen, {"q"})[0].bytes, I64(2));
   EXPECT_EQ(Do(1, QueryType::kQueuePop, {"q"})[0].bytes, I64(2) + Bytes("first"));
-  EXPECT_EQ(Do(1, QueryType::kQueuePop, {"q"})[0].bytes, I64(1) + Bytes("second"));
+  EXPECT_EQ(Do(2, QueryType::kQueuePop, {"q"})[0].bytes, I64(1) + Bytes("second"));
   EXPECT_EQ(Do(1, QueryType::kQueuePop, {"q"})[0].bytes, I64(0));
+  EXPECT_EQ(state_.num_reserved(), 0u);
+}
+
+// torch's blocking queue_pop is WAIT then QUEUE_POP. A client whose WAIT arrives between another
+// client's wake-up and its pop must not take that client's item (it would get QueueEmptyError).
+TEST_F(TcpStoreStateTest, AWokenBlockingPopKeepsItsItemFromALaterWaiter) {
+  Connect(1);
+  Connect(2);
+  Connect(3);
+  Do(1, QueryType::kWait, {"q"});
+  ASSERT_EQ(Do(3, QueryType::kQueuePush, {"q"}, {"a"}).size(), 1u);  // wakes 1
+  EXPECT_TRUE(Do(2, QueryType::kWait, {"q"}).empty());  // the only item is 1's: 2 waits
+  EXPECT_EQ(Do(3, QueryType::kCheck, {"q"})[0].bytes, U8(kCheckNotReady));
+  EXPECT_EQ(Do(3, QueryType::kQueuePop, {"q"})[0].bytes, I64(0));  // a non-blocking pop too
+  EXPECT_EQ(Do(1, QueryType::kQueuePop, {"q"})[0].bytes, I64(1) + Bytes("a"));
+  std::vector<Reply> woke = Do(3, QueryType::kQueuePush, {"q"}, {"b"});
+  ASSERT_EQ(woke.size(), 1u);
+  EXPECT_EQ(woke[0].conn, 2u);
+  EXPECT_EQ(Do(2, QueryType::kQueuePop, {"q"})[0].bytes, I64(1) + Bytes("b"));
+}
+
+TEST_F(TcpStoreStateTest, AWaitThatFindsAnItemAlsoReservesIt) {
+  Connect(1);
+  Connect(2);
+  Do(1, QueryType::kQueuePush, {"q"}, {"a"});
+  EXPECT_EQ(Do(1, QueryType::kWait, {"q"})[0].bytes, U8(kWaitStopWaiting));
+  EXPECT_TRUE(Do(2, QueryType::kWait, {"q"}).empty());
+  EXPECT_EQ(Do(1, QueryType::kQueuePop, {"q"})[0].bytes, I64(1) + Bytes("a"));
+  EXPECT_EQ(state_.num_waiting(), 1u);
+}
+
+TEST_F(TcpStoreStateTest, AnUnusedReservationPassesToTheNextWaiter) {
+  Connect(1);
+  Connect(2);
+  Connect(3);
+  Connect(4);
+  Do(1, QueryType::kWait, {"q"});
+  Do(2, QueryType::kWait, {"q"});
+  Do(4, QueryType::kWait, {"q"});
+  Do(3, QueryType::kQueuePush, {"q"}, {"a"});  // reserved for 1
+  // 1 does something else: the item goes to 2, the next waiter.
+  std::vector<Reply> replies = Do(1, QueryType::kGetNumKeys);
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_EQ(replies[0].conn, 2u);
+  EXPECT_EQ(replies[0].bytes, U8(kWaitStopWaiting));
+  EXPECT_EQ(replies[1].conn, 1u);
+  // 2's connection closes: the item goes to 4.
+  replies.clear();
+  state_.Disconnect(2, &replies);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].conn, 4u);
+  EXPECT_EQ(Do(4, QueryType::kQueuePop, {"q"})[0].bytes, I64(1) + Bytes("a"));
+  EXPECT_EQ(state_.num_reserved(), 0u);
 }
 
 }  // namespace
