@@ -1,18 +1,13 @@
 #pragma once
-// RFC 3339 timestamps as Kubernetes writes them (metav1.Time: "2026-11-29T19:54:15Z", UTC, whole
-// seconds). Parsing also accepts fractional seconds and numeric offsets, which other clients may
-// write.
+// Times in the TrainingJob API (status.startTime, lastRestart.time, ...) are metav1.Time: RFC
+// 3339, UTC, whole seconds. One parser and formatter serves the API and the kube client
+// (common/rfc3339.h).
 
-#include <chrono>
-#include <string>
-#include <string_view>
-
-#include "common/status.h"
+#include "common/rfc3339.h"
 
 namespace lockstep::api {
 
-// Formats `t` truncated to whole seconds, in UTC.
-std::string FormatTime(std::chrono::system_clock::time_point t);
-StatusOr<std::chrono::system_clock::time_point> ParseTime(std::string_view text);
+using ::lockstep::FormatTime;
+using ::lockstep::ParseTime;
 
 }  // namespace lockstep::api

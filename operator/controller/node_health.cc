@@ -18,7 +18,7 @@ namespace {
 constexpr char kNodeLeaseNamespace[] = "kube-node-lease";
 constexpr auto kTick = std::chrono::seconds(1);
 
-// kube::ParseTime keeps the microseconds of a Lease's MicroTime (api::ParseTime drops them).
+// A Lease's renewTime is a MicroTime: ParseTime keeps its microseconds.
 std::optional<api::Time> ParseOptionalTime(const std::string& text) {
   if (text.empty()) return std::nullopt;
   StatusOr<api::Time> t = kube::ParseTime(text);

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <ctime>
-#include <cstdio>
 
 #include "operator/kube/quantity.h"
 
@@ -280,59 +278,6 @@ StatusOr<GenericObject> DecodeGenericObject(const json& object) {
     out.status = Field(object, "status");
     return out;
   });
-}
-
-StatusOr<std::chrono::system_clock::time_point> ParseTime(const std::string& text) {
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0, consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s,
-                  &consumed) != 6) {
-    return InvalidArgumentError("invalid timestamp \"" + text + "\"");
-  }
-  std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = s;
-  auto tp = std::chrono::system_clock::from_time_t(timegm(&tm));
-  size_t i = static_cast<size_t>(consumed);
-  if (i < text.size() && text[i] == '.') {
-    int64_t micros = 0;
-    int digits = 0;
-    for (++i; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
-      if (digits < 6) {
-        micros = micros * 10 + (text[i] - '0');
-        ++digits;
-      }
-    }
-    for (; digits < 6; ++digits) micros *= 10;
-    tp += std::chrono::microseconds(micros);
-  }
-  if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
-    int oh = 0, om = 0;
-    if (std::sscanf(text.c_str() + i + 1, "%2d:%2d", &oh, &om) != 2) {
-      return InvalidArgumentError("invalid timestamp offset \"" + text + "\"");
-    }
-    const auto offset = std::chrono::hours(oh) + std::chrono::minutes(om);
-    tp += text[i] == '+' ? -offset : offset;
-  } else if (i >= text.size() || (text[i] != 'Z' && text[i] != 'z')) {
-    return InvalidArgumentError("timestamp without zone \"" + text + "\"");
-  }
-  return tp;
-}
-
-std::string FormatMicroTime(std::chrono::system_clock::time_point t) {
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(micros / 1000000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<long long>(micros % 1000000));
-  return buf;
 }
 
 }  // namespace lockstep::kube

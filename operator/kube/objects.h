@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/rfc3339.h"
 #include "common/status.h"
 #include "operator/kube/flat_map.h"
 
@@ -164,9 +165,8 @@ StatusOr<Lease> DecodeLease(const nlohmann::json& object);
 StatusOr<MetaObject> DecodeMetaObject(const nlohmann::json& object);
 StatusOr<GenericObject> DecodeGenericObject(const nlohmann::json& object);
 
-// Parses an RFC 3339 timestamp ("2026-01-02T03:04:05Z", optional fraction) into Unix time.
-StatusOr<std::chrono::system_clock::time_point> ParseTime(const std::string& rfc3339);
-// Formats as RFC 3339 with microseconds (metav1.MicroTime), UTC.
-std::string FormatMicroTime(std::chrono::system_clock::time_point t);
+// RFC 3339 times (metav1.Time, metav1.MicroTime): common/rfc3339.h.
+using ::lockstep::FormatMicroTime;
+using ::lockstep::ParseTime;
 
 }  // namespace lockstep::kube
