@@ -111,7 +111,13 @@ void TrainingJobController::ProcessKey(const std::string& key) {
   StatusOr<ReconcileResult> r = reconciler_.Reconcile(key);
   const double seconds = std::chrono::duration<double>(clock_.Now() - start).count();
   std::string result = "success";
-  if (!r.ok()) {
+  if (!r.ok() && kube::IsNamespaceTerminating(r.status())) {
+    // The namespace controller is deleting the job with everything else in its namespace: no
+    // retry can create anything there, and the job's deletion ends the matter.
+    result = "error";
+    log::Info("namespace being deleted; not retrying", {{"job", key}});
+    queue_.Forget(key);
+  } else if (!r.ok()) {
     result = "error";
     // Conflicts and AlreadyExists are the normal price of optimistic writes on a stale cache.
     const bool expected = kube::IsConflict(r.status()) || IsAlreadyExists(r.status());

@@ -113,7 +113,10 @@ void EventRecorder::Write(const Pending& e) {
       BuildEvent(e.object, e.type, e.reason, e.message, e.at, options_, suffix);
   StatusOr<nlohmann::json> created =
       client_.Create(kube::resources::Events(), e.object.namespace_, event);
-  if (!created.ok()) {
+  if (!created.ok() && kube::IsNamespaceTerminating(created.status())) {
+    log::Info("event dropped: namespace being deleted",
+               {{"object", e.object.namespace_ + "/" + e.object.name}, {"reason", e.reason}});
+  } else if (!created.ok()) {
     log::Warning("cannot write event", {{"object", e.object.namespace_ + "/" + e.object.name},
                                         {"reason", e.reason},
                                         {"error", created.status().ToString()}});

@@ -53,11 +53,13 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
     }
   }
   const Plan plan = ComputePlan(job, observed, clock_.WallNow(), settled, options_);
-  if (plan.restart || plan.launcher_restart) {
-    // A restart is recorded before its pods are deleted: if the write lost a race, nothing
-    // was done and the next pass decides again from the same evidence. Acting first could
-    // delete the lost node's pods and leave attempt N without its record, and the next pass
-    // would refill attempt N instead of starting N+1.
+  const bool finishes = IsFinished(plan.status) && !IsFinished(job.job.status);
+  if (plan.restart || plan.launcher_restart || finishes) {
+    // A restart or the job's end is recorded before its pods are deleted: if the write lost a
+    // race, nothing was done and the next pass decides again from the same evidence. Acting
+    // first could delete the lost node's pods and leave attempt N without its record, and the
+    // next pass would refill attempt N instead of starting N+1 (or, for an end, recreate the
+    // pods cleanPodPolicy deleted). A finished job's later passes clean its pods again.
     LS_RETURN_IF_ERROR(PersistStatus(job, plan));
     AskLaunchers(job, observed, plan);
     LS_RETURN_IF_ERROR(Act(job, plan));

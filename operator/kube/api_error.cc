@@ -5,6 +5,10 @@
 namespace lockstep::kube {
 namespace {
 
+// The metav1.StatusCause type NamespaceLifecycle admission sets (v1.NamespaceTerminatingCause).
+constexpr char kNamespaceTerminatingCause[] = "NamespaceTerminating";
+
+
 StatusCode CodeFor(long http, const std::string& reason) {
   if (reason == "NotFound") return StatusCode::kNotFound;
   if (reason == "AlreadyExists") return StatusCode::kAlreadyExists;
@@ -77,8 +81,17 @@ Status ApiError::ToStatus() const {
     }
   }
   msg += " [reason=" + (reason.empty() ? std::string("Unknown") : reason) +
-         " code=" + std::to_string(http_code) + "]";
+         " code=" + std::to_string(http_code);
+  for (const auto& c : causes) {
+    if (c.reason == kNamespaceTerminatingCause) msg += std::string(" cause=") + c.reason;
+  }
+  msg += "]";
   return Status(CodeFor(http_code, reason), std::move(msg));
+}
+
+bool IsNamespaceTerminating(const Status& s) {
+  return IsForbidden(s) && s.message().find(std::string(" cause=") + kNamespaceTerminatingCause +
+                                            "]") != std::string::npos;
 }
 
 ApiError ParseApiError(const Response& response) {

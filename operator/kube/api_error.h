@@ -8,8 +8,9 @@
 //   Gone/Expired (410) -> OUT_OF_RANGE (the resourceVersion is out of the retained history)
 //   Timeout/ServerTimeout/504 -> DEADLINE_EXCEEDED   other 5xx -> UNAVAILABLE
 // The message keeps the server's text (for Invalid it names every field path) and ends with
-// "[reason=<Reason> code=<http>]". ApiError keeps the structured fields for callers that need
-// them (causes, Retry-After).
+// "[reason=<Reason> code=<http>]" (plus " cause=NamespaceTerminating" when the apiserver refused
+// to create in a namespace being deleted). ApiError keeps the structured fields for callers that
+// need them (causes, Retry-After).
 
 #include <chrono>
 #include <optional>
@@ -52,6 +53,9 @@ inline bool IsTooManyRequests(const Status& s) {
   return s.code() == StatusCode::kResourceExhausted;
 }
 inline bool IsTimeout(const Status& s) { return s.code() == StatusCode::kDeadlineExceeded; }
+// A create refused because its namespace is being deleted (403 with the NamespaceTerminating
+// cause): not an RBAC problem, and retrying cannot succeed; the object is about to go too.
+bool IsNamespaceTerminating(const Status& s);
 // IsNotFound and IsAlreadyExists come from common/status.h.
 using ::lockstep::IsAlreadyExists;
 using ::lockstep::IsNotFound;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <thread>
 
 #include "tests/integration/controller/fixture.h"
 
@@ -158,6 +159,83 @@ TEST_F(OperatorTest, FailedPodWithNoRestartsLeftFailsTheJobWithItsExitCode) {
   EXPECT_TRUE(WaitForPods("bad", 1));
   EXPECT_TRUE(kube::testing::WaitFor(
       [&] { return Has(EventReasons(client(), ns(), "bad"), "MaxRestartsExceeded"); }, seconds(10)));
+}
+
+// A ValidatingAdmissionPolicy (CEL, in the apiserver) that refuses to let a TrainingJob's status
+// say Failed in one namespace, removed with this object: a status write the apiserver refuses
+// every time, without a mock.
+class RefuseFailedStatus {
+ public:
+  explicit RefuseFailedStatus(const std::string& ns) : name_("lockstep-refuse-failed-" + ns) {
+    const std::string manifest = R"({"apiVersion": "v1", "kind": "List", "items": [
+      {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+       "metadata": {"name": ")" + name_ + R"("},
+       "spec": {"failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{"apiGroups": ["lockstep.dev"],
+                  "apiVersions": ["*"], "operations": ["UPDATE"],
+                  "resources": ["trainingjobs/status"]}]},
+                "validations": [{"expression":
+                  "!has(object.status) || !has(object.status.state) || object.status.state != 'Failed'",
+                  "message": "this test refuses Failed"}]}},
+      {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+       "metadata": {"name": ")" + name_ + R"("},
+       "spec": {"policyName": ")" + name_ + R"(", "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": {"matchLabels":
+                  {"kubernetes.io/metadata.name": ")" + ns + R"("}}}}}]})";
+    ok_ = Kubectl("apply -f - >/dev/null <<'EOF'\n" + manifest + "\nEOF") == 0;
+  }
+  ~RefuseFailedStatus() { Remove(); }
+  bool ok() const { return ok_; }
+  void Remove() {
+    Kubectl("delete validatingadmissionpolicybinding,validatingadmissionpolicy " + name_ +
+            " --ignore-not-found >/dev/null 2>&1");
+  }
+
+ private:
+  std::string name_;
+  bool ok_ = false;
+};
+
+// The pass that ends a job writes its status before it deletes pods (reconciler.cc): when the
+// apiserver refuses the write, no pod is deleted, and the pods are cleaned once it is accepted.
+TEST_F(OperatorTest, AnEndWhoseStatusWriteIsRefusedDeletesNoPodUntilItIsWritten) {
+  json job = MakeJob("refused", 2);
+  job["spec"]["failurePolicy"]["maxRestarts"] = 0;
+  CreateJob(job);
+  ASSERT_TRUE(WaitForPods("refused", 2));
+  ASSERT_TRUE(BindJobPods(client(), ns(), "refused").ok());
+  ASSERT_TRUE(WaitForJob(client(), ns(), "refused",
+                         [](const json& j) { return StateIs(j, "Running"); }).ok());
+  RefuseFailedStatus policy(ns());
+  ASSERT_TRUE(policy.ok());
+  // The policy is enforced once the apiserver's admission plugin has seen it: probe with dry runs.
+  const std::string probe = "patch trainingjob refused -n " + ns() +
+                            " --subresource=status --type=merge --dry-run=server"
+                            " -p '{\"status\":{\"state\":\"Failed\"}}' >/dev/null 2>&1";
+  ASSERT_TRUE(kube::testing::WaitFor([&] { return Kubectl(probe) != 0; }, seconds(30)));
+
+  ASSERT_TRUE(FinishPod(client(), ns(), "refused-worker-1", /*succeeded=*/false, 3).ok());
+  // Several passes decide Failed and are refused; the running pod stays.
+  const auto until = std::chrono::steady_clock::now() + seconds(5);
+  while (std::chrono::steady_clock::now() < until) {
+    auto pods = ListJobPods(client(), ns(), "refused");
+    ASSERT_TRUE(pods.ok()) << pods.status();
+    ASSERT_EQ(pods->size(), 2u);
+    for (const json& pod : *pods) {
+      EXPECT_FALSE(pod["metadata"].contains("deletionTimestamp")) << pod["metadata"]["name"];
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  auto current = client().Get(kube::resources::TrainingJobs(), ns(), "refused");
+  ASSERT_TRUE(current.ok());
+  EXPECT_FALSE(StateIs(*current, "Failed"));
+
+  policy.Remove();
+  auto failed = WaitForJob(client(), ns(), "refused",
+                           [](const json& j) { return StateIs(j, "Failed"); }, seconds(60));
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(ConditionReason(*failed, "Failed"), "MaxRestartsExceeded");
+  EXPECT_TRUE(WaitForPods("refused", 1)) << "cleanPodPolicy Running deletes the running pod";
 }
 
 TEST_F(OperatorTest, SuspendDeletesPodsAndResumeRecreatesThem) {

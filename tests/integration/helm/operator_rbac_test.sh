@@ -122,19 +122,25 @@ delete_job() {
   ok "deleted job's pods garbage-collected"
 }
 
+# A 403 is an RBAC gap unless it is the apiserver refusing to create in a namespace being
+# deleted: with the chart's cluster-wide watch the operator also sees the jobs of other tests,
+# whose namespaces are deleted while this runs. The operator logs those refusals as
+# "namespace being deleted" (not retried) and RBAC refusals as errors with "forbidden".
 no_forbidden() {
   local m; m="$(metrics)"
-  if grep -E '^rest_client_requests_total\{[^}]*code="403"' <<<"$m"; then
-    fail "the operator got 403 Forbidden"
-  fi
-  if grep -qi 'forbidden' "$WORK/operator.log"; then
-    grep -i forbidden "$WORK/operator.log" | head
+  if grep -i 'forbidden' "$WORK/operator.log" | grep -v 'being terminated'; then
     fail "Forbidden in the operator log"
+  fi
+  local refused
+  refused="$(grep -E '^rest_client_requests_total\{[^}]*code="403"' <<<"$m" || true)"
+  if [[ -n "$refused" ]] && ! grep -q 'namespace being deleted' "$WORK/operator.log"; then
+    echo "$refused"
+    fail "the operator got 403 Forbidden"
   fi
   echo "requests the operator made, by method and code:"
   grep -E '^rest_client_requests_total\{' <<<"$m" |
     sed -E 's/.*code="([^"]*)".*method="([^"]*)".*\} ([0-9.e+]+)/  \2 \1: \3/' | sort
-  ok "no request was forbidden"
+  ok "no request was forbidden by RBAC"
 }
 
 install_chart

@@ -26,6 +26,25 @@ TEST(ApiErrorTest, InvalidKeepsEveryFieldPath) {
   EXPECT_NE(s.message().find("[reason=Invalid code=422]"), std::string::npos);
 }
 
+// The two kinds of 403 a controller meets: a namespace being deleted, and RBAC.
+TEST(ApiErrorTest, NamespaceTerminatingIsToldApartFromAnRbacRefusal) {
+  const Status terminating = ParseApiError(Resp(403, R"({"kind":"Status","status":"Failure",
+    "message":"pods \"a\" is forbidden: unable to create new content in namespace ns1 because it is being terminated",
+    "reason":"Forbidden","details":{"name":"a","kind":"pods","causes":[
+      {"reason":"NamespaceTerminating","message":"namespace ns1 is being terminated",
+       "field":"metadata.namespace"}]},"code":403})")).ToStatus();
+  EXPECT_TRUE(IsForbidden(terminating));
+  EXPECT_TRUE(IsNamespaceTerminating(terminating)) << terminating.message();
+  const Status rbac = ParseApiError(Resp(403, R"({"kind":"Status","status":"Failure",
+    "message":"pods is forbidden: User \"system:serviceaccount:x:y\" cannot create resource \"pods\" in API group \"\" in the namespace \"ns1\"",
+    "reason":"Forbidden","details":{"kind":"pods"},"code":403})")).ToStatus();
+  EXPECT_TRUE(IsForbidden(rbac));
+  EXPECT_FALSE(IsNamespaceTerminating(rbac));
+  // A message that merely mentions the cause is not the cause.
+  EXPECT_FALSE(IsNamespaceTerminating(
+      Status(StatusCode::kPermissionDenied, "cause=NamespaceTerminating] said someone")));
+}
+
 TEST(ApiErrorTest, ReasonsMapToCodes) {
   auto status = [](long code, const char* reason) {
     return ParseApiError(Resp(code, std::string(R"({"kind":"Status","reason":")") + reason +
