@@ -1,7 +1,8 @@
 #pragma once
 // Kubernetes resource quantities ("100m", "2Gi", "1e3", "8") as integers in milli-units, the
-// canonical form the scheduler sums and compares. Values round up to the next milli-unit (as
-// the apiserver does) and saturate at INT64_MAX.
+// canonical form the scheduler sums and compares. Exact (common/quantity.h), rounded up to the
+// next milli-unit as the apiserver does; a value beyond int64 saturates at INT64_MAX (INT64_MIN
+// when negative) instead of failing, so one absurd capacity never hides a whole Node or Pod.
 
 #include <cstdint>
 #include <string_view>

@@ -48,6 +48,14 @@ TEST(QuantityTest, RoundsUpToMilli) {
 TEST(QuantityTest, Saturates) {
   EXPECT_EQ(Milli("16Ei"), std::numeric_limits<int64_t>::max());
   EXPECT_EQ(Milli("99999999999999999999999"), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(Milli("-99999999999999999999999"), std::numeric_limits<int64_t>::min());
+}
+
+// Values the parser this one replaced got wrong (it had its own arithmetic).
+TEST(QuantityTest, ExactWhereTheOldParserWasNot) {
+  EXPECT_EQ(Milli("100000000000000000000000n"), int64_t{100000000000000000});  // was 10^12
+  EXPECT_EQ(Milli("9223372036854775807m"), std::numeric_limits<int64_t>::max());  // was 10^18
+  EXPECT_EQ(Milli("1e-100"), 1);  // was rejected
 }
 
 TEST(QuantityTest, RejectsGarbage) {
