@@ -39,17 +39,20 @@ StatusOr<std::string> RandomBytes(size_t n) {
   return out;
 }
 
-std::string JoinMac(std::string_view token, std::string_view nonce, std::string_view run_id,
-                    uint32_t attempt, uint32_t node_rank) {
-  const std::string input = MacInput(nonce, run_id, attempt, node_rank);
+std::string HmacSha256(std::string_view key, std::string_view data) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
   // An empty key is valid HMAC input; OpenSSL wants a non-null pointer for it.
   static const unsigned char kEmpty = 0;
-  const void* key = token.empty() ? static_cast<const void*>(&kEmpty) : token.data();
-  HMAC(EVP_sha256(), key, static_cast<int>(token.size()),
-       reinterpret_cast<const unsigned char*>(input.data()), input.size(), mac, &mac_len);
+  const void* k = key.empty() ? static_cast<const void*>(&kEmpty) : key.data();
+  HMAC(EVP_sha256(), k, static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &mac_len);
   return std::string(reinterpret_cast<const char*>(mac), mac_len);
+}
+
+std::string JoinMac(std::string_view token, std::string_view nonce, std::string_view run_id,
+                    uint32_t attempt, uint32_t node_rank) {
+  return HmacSha256(token, MacInput(nonce, run_id, attempt, node_rank));
 }
 
 struct JoinMacKey::State {

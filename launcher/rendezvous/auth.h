@@ -16,6 +16,10 @@ namespace lockstep::launcher::rendezvous {
 // Cryptographically random bytes (OpenSSL RAND_bytes).
 StatusOr<std::string> RandomBytes(size_t n);
 
+// One-shot HMAC-SHA256 of `data` keyed by `key` (an empty key is valid). The join and control
+// MACs both go through it.
+std::string HmacSha256(std::string_view key, std::string_view data);
+
 std::string JoinMac(std::string_view token, std::string_view nonce, std::string_view run_id,
                     uint32_t attempt, uint32_t node_rank);
 

@@ -18,11 +18,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-int MsUntil(Steady::time_point t) {
-  auto left = std::chrono::duration_cast<milliseconds>(t - Steady::now()).count();
-  return left < 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
-}
-
 // True when a termination signal (SIGTERM, SIGINT, ...) is pending on the launcher's signalfd.
 // The same signalfd carries SIGCHLD: a child of the previous attempt exiting just before an
 // in-place restart rejoins must not read as an interrupt, so SIGCHLD records are drained here
@@ -37,19 +32,6 @@ bool Interrupted(int fd) {
     if (n != static_cast<ssize_t>(sizeof(info))) return n > 0;
     if (info.ssi_signo != SIGCHLD) return true;
   }
-}
-
-Status SendAll(int fd, const std::string& bytes, Steady::time_point deadline) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    LS_ASSIGN_OR_RETURN(size_t n, sys::WriteSome(fd, std::string_view(bytes).substr(done)));
-    done += n;
-    if (done < bytes.size()) {
-      pollfd p{fd, POLLOUT, 0};
-      if (::poll(&p, 1, MsUntil(deadline)) <= 0) return DeadlineExceededError("send timed out");
-    }
-  }
-  return Status::Ok();
 }
 
 // Why a connected session ended without a world; `retry` says whether to reconnect.
@@ -76,7 +58,7 @@ StatusOr<JoinResult> RunConnection(const ClientOptions& opt, sys::UniqueFd fd, O
       return outcome->status;
     }
     pollfd fds[2] = {{fd.get(), POLLIN, 0}, {opt.interrupt_fd, POLLIN, 0}};
-    const int wait = std::min(MsUntil(opt.deadline), MsUntil(next_beat));
+    const int wait = std::min(sys::MillisUntil(opt.deadline), sys::MillisUntil(next_beat));
     int n = ::poll(fds, opt.interrupt_fd >= 0 ? 2 : 1, wait);
     if (n < 0 && errno != EINTR) {
       *outcome = {UnavailableError("poll failed"), true};
@@ -89,7 +71,7 @@ StatusOr<JoinResult> RunConnection(const ClientOptions& opt, sys::UniqueFd fd, O
     if (Steady::now() >= next_beat) {
       next_beat = Steady::now() + opt.heartbeat_interval;
       if (joined) {
-        Status s = SendAll(fd.get(), Encode(Heartbeat{opt.attempt}), opt.deadline);
+        Status s = sys::WriteAll(fd.get(), Encode(Heartbeat{opt.attempt}), opt.deadline);
         if (!s.ok()) {
           *outcome = {s, true};
           return s;
@@ -127,7 +109,7 @@ StatusOr<JoinResult> RunConnection(const ClientOptions& opt, sys::UniqueFd fd, O
           join.nproc = opt.nproc;
           join.want_peer_table = opt.want_peer_table;
           join.mac = JoinMac(opt.token, ch.nonce, opt.run_id, opt.attempt, opt.node_rank);
-          Status s = SendAll(fd.get(), Encode(join), opt.deadline);
+          Status s = sys::WriteAll(fd.get(), Encode(join), opt.deadline);
           if (!s.ok()) {
             *outcome = {s, true};
             return s;
@@ -212,7 +194,7 @@ std::vector<ServerEvent> Session::OnReadable() {
 }
 
 Status Session::Send(const std::string& bytes) {
-  return SendAll(fd_.get(), bytes, Steady::now() + milliseconds(2000));
+  return sys::WriteAll(fd_.get(), bytes, Steady::now() + milliseconds(2000));
 }
 
 Status Session::SendHeartbeat() { return Send(Encode(Heartbeat{attempt_})); }
@@ -248,7 +230,7 @@ StatusOr<JoinResult> JoinRound(const ClientOptions& opt) {
     // Sleep, but wake at once for a signal.
     pollfd p{opt.interrupt_fd, POLLIN, 0};
     ::poll(&p, opt.interrupt_fd >= 0 ? 1 : 0,
-           static_cast<int>(std::min<int64_t>(backoff.count(), MsUntil(opt.deadline))));
+           static_cast<int>(std::min<int64_t>(backoff.count(), sys::MillisUntil(opt.deadline))));
     backoff = std::min(backoff * 2, milliseconds(1000));
   }
   return DeadlineExceededError("rendezvous did not complete before the join deadline: " +

@@ -1,11 +1,9 @@
 #include "launcher/rendezvous/control.h"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <poll.h>
 
-#include <algorithm>
 
+#include "launcher/rendezvous/auth.h"
 #include "launcher/rendezvous/frame.h"
 #include "launcher/rendezvous/wire.h"
 #include "launcher/sys/socket.h"
@@ -24,50 +22,13 @@ std::string Framed(MessageType type, const WireWriter& w) {
   return EncodeFrame(static_cast<uint8_t>(type), w.data());
 }
 
-void PutTail(WireWriter& w, const std::vector<std::string>& tail) {
-  const size_t lines = std::min<size_t>(tail.size(), kMaxTailLines);
-  w.PutU32(static_cast<uint32_t>(lines));
-  for (size_t i = tail.size() - lines; i < tail.size(); ++i) {
-    w.PutString(std::string_view(tail[i]).substr(0, kMaxTailLineBytes));
-  }
-}
-
-Status GetTail(WireReader& r, std::vector<std::string>* tail) {
-  uint32_t lines = 0;
-  LS_RETURN_IF_ERROR(r.GetU32(&lines));
-  if (lines > kMaxTailLines) return DataLossError("control: too many stderr lines");
-  tail->resize(lines);
-  for (std::string& line : *tail) {
-    LS_RETURN_IF_ERROR(r.GetString(&line, static_cast<uint32_t>(kMaxTailLineBytes)));
-  }
-  return Status::Ok();
-}
-
-int MsUntil(Steady::time_point t) {
-  auto left = std::chrono::duration_cast<milliseconds>(t - Steady::now()).count();
-  return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
-}
-
-Status SendAll(int fd, std::string_view bytes, Steady::time_point deadline) {
-  while (!bytes.empty()) {
-    LS_ASSIGN_OR_RETURN(size_t n, sys::WriteSome(fd, bytes));
-    bytes.remove_prefix(n);
-    if (bytes.empty()) break;
-    pollfd p{fd, POLLOUT, 0};
-    if (::poll(&p, 1, MsUntil(deadline)) <= 0) {
-      return DeadlineExceededError("control: send timed out");
-    }
-  }
-  return Status::Ok();
-}
-
 // The next frame from `fd`, waiting until `deadline`.
 StatusOr<Frame> NextFrame(int fd, FrameDecoder& decoder, Steady::time_point deadline) {
   for (;;) {
     LS_ASSIGN_OR_RETURN(std::optional<Frame> frame, decoder.Next());
     if (frame) return std::move(*frame);
     pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, MsUntil(deadline));
+    const int ready = ::poll(&p, 1, sys::MillisUntil(deadline));
     if (ready == 0) return DeadlineExceededError("control: no answer from the rendezvous server");
     if (ready < 0) return UnavailableError("control: poll failed");
     std::string bytes;
@@ -110,7 +71,7 @@ std::string Encode(const ControlStatus& m) {
     w.PutI32(f.signal);
     w.PutString(f.reason);
     w.PutString(std::string_view(f.message).substr(0, kMaxStringBytes));
-    PutTail(w, f.stderr_tail);
+    PutStderrTail(w, f.stderr_tail);
   }
   return Framed(MessageType::kControlStatus, w);
 }
@@ -164,7 +125,7 @@ StatusOr<ControlStatus> DecodeControlStatus(std::string_view body) {
     LS_RETURN_IF_ERROR(r.GetI32(&f.signal));
     LS_RETURN_IF_ERROR(r.GetString(&f.reason));
     LS_RETURN_IF_ERROR(r.GetString(&f.message));
-    LS_RETURN_IF_ERROR(GetTail(r, &f.stderr_tail));
+    LS_RETURN_IF_ERROR(GetStderrTail(r, &f.stderr_tail).WithContext("control"));
     m.last_failure = std::move(f);
   }
   LS_RETURN_IF_ERROR(r.ExpectEnd());
@@ -191,14 +152,7 @@ std::string ControlMac(std::string_view token, std::string_view nonce, std::stri
   input.PutString(run_id);
   input.PutU8(static_cast<uint8_t>(kind));
   input.PutString(reason);
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int mac_len = 0;
-  static const unsigned char kEmpty = 0;
-  const void* key = token.empty() ? static_cast<const void*>(&kEmpty) : token.data();
-  HMAC(EVP_sha256(), key, static_cast<int>(token.size()),
-       reinterpret_cast<const unsigned char*>(input.data().data()), input.data().size(), mac,
-       &mac_len);
-  return std::string(reinterpret_cast<const char*>(mac), mac_len);
+  return HmacSha256(token, input.data());
 }
 
 StatusOr<ControlReply> ControlCall(const ControlTarget& target, ControlKind kind,
@@ -217,7 +171,7 @@ StatusOr<ControlReply> ControlCall(const ControlTarget& target, ControlKind kind
   request.kind = kind;
   request.reason = std::string(reason.substr(0, kMaxStringBytes));
   request.mac = ControlMac(target.token, challenge.nonce, request.run_id, kind, request.reason);
-  LS_RETURN_IF_ERROR(SendAll(fd.get(), Encode(request), deadline));
+  LS_RETURN_IF_ERROR(sys::WriteAll(fd.get(), Encode(request), deadline).WithContext("control"));
   LS_ASSIGN_OR_RETURN(Frame answer, NextFrame(fd.get(), decoder, deadline));
   ControlReply reply;
   switch (static_cast<MessageType>(answer.type)) {

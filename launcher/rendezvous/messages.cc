@@ -44,6 +44,25 @@ Status GetPeer(WireReader& r, PeerEntry* p) {
 
 }  // namespace
 
+void PutStderrTail(WireWriter& w, const std::vector<std::string>& tail) {
+  const size_t lines = std::min<size_t>(tail.size(), kMaxTailLines);
+  w.PutU32(static_cast<uint32_t>(lines));
+  for (size_t i = tail.size() - lines; i < tail.size(); ++i) {
+    w.PutString(std::string_view(tail[i]).substr(0, kMaxTailLineBytes));
+  }
+}
+
+Status GetStderrTail(WireReader& r, std::vector<std::string>* tail) {
+  uint32_t lines = 0;
+  LS_RETURN_IF_ERROR(r.GetU32(&lines));
+  if (lines > kMaxTailLines) return DataLossError("too many stderr lines");
+  tail->resize(lines);
+  for (std::string& line : *tail) {
+    LS_RETURN_IF_ERROR(r.GetString(&line, static_cast<uint32_t>(kMaxTailLineBytes)));
+  }
+  return Status::Ok();
+}
+
 std::string Encode(const Challenge& m) {
   WireWriter w;
   w.PutU32(m.version);
@@ -110,11 +129,7 @@ std::string Encode(const Failure& m) {
   w.PutI32(m.signal);
   w.PutString(m.reason);
   w.PutString(m.message);
-  const size_t lines = std::min<size_t>(m.stderr_tail.size(), kMaxTailLines);
-  w.PutU32(static_cast<uint32_t>(lines));
-  for (size_t i = m.stderr_tail.size() - lines; i < m.stderr_tail.size(); ++i) {
-    w.PutString(std::string_view(m.stderr_tail[i]).substr(0, kMaxTailLineBytes));
-  }
+  PutStderrTail(w, m.stderr_tail);
   return Framed(MessageType::kFailure, w);
 }
 
@@ -239,13 +254,7 @@ StatusOr<Failure> DecodeFailure(std::string_view body) {
   LS_RETURN_IF_ERROR(r.GetI32(&m.signal));
   LS_RETURN_IF_ERROR(r.GetString(&m.reason));
   LS_RETURN_IF_ERROR(r.GetString(&m.message));
-  uint32_t lines = 0;
-  LS_RETURN_IF_ERROR(r.GetU32(&lines));
-  if (lines > kMaxTailLines) return DataLossError("failure: too many stderr lines");
-  m.stderr_tail.resize(lines);
-  for (std::string& line : m.stderr_tail) {
-    LS_RETURN_IF_ERROR(r.GetString(&line, static_cast<uint32_t>(kMaxTailLineBytes)));
-  }
+  LS_RETURN_IF_ERROR(GetStderrTail(r, &m.stderr_tail).WithContext("failure"));
   LS_RETURN_IF_ERROR(r.ExpectEnd());
   return m;
 }

@@ -128,6 +128,13 @@ struct Failure {
 inline constexpr uint32_t kMaxTailLines = 20;
 inline constexpr size_t kMaxTailLineBytes = 512;
 
+// The stderr tail on the wire (Failure, and control.h's RoundFailure): a count, then the last
+// kMaxTailLines lines, each cut to kMaxTailLineBytes.
+class WireWriter;
+class WireReader;
+void PutStderrTail(WireWriter& w, const std::vector<std::string>& tail);
+Status GetStderrTail(WireReader& r, std::vector<std::string>* tail);
+
 // Sent once the member's children for `attempt` were started: the operator's "running round".
 struct Started {
   uint32_t attempt = 0;

@@ -85,9 +85,9 @@ class RendezvousServer {
   void Refuse(Conn& c, RefuseCode code, const std::string& reason);
   void MaybeComplete();
   void CompleteRound();
-  // `cause`: what failed (recorded as the last failure); null for a requested restart.
   // A member whose success ends the job finished (Done::ends_job): the others are told to stop.
   void EndJob(const Conn& finished);
+  // `cause`: what failed (recorded as the last failure); null for a requested restart.
   void AbortRound(const std::string& reason, int node_rank, const std::string& message,
                   std::optional<RoundFailure> cause = std::nullopt);
   void OnTick();

@@ -148,23 +148,20 @@ void TcpStoreState::HandleQueueOp(ConnId conn, const Request& req, std::string* 
 size_t TcpStoreState::Unreserved(const std::string& queue) const {
   auto q = queues_.find(queue);
   if (q == queues_.end()) return 0;
-  auto r = reserved_.find(queue);
-  const size_t held = r == reserved_.end() ? 0 : r->second;
+  // Reservations live only between a client's WAIT and its next request: a handful at most.
+  const auto held = static_cast<size_t>(std::count_if(
+      reservation_.begin(), reservation_.end(), [&](const auto& r) { return r.second == queue; }));
   return q->second.size() > held ? q->second.size() - held : 0;
 }
 
 void TcpStoreState::Reserve(ConnId conn, const std::string& queue) {
-  EndReservation(conn, queue);  // at most one per client: its next request uses or ends it
-  reservation_[conn] = queue;
-  ++reserved_[queue];
+  reservation_[conn] = queue;  // at most one per client: its next request uses or ends it
 }
 
 bool TcpStoreState::EndReservation(ConnId conn, const std::string& queue) {
   auto r = reservation_.find(conn);
   if (r == reservation_.end()) return false;
   const bool on_queue = r->second == queue;
-  auto count = reserved_.find(r->second);
-  if (count != reserved_.end() && --count->second == 0) reserved_.erase(count);
   reservation_.erase(r);
   return on_queue;
 }

@@ -67,9 +67,8 @@ class TcpStoreState {
   // conn -> keys its WAIT still misses; key -> conns waiting on it, in arrival order.
   std::map<ConnId, std::set<std::string>> waiting_;
   std::unordered_map<std::string, std::vector<ConnId>> waiters_by_key_;
-  // conn -> the queue holding an item for its next QUEUE_POP; queue -> how many items are held.
+  // conn -> the queue holding an item for its next QUEUE_POP.
   std::map<ConnId, std::string> reservation_;
-  std::unordered_map<std::string, size_t> reserved_;
 };
 
 }  // namespace lockstep::launcher::stores

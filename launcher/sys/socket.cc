@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -20,12 +21,6 @@ Status Errno(std::string_view what) {
   return UnavailableError(std::string(what) + ": " + std::strerror(errno));
 }
 
-int RemainingMs(std::chrono::steady_clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - std::chrono::steady_clock::now());
-  return left.count() < 0 ? 0 : static_cast<int>(left.count());
-}
-
 StatusOr<UniqueFd> ConnectOne(const addrinfo* ai, std::chrono::steady_clock::time_point deadline) {
   UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
                        ai->ai_protocol));
@@ -33,7 +28,7 @@ StatusOr<UniqueFd> ConnectOne(const addrinfo* ai, std::chrono::steady_clock::tim
   if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
     if (errno != EINPROGRESS) return Errno("connect");
     pollfd p{fd.get(), POLLOUT, 0};
-    int n = ::poll(&p, 1, RemainingMs(deadline));
+    int n = ::poll(&p, 1, MillisUntil(deadline));
     if (n == 0) return DeadlineExceededError("connect timed out");
     if (n < 0) return Errno("poll");
     int err = 0;
@@ -196,6 +191,24 @@ StatusOr<size_t> WriteSome(int fd, std::string_view data) {
     return Errno("send");
   }
   return done;
+}
+
+int MillisUntil(std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now())
+                        .count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
+}
+
+Status WriteAll(int fd, std::string_view data, std::chrono::steady_clock::time_point deadline) {
+  while (!data.empty()) {
+    LS_ASSIGN_OR_RETURN(size_t n, WriteSome(fd, data));
+    data.remove_prefix(n);
+    if (data.empty()) break;
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, MillisUntil(deadline)) <= 0) return DeadlineExceededError("send timed out");
+  }
+  return Status::Ok();
 }
 
 void RaiseFileLimit() {

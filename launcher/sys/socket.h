@@ -45,6 +45,12 @@ struct ReadResult {
 StatusOr<ReadResult> ReadAvailable(int fd, std::string* out, size_t max_bytes = 1u << 20);
 // Writes as much of `data` as the socket takes; returns bytes written (0 on EAGAIN).
 StatusOr<size_t> WriteSome(int fd, std::string_view data);
+// Writes all of `data` to a non-blocking socket, waiting for room until `deadline`
+// (DeadlineExceeded "send timed out" then).
+Status WriteAll(int fd, std::string_view data, std::chrono::steady_clock::time_point deadline);
+
+// Milliseconds from now until `deadline`, for poll(2): 0 once it has passed.
+int MillisUntil(std::chrono::steady_clock::time_point deadline);
 
 // Raises RLIMIT_NOFILE's soft limit to the hard limit (servers with thousands of peers).
 void RaiseFileLimit();
