@@ -9,8 +9,8 @@
 #include "launcher/contract.h"
 #include "operator/api/enums.h"
 #include "operator/api/time.h"
-#include "operator/controller/launcher_termination.h"
 #include "operator/controller/inplace_plan.h"
+#include "operator/controller/launcher_termination.h"
 
 namespace lockstep::controller {
 namespace {
@@ -71,18 +71,13 @@ std::string DescribeTermination(const std::string& message) {
   if (std::optional<int64_t> n = number("restartCount"); n && *n > 0) {
     out += ", after " + std::to_string(*n) + " in-place restart" + (*n == 1 ? "" : "s");
   }
-  const nlohmann::json& tail = m.at("stderrTail");
-  if (tail.is_array() && !tail.empty()) {
-    // The last lines carry the error; keep the message short enough for a condition.
-    constexpr size_t kMaxLines = 8, kMaxBytes = 1500;
-    std::string lines;
-    for (size_t i = tail.size() > kMaxLines ? tail.size() - kMaxLines : 0; i < tail.size(); ++i) {
-      if (tail[i].is_string()) lines += "\n  " + tail[i].get<std::string>();
+  std::vector<std::string> tail;
+  if (const nlohmann::json& lines = m.at("stderrTail"); lines.is_array()) {
+    for (const nlohmann::json& line : lines) {
+      if (line.is_string()) tail.push_back(line.get<std::string>());
     }
-    if (lines.size() > kMaxBytes) lines = "\n  ..." + lines.substr(lines.size() - kMaxBytes);
-    out += "; last stderr lines:" + lines;
   }
-  return out;
+  return out + StderrTailForPeople(tail);
 }
 
 std::string Describe(const kube::Pod& pod, const kube::ContainerStatus* c) {

@@ -15,10 +15,9 @@ namespace {
 
 using std::chrono::seconds;
 
-constexpr std::string_view kInPlace = "InPlace";
-constexpr std::string_view kRecreate = "Recreate";
-constexpr size_t kMaxTailLines = 8;
-constexpr size_t kMaxTailBytes = 1500;
+// lastRestart.mode and restartRequest.mode spell the restart modes as spec.failurePolicy does.
+std::string ModeName(api::RestartMode mode) { return std::string(api::ToString(mode)); }
+
 
 // The pod of node rank `node_rank` in the current attempt, by name.
 std::string PodOfNode(const Pass& p, int32_t node_rank) {
@@ -44,17 +43,7 @@ std::string DescribeFailure(const Pass& p, const launcher::rendezvous::RoundFail
   } else {
     out = PodOfNode(p, f.node_rank) + ": " + (f.message.empty() ? f.reason : f.message);
   }
-  if (!f.stderr_tail.empty()) {
-    std::string lines;
-    const size_t from = f.stderr_tail.size() > kMaxTailLines ? f.stderr_tail.size() - kMaxTailLines
-                                                              : 0;
-    for (size_t i = from; i < f.stderr_tail.size(); ++i) lines += "\n  " + f.stderr_tail[i];
-    if (lines.size() > kMaxTailBytes) {
-      lines = "\n  ..." + lines.substr(lines.size() - kMaxTailBytes);
-    }
-    out += "; last stderr lines:" + lines;
-  }
-  return out;
+  return out + StderrTailForPeople(f.stderr_tail);
 }
 
 // Every pod of the current attempt runs (none failed, none missing).
@@ -92,7 +81,7 @@ bool PlanPendingRequest(Pass& p) {
                         obs->restart->answered;
   if (answered && !obs->restart->ack.accepted) {
     req.state = std::string(kRequestFellBack);
-    req.mode = std::string(kRecreate);
+    req.mode = ModeName(api::RestartMode::kRecreate);
     Recreate(p, "InPlaceRestartRefused",
              "the launchers did not restart in place (" + obs->restart->ack.message + ") for " +
                  Quoted(req.value));
@@ -108,7 +97,7 @@ bool PlanPendingRequest(Pass& p) {
       req.time + seconds(p.job.spec.failure_policy.in_place_timeout_seconds);
   if (p.now >= deadline) {
     req.state = std::string(kRequestFellBack);
-    req.mode = std::string(kRecreate);
+    req.mode = ModeName(api::RestartMode::kRecreate);
     std::string why = "the launchers did not form and start a new round within " +
                       std::to_string(p.job.spec.failure_policy.in_place_timeout_seconds) +
                       "s (failurePolicy.inPlaceTimeoutSeconds)";
@@ -183,10 +172,10 @@ void RecordInPlace(Pass& p, int32_t failures, int32_t requested, std::optional<i
               std::to_string(counts.failures) + " of failurePolicy.maxRestarts " +
               std::to_string(p.job.spec.failure_policy.max_restarts) + " used";
   }
-  p.status().last_restart =
-      api::LastRestart{p.now, reason, message, attempt, 0, std::string(kInPlace), {}};
+  p.status().last_restart = api::LastRestart{
+      p.now, reason, message, attempt, 0, ModeName(api::RestartMode::kInPlace), {}};
   p.Event(new_failures > 0 ? "Warning" : "Normal", reason, message);
-  p.plan->restart = Plan::Restart{reason, std::string(kInPlace), std::nullopt};
+  p.plan->restart = Plan::Restart{reason, ModeName(api::RestartMode::kInPlace), std::nullopt};
 }
 
 // A field of the trainer's (the first container's) launcher termination message, or 0.
@@ -231,7 +220,7 @@ bool PlanRestartRequest(Pass& p) {
   req.time = p.now;
   req.attempt = p.job.status.attempt;
   if (p.job.spec.failure_policy.restart_mode == api::RestartMode::kRecreate) {
-    req.mode = std::string(kRecreate);
+    req.mode = ModeName(api::RestartMode::kRecreate);
     req.state = std::string(kRequestRecreated);
     p.status().restart_request = req;
     Recreate(p, "RestartRequested",
@@ -248,7 +237,7 @@ bool PlanRestartRequest(Pass& p) {
     return false;
   }
   if (!obs->answered) {
-    req.mode = std::string(kRecreate);
+    req.mode = ModeName(api::RestartMode::kRecreate);
     req.state = std::string(kRequestFellBack);
     p.status().restart_request = req;
     Recreate(p, "InPlaceRestartUnavailable",
@@ -256,7 +245,7 @@ bool PlanRestartRequest(Pass& p) {
                  "did not answer (" + obs->error + "); restarting by Recreate");
     return true;
   }
-  req.mode = std::string(kInPlace);
+  req.mode = ModeName(api::RestartMode::kInPlace);
   req.state = std::string(kRequestPending);
   p.status().restart_request = req;
   const std::string reason = "restart requested (" + Quoted(value) + ")";

@@ -1,25 +1,19 @@
 #include "operator/controller/launcher_monitor.h"
 
-#include <openssl/evp.h>
-
 #include "common/log.h"
 #include "operator/api/children.h"
+#include "operator/kube/base64.h"
 
 namespace lockstep::controller {
 namespace {
 
-StatusOr<std::string> DecodeBase64(const std::string& in) {
+// The token as the pods mounted it: the Secret's data value, base64 the apiserver wrote (always
+// whole 4-character groups).
+StatusOr<std::string> DecodeToken(const std::string& in) {
   if (in.size() % 4 != 0) return DataLossError("token: not base64");
-  std::string out(in.size() / 4 * 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  if (n < 0) return DataLossError("token: not base64");
-  // EVP_DecodeBlock counts the padding as zero bytes.
-  size_t len = static_cast<size_t>(n);
-  for (size_t i = in.size(); i > 0 && in[i - 1] == '='; --i) --len;
-  out.resize(len);
-  return out;
+  StatusOr<std::string> token = kube::Base64Decode(in);
+  if (!token.ok()) return DataLossError("token: not base64");
+  return token;
 }
 
 // Two answers differ in what the plan reads (so the job is worth another pass).
@@ -132,7 +126,7 @@ StatusOr<LauncherTarget> LauncherMonitor::Target(const LauncherJob& job) {
     return NotFoundError("the rendezvous Secret has no token");
   }
   LauncherTarget t = base;
-  LS_ASSIGN_OR_RETURN(t.token, DecodeBase64((*data)[key].get<std::string>()));
+  LS_ASSIGN_OR_RETURN(t.token, DecodeToken((*data)[key].get<std::string>()));
   std::lock_guard<std::mutex> lock(mu_);
   tokens_[job.key] = {job.uid, t.token};
   return t;

@@ -18,4 +18,16 @@ int32_t TerminationCount(const std::string& message, const char* field) {
   return std::max(0, it->get<int32_t>());
 }
 
+std::string StderrTailForPeople(const std::vector<std::string>& tail) {
+  if (tail.empty()) return "";
+  // The last lines carry the error; keep the message short enough for a condition.
+  constexpr size_t kMaxLines = 8, kMaxBytes = 1500;
+  std::string lines;
+  for (size_t i = tail.size() > kMaxLines ? tail.size() - kMaxLines : 0; i < tail.size(); ++i) {
+    lines += "\n  " + tail[i];
+  }
+  if (lines.size() > kMaxBytes) lines = "\n  ..." + lines.substr(lines.size() - kMaxBytes);
+  return "; last stderr lines:" + lines;
+}
+
 }  // namespace lockstep::controller

@@ -268,13 +268,12 @@ void PlanActive(Pass& p) {
     PlanRestart(p, FromFailure(failure), p.pods);
     return;
   }
+  PlanInPlaceRecord(p);
   if (std::optional<std::string> success = EvaluateSuccess(p.spec, p.pods)) {
-    PlanInPlaceRecord(p);
-    PlanInPlaceRecordFromPods(p);
+    PlanInPlaceRecordFromPods(p);  // the launchers' server may be gone: their last word
     Finish(p, Outcome::kSucceeded, "Succeeded", *success);
     return;
   }
-  PlanInPlaceRecord(p);
   if (PlanRestartRequest(p)) return;
   if (PlanResize(p)) return;
   if (!p.status().start_time) p.status().start_time = p.now;

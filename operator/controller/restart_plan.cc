@@ -162,7 +162,10 @@ void PlanRestart(Pass& p, const RestartRequest& r, const std::vector<kube::Pod>&
 bool PlanRestartWait(Pass& p, int32_t stale_left) {
   const std::optional<api::LastRestart>& last = p.job.status.last_restart;
   // An in-place restart keeps the attempt's pods: nothing to wait for.
-  if (!last || last->attempt != p.job.status.attempt || last->mode == "InPlace") return false;
+  if (!last || last->attempt != p.job.status.attempt ||
+      last->mode == api::ToString(api::RestartMode::kInPlace)) {
+    return false;
+  }
   const std::string previous = "attempt " + std::to_string(last->attempt - 1);
   if (stale_left > 0) {
     p.State(api::JobState::kRestarting, "WaitingForOldPods",

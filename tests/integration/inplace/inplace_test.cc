@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "operator/api/children.h"
+#include "operator/kube/base64.h"
 #include "operator/kube/rest_client.h"
 #include "tests/integration/failures/failures_env.h"
 #include "tests/integration/kube/test_env.h"
@@ -28,24 +30,12 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr int kRdzvPort = 29400;  // api::kRdzvPort: where the operator asks
-
-std::string Base64Decode(const std::string& in) {
-  static const std::string kChars =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int val = 0, bits = -8;
-  for (char c : in) {
-    const size_t pos = kChars.find(c);
-    if (pos == std::string::npos) break;
-    val = (val << 6) + static_cast<int>(pos);
-    bits += 6;
-    if (bits >= 0) {
-      out.push_back(static_cast<char>((val >> bits) & 0xff));
-      bits -= 8;
-    }
-  }
-  return out;
+// The rendezvous token the pods mounted, from the job's Secret.
+std::string SecretToken(const json& secret) {
+  StatusOr<std::string> token =
+      kube::Base64Decode(secret.at("data").at("token").get<std::string>());
+  EXPECT_TRUE(token.ok()) << token.status();
+  return token.ok() ? *token : std::string();
 }
 
 class InPlaceTest : public FailuresTest {
@@ -94,11 +84,11 @@ class InPlaceTest : public FailuresTest {
         << "cannot add " << address_ << " to lo (root needed)";
     StatusOr<json> secret = client().Get(kube::resources::Secrets(), ns(), name + "-rdzv");
     ASSERT_TRUE(secret.ok()) << secret.status();
-    const std::string token = Base64Decode(secret->at("data").at("token").get<std::string>());
+    const std::string token = SecretToken(*secret);
     for (int i = 0; i < 2; ++i) {
       LauncherSpec s;
       s.args = {"--nnodes", "2", "--node-rank", std::to_string(i), "--nproc-per-node", "2",
-                "--rdzv-endpoint", address_ + ":" + std::to_string(kRdzvPort), "--rdzv-id",
+                "--rdzv-endpoint", address_ + ":" + std::to_string(api::kRdzvPort), "--rdzv-id",
                 job["metadata"]["uid"].get<std::string>(), "--advertise-addr", "127.0.0.1",
                 "--join-timeout", "120", "--grace-period", "2", "--max-restarts", "3"};
       s.args.insert(s.args.end(), extra.begin(), extra.end());
@@ -162,7 +152,7 @@ TEST_F(InPlaceTest, AKilledRankIsAnInPlaceRestartInStatus) {
   // The token never reaches status or events.
   StatusOr<json> secret = client().Get(kube::resources::Secrets(), ns(), "ip-killed-rdzv");
   ASSERT_TRUE(secret.ok());
-  const std::string token = Base64Decode(secret->at("data").at("token").get<std::string>());
+  const std::string token = SecretToken(*secret);
   EXPECT_EQ(seen->dump().find(token), std::string::npos);
   for (const json& e : JobEvents("ip-killed")) EXPECT_EQ(e.dump().find(token), std::string::npos);
 }
