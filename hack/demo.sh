@@ -26,6 +26,7 @@ source "$REPO_ROOT/hack/lib/cluster-components.sh"  # stop_component, component_
 source "$REPO_ROOT/hack/lib/cluster-agent.sh"
 source "$REPO_ROOT/hack/lib/demo-lockstep.sh"
 source "$REPO_ROOT/hack/lib/sa-kubeconfig.sh"   # write_service_account_kubeconfig
+source "$REPO_ROOT/hack/lib/helm-crd.sh"        # adopt_crd
 DEMO_STARTED=$SECONDS
 
 step() { echo; log "== $*"; }

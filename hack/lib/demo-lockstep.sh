@@ -2,23 +2,14 @@
 # that the operator runs as a process here: there is no container runtime (and no kube-scheduler)
 # to run the chart's Deployment, so it is scaled to zero and the same binary runs with the chart's
 # flags and only a TokenRequest token of the chart's ServiceAccount, never admin credentials.
-# Sourced by hack/demo.sh; needs $STATE, $KUBECONFIG and kubectl/helm on PATH.
+# Sourced by hack/demo.sh (with hack/lib/helm-crd.sh); needs $STATE, $KUBECONFIG and kubectl/helm
+# on PATH.
 # shellcheck shell=bash
 
 DEMO_RELEASE=lockstep DEMO_NAMESPACE=lockstep-system
 
-# A CRD that `kubectl apply` created (an earlier demo, a test suite) is handed to the release the
-# way a user adopting an existing install would; Helm refuses to take it over otherwise.
-adopt_crd_for_helm() {
-  local crd=trainingjobs.lockstep.dev
-  kubectl get crd "$crd" >/dev/null 2>&1 || return 0
-  kubectl label crd "$crd" app.kubernetes.io/managed-by=Helm --overwrite >/dev/null
-  kubectl annotate crd "$crd" --overwrite >/dev/null \
-    meta.helm.sh/release-name="$DEMO_RELEASE" meta.helm.sh/release-namespace="$DEMO_NAMESPACE"
-}
-
 install_chart() {
-  adopt_crd_for_helm
+  adopt_crd "$DEMO_RELEASE" "$DEMO_NAMESPACE"  # hack/lib/helm-crd.sh
   helm upgrade --install "$DEMO_RELEASE" "$REPO_ROOT/helm/lockstep" -n "$DEMO_NAMESPACE" \
     --create-namespace >"$STATE/logs/helm.log" 2>&1 || { cat "$STATE/logs/helm.log" >&2; die "helm install"; }
   kubectl wait --for=condition=Established crd/trainingjobs.lockstep.dev --timeout=60s >/dev/null

@@ -24,22 +24,14 @@ require_tools() {
   for t in helm kubectl; do command -v "$t" >/dev/null || fail "$t not on PATH"; done
 }
 
-# Other suites install the CRD with `kubectl apply`. Helm refuses to own an object another tool
-# created unless it carries the release's ownership metadata, so hand the existing CRD over to
-# release $1 in namespace $2 exactly as a user adopting an existing install would.
-adopt_crd() {
-  local release="$1" ns="$2"
-  kubectl get crd "$CRD_NAME" >/dev/null 2>&1 || return 0
-  kubectl label crd "$CRD_NAME" app.kubernetes.io/managed-by=Helm --overwrite >/dev/null
-  kubectl annotate crd "$CRD_NAME" --overwrite >/dev/null \
-    meta.helm.sh/release-name="$release" meta.helm.sh/release-namespace="$ns"
-}
+# adopt_crd RELEASE NAMESPACE: hand the CRD that other suites applied to a Helm release.
+# shellcheck source=hack/lib/helm-crd.sh
+source "$REPO/hack/lib/helm-crd.sh"
 
 # Puts the CRD back to the source in crds/ (without Helm's ownership metadata), so the suites
 # that run after this one see the schema they were written for. Never deletes it: that would
-# delete every TrainingJob in the cluster.
-# Then waits until it is Established, so a suite started right after never sees TrainingJobs
-# unserved.
+# delete every TrainingJob in the cluster. Then waits until it is Established, so a suite started
+# right after never sees TrainingJobs unserved.
 restore_crd() {
   kubectl replace --save-config -f "$REPO/crds/$CRD_FILE" >/dev/null 2>&1 ||
     kubectl create --save-config -f "$REPO/crds/$CRD_FILE" >/dev/null 2>&1 || true

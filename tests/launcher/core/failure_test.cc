@@ -44,7 +44,7 @@ class FailureTest : public ::testing::Test {
     return out;
   }
   std::string Termination(int node) const {
-    return ReadFile(dir_.path() + "/launcher." + std::to_string(node) + ".log.termination");
+    return ReadWholeFile(dir_.path() + "/launcher." + std::to_string(node) + ".log.termination");
   }
 
   TempDir dir_;

@@ -14,7 +14,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -85,14 +84,8 @@ std::optional<int> LauncherProcess::Wait(std::chrono::milliseconds timeout) {
   }
 }
 
-std::string LauncherProcess::Log() const { return ReadFile(log_path_); }
+std::string LauncherProcess::Log() const { return ReadWholeFile(log_path_); }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 bool FileExists(const std::string& path) {
   struct stat st{};
@@ -123,7 +116,7 @@ std::vector<std::map<std::string, std::string>> ReadEnvFiles(const std::string& 
   std::vector<std::map<std::string, std::string>> out;
   for (const std::string& name : ListFiles(dir, "env." + attempt + ".")) {
     std::map<std::string, std::string> env;
-    std::istringstream in(ReadFile(dir + "/" + name));
+    std::istringstream in(ReadWholeFile(dir + "/" + name));
     std::string line;
     while (std::getline(in, line)) {
       const size_t eq = line.find('=');

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/testing/free_port.h"
+#include "tests/testing/host_state.h"
 
 namespace lockstep::launcher::testing {
 
@@ -57,6 +58,6 @@ std::vector<std::map<std::string, std::string>> ReadEnvFiles(const std::string& 
 bool WaitForFiles(const std::string& dir, const std::string& prefix, size_t count,
                   std::chrono::milliseconds timeout);
 bool FileExists(const std::string& path);
-std::string ReadFile(const std::string& path);
+using ::lockstep::testing::ReadWholeFile;  // tests/testing/host_state.h
 
 }  // namespace lockstep::launcher::testing

@@ -189,7 +189,7 @@ TEST(RefusalTest, IntrudersExitAtOnceWithTheReasonAndTheRoundStillCompletes) {
     EXPECT_EQ(*code, 77) << p.Log();
     EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(5)) << in.name;
     EXPECT_NE(p.Log().find(in.reason), std::string::npos) << p.Log();
-    EXPECT_NE(ReadFile(g.dir.path() + "/" + in.name + ".log.termination").find("refused"),
+    EXPECT_NE(ReadWholeFile(g.dir.path() + "/" + in.name + ".log.termination").find("refused"),
               std::string::npos);
   }
   EXPECT_TRUE(ReadEnvFiles(g.dir.path(), "1").empty()) << "no child may start for an intruder";

@@ -10,9 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "tests/launcher/frameworks/pod_driver.h"
@@ -86,12 +84,10 @@ std::vector<Launched> RunLaunchers(const std::string& framework, int nnodes, int
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    std::ifstream in(l.log);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    ::unlink(l.log.c_str());
-    ::unlink((l.log + ".termination").c_str());
-    l.log = ss.str();
+    const std::string path = l.log;
+    l.log = ::lockstep::testing::ReadWholeFile(path);
+    ::unlink(path.c_str());
+    ::unlink((path + ".termination").c_str());
   }
   return out;
 }

@@ -11,10 +11,11 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <thread>
+
+#include "tests/testing/host_state.h"
 
 extern char** environ;
 
@@ -66,13 +67,6 @@ pid_t SpawnChild(const ChildProcess& c, const JobSpec& spec, const std::string& 
   if (::chdir(root.c_str()) != 0) ::_exit(126);
   ::execvpe(argv[0], argv.data(), envp.data());
   ::_exit(127);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 void Reap(std::vector<Running>& procs, bool block) {
@@ -233,7 +227,7 @@ JobResult RunJob(const JobSpec& spec) {
   }
   StopAll(procs, std::chrono::seconds(15));
   for (Running& r : procs) {
-    r.result.output = ReadFile(r.log_path);
+    r.result.output = ::lockstep::testing::ReadWholeFile(r.log_path);
     ::unlink(r.log_path.c_str());
     job.children.push_back(r.result);
   }

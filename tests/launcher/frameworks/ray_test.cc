@@ -21,7 +21,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -38,13 +37,6 @@ namespace {
 using Steady = std::chrono::steady_clock;
 constexpr int kNodes = 3;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Parent pid and command line of every process on the machine.
 std::map<pid_t, std::pair<pid_t, std::string>> ProcessTable() {
   std::map<pid_t, std::pair<pid_t, std::string>> table;
@@ -53,7 +45,7 @@ std::map<pid_t, std::pair<pid_t, std::string>> ProcessTable() {
   while (dirent* e = ::readdir(proc)) {
     const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
     if (pid <= 0) continue;
-    const std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+    const std::string stat = ::lockstep::testing::ReadWholeFile("/proc/" + std::to_string(pid) + "/stat");
     const size_t paren = stat.rfind(')');
     if (paren == std::string::npos) continue;
     std::istringstream rest(stat.substr(paren + 2));
@@ -61,7 +53,7 @@ std::map<pid_t, std::pair<pid_t, std::string>> ProcessTable() {
     pid_t ppid = 0;
     rest >> state >> ppid;
     if (state == 'Z') continue;  // exited, waiting to be reaped
-    std::string cmd = ReadAll("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string cmd = ::lockstep::testing::ReadWholeFile("/proc/" + std::to_string(pid) + "/cmdline");
     for (char& c : cmd) c = c == '\0' ? ' ' : c;
     table[pid] = {ppid, cmd.substr(0, 160)};
   }
@@ -201,8 +193,8 @@ class RayJob {
     }
     leaked_ = Descendants();
     for (Launched& l : nodes_) {
-      l.log = ReadAll(l.log_path);
-      l.termination = ReadAll(l.log_path + ".termination");
+      l.log = ::lockstep::testing::ReadWholeFile(l.log_path);
+      l.termination = ::lockstep::testing::ReadWholeFile(l.log_path + ".termination");
     }
   }
 
