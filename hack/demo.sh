@@ -27,6 +27,7 @@ source "$REPO_ROOT/hack/lib/cluster-agent.sh"
 source "$REPO_ROOT/hack/lib/demo-lockstep.sh"
 source "$REPO_ROOT/hack/lib/sa-kubeconfig.sh"   # write_service_account_kubeconfig
 source "$REPO_ROOT/hack/lib/helm-crd.sh"        # adopt_crd
+source "$REPO_ROOT/hack/lib/build.sh"           # configure_and_build
 DEMO_STARTED=$SECONDS
 
 step() { echo; log "== $*"; }
@@ -34,11 +35,9 @@ step() { echo; log "== $*"; }
 build() {
   step "1/6 setting up this machine and building Lockstep into $BUILD"
   hack/setup.sh
-  export CCACHE_DIR="$LOCKSTEP_CACHE/ccache" CCACHE_BASEDIR="$REPO_ROOT" CCACHE_NOHASHDIR=1
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
   # Only what the demo runs; hack/test.sh builds everything.
-  ninja -C "$BUILD" lockstep-operator lockstep-launcher lockstep-test-node-agent >/dev/null
+  log "building $BUILD (a few minutes the first time, seconds from ccache)"
+  configure_and_build "$BUILD" -- lockstep-operator lockstep-launcher lockstep-test-node-agent
 }
 
 # A job (and its pods) from an earlier run would confuse the story; the agent may be gone, so

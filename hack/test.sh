@@ -25,16 +25,7 @@ TOTAL_PASSED=0 TOTAL_FAILED=0 FAILED_TIERS=() TIER_LINES=() BACKGROUND_PID=""
 
 want_tier() { local t; for t in "${TIERS[@]}"; do [[ "$t" == "$1" ]] && return 0; done; return 1; }
 
-export CCACHE_DIR="$LOCKSTEP_CACHE/ccache" CCACHE_BASEDIR="$REPO_ROOT" CCACHE_NOHASHDIR=1
-export CCACHE_MAXSIZE=5G
-
-# configure_and_build DIR [CMAKE_ARGS...]
-configure_and_build() {
-  local dir="$1"; shift
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache "$@" >/dev/null
-  ninja -C "$dir" -j "$(nproc)"
-}
+source "$REPO_ROOT/hack/lib/build.sh"  # configure_and_build, ccache settings
 
 # unit_targets: the executables behind the unit tier, read from build/ (configured and built
 # first), so build-asan/ builds only those instead of every integration, launcher and e2e binary.
@@ -56,10 +47,7 @@ unit_test_count() {
 build_asan_unit() {
   local targets; mapfile -t targets < <(unit_targets)
   (( ${#targets[@]} > 0 )) || die "found no unit test targets in build/"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
-    -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_BUILD_BENCH=OFF >/dev/null
-  ninja -C build-asan -j "$(nproc)" "${targets[@]}"
+  configure_and_build build-asan -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_BUILD_BENCH=OFF -- "${targets[@]}"
   local want have; want="$(unit_test_count build)"; have="$(unit_test_count build-asan)"
   [[ "$want" == "$have" ]] || die "build-asan/ has $have unit tests, build/ has $want"
 }

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Every cached tool lives in a directory named by the hash of its recipe (hack/lib/go-build.sh
+# recipe_key). This test computes every tool's key as hack/build-tools.sh does (its own main,
+# with `tool` replaced by a recorder), edits one recipe (a flag in its build function, as a
+# developer would) and checks that exactly that tool's key changed; then that editing the helper
+# the wrapper-module tools share changes theirs and no other. Nothing is built.
+set -euo pipefail
+REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
+command -v go >/dev/null || { echo "LOCKSTEP_TEST_SKIPPED: go not installed"; exit 0; }
+export LOCKSTEP_CACHE; LOCKSTEP_CACHE="$(mktemp -d)"
+trap 'rm -rf "$LOCKSTEP_CACHE"' EXIT
+source "$REPO/hack/build-tools.sh"
+
+declare -A KEYS RECIPES
+tool() {
+  local name="$1" version="$2" recipe="$3"; shift 3
+  local helpers=()
+  while [[ "$1" != "--" ]]; do helpers+=("$1"); shift; done
+  KEYS[$name]="$(recipe_key "$recipe" "${helpers[@]}" -- "$name" "$version")"
+  RECIPES[$name]="$recipe ${helpers[*]}"
+}
+log() { :; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# expect_changed FN_CHANGED: each tool whose recipe or helpers name FN_CHANGED has a new key.
+expect_changed() {
+  local t
+  for t in "${!KEYS[@]}"; do
+    if [[ " ${RECIPES[$t]} " == *" $1 "* ]]; then
+      [[ "${KEYS[$t]}" != "${BEFORE[$t]}" ]] || fail "editing $1 did not change $t's key"
+    else
+      [[ "${KEYS[$t]}" == "${BEFORE[$t]}" ]] || fail "editing $1 changed $t's key"
+    fi
+  done
+}
+
+main
+(( ${#KEYS[@]} >= 4 )) || fail "found ${#KEYS[@]} tools in build-tools.sh: ${!KEYS[*]}"
+declare -A BEFORE; for t in "${!KEYS[@]}"; do BEFORE[$t]="${KEYS[$t]}"; done
+main
+for t in "${!KEYS[@]}"; do [[ "${KEYS[$t]}" == "${BEFORE[$t]}" ]] || fail "$t's key is not stable"; done
+
+# A flag in kwok's build function: kwok only.
+original="$(declare -f build_kwok)"
+eval "$(sed 's/go_install_build /GOFLAGS=-v go_install_build /' <<<"$original")"
+[[ "$(declare -f build_kwok)" != "$original" ]] || fail "the test's edit of build_kwok did not apply"
+main; expect_changed build_kwok
+eval "$original"
+
+# The wrapper-module helper: every tool built through it (etcd, kubernetes), no other.
+original="$(declare -f wrapper_module_build)"
+eval "$(sed 's/go mod tidy;/go mod tidy -e;/' <<<"$original")"
+[[ "$(declare -f wrapper_module_build)" != "$original" ]] || fail "the test's edit did not apply"
+main; expect_changed wrapper_module_build
+eval "$original"
+
+# Another version of one tool: that tool only.
+ETCD_VERSION=v9.9.9 main
+[[ "${KEYS[etcd]}" != "${BEFORE[etcd]}" ]] || fail "a new etcd version kept etcd's key"
+for t in "${!KEYS[@]}"; do
+  [[ "$t" == etcd || "${KEYS[$t]}" == "${BEFORE[$t]}" ]] || fail "a new etcd version changed $t's key"
+done
+echo "recipe keys: ${#KEYS[@]} tools (${!KEYS[*]}), each rebuilt only by its own recipe"
