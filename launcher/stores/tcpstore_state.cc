@@ -82,7 +82,7 @@ bool TcpStoreState::HandleKeyOp(ConnId conn, const Request& req, std::string* ou
         const std::string& s = it->second;
         auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), old);
         if (ec != std::errc() || end != s.data() + s.size()) return false;
-        value += old;
+        if (__builtin_add_overflow(value, old, &value)) return false;  // a sum beyond int64
       }
       Set(req.keys[0], std::to_string(value), replies);
       PutI64(value, out);
@@ -186,6 +186,11 @@ bool TcpStoreState::Ready(const std::string& key) const {
 }
 
 bool TcpStoreState::Wait(ConnId conn, const std::vector<std::string>& keys) {
+  // torch's client has one WAIT outstanding at a time; a second one sent before the first was
+  // answered replaces it. Left registered, the first one's keys kept the client listed as their
+  // waiter, so an item for them woke it out of its other wait and was reserved for it, even
+  // after it disconnected: the item was never popped (found by tests/fuzz/tcpstore).
+  DropWaits(conn);
   std::set<std::string> missing;
   for (const std::string& key : keys) {
     if (!Ready(key)) missing.insert(key);
@@ -234,13 +239,7 @@ void TcpStoreState::WakeOne(const std::string& key, std::vector<Reply>* replies)
   if (conns.empty()) waiters_by_key_.erase(it);
 }
 
-void TcpStoreState::Disconnect(ConnId conn, std::vector<Reply>* replies) {
-  validated_.erase(conn);
-  if (auto r = reservation_.find(conn); r != reservation_.end()) {
-    const std::string queue = r->second;
-    EndReservation(conn, queue);
-    WakeOne(queue, replies);
-  }
+void TcpStoreState::DropWaits(ConnId conn) {
   auto w = waiting_.find(conn);
   if (w == waiting_.end()) return;
   for (const std::string& key : w->second) {
@@ -250,6 +249,17 @@ void TcpStoreState::Disconnect(ConnId conn, std::vector<Reply>* replies) {
     if (it->second.empty()) waiters_by_key_.erase(it);
   }
   waiting_.erase(w);
+}
+
+void TcpStoreState::Disconnect(ConnId conn, std::vector<Reply>* replies) {
+  validated_.erase(conn);
+  // Waits first, so the released item cannot be handed to the closing client itself.
+  DropWaits(conn);
+  if (auto r = reservation_.find(conn); r != reservation_.end()) {
+    const std::string queue = r->second;
+    EndReservation(conn, queue);
+    WakeOne(queue, replies);
+  }
 }
 
 }  // namespace lockstep::launcher::stores

@@ -35,7 +35,8 @@ class TcpStoreState {
  public:
   // Applies one request from `conn`, appending the replies it causes (to `conn`, and to clients
   // whose WAIT it completes). Returns false on a request that must close the connection: anything
-  // before VALIDATE, a wrong magic number, or ADD on a value that is not a number.
+  // before VALIDATE, a wrong magic number, or ADD on a value that is not a number or whose sum
+  // would not fit in an int64.
   bool Handle(ConnId conn, const Request& req, std::vector<Reply>* replies);
   // Forgets the connection, any WAIT it had pending and any queue item reserved for it (which may
   // complete another client's WAIT: its reply is appended).
@@ -51,6 +52,8 @@ class TcpStoreState {
   void WakeOne(const std::string& key, std::vector<Reply>* replies);
   bool Ready(const std::string& key) const;
   bool Wait(ConnId conn, const std::vector<std::string>& keys);
+  // Forgets the keys `conn` waits for (a replaced WAIT, a disconnect).
+  void DropWaits(ConnId conn);
   bool HandleKeyOp(ConnId conn, const Request& req, std::string* out, std::vector<Reply>* replies);
   void HandleQueueOp(ConnId conn, const Request& req, std::string* out,
                      std::vector<Reply>* replies);

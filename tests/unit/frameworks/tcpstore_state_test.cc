@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace lockstep::launcher::stores {
 namespace {
 
@@ -88,6 +90,48 @@ TEST_F(TcpStoreStateTest, AddKeepsDecimalStringsLikeTorch) {
   add.keys = {"/s"};
   add.i64 = 1;
   EXPECT_FALSE(state_.Handle(1, add, &replies_));
+}
+
+// Found by tests/fuzz/tcpstore (its corpus has the input): ADD summed in a signed int64 and
+// overflowed (undefined behaviour; UBSan aborts). A sum beyond int64 is refused like a value
+// that is not a number: the connection closes and the counter keeps its value.
+TEST_F(TcpStoreStateTest, AddBeyondInt64IsRefusedAndKeepsTheCounter) {
+  Connect(1);
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(Do(1, QueryType::kAdd, {"/c"}, {}, max)[0].bytes, I64(max));
+  for (int64_t delta : {int64_t{1}, max}) {
+    Request add;
+    add.type = QueryType::kAdd;
+    add.keys = {"/c"};
+    add.i64 = delta;
+    EXPECT_FALSE(state_.Handle(1, add, &replies_)) << delta;
+  }
+  Connect(2);
+  EXPECT_EQ(Do(2, QueryType::kGet, {"/c"})[0].bytes, Bytes(std::to_string(max)));
+  EXPECT_EQ(Do(2, QueryType::kAdd, {"/c"}, {}, std::numeric_limits<int64_t>::min())[0].bytes,
+            I64(-1));
+}
+
+// Found by tests/fuzz/tcpstore (its corpus has the input): a WAIT sent while the client's first
+// WAIT was still pending left the client listed as a waiter for the first one's keys, so an item
+// pushed there woke the client out of its other wait and was reserved for it; with two such
+// entries, the client's disconnect handed its reserved item back to itself, a closed connection,
+// and no one could pop it any more. The later WAIT now replaces the earlier one.
+TEST_F(TcpStoreStateTest, ASecondWaitReplacesThePendingOne) {
+  Connect(1);
+  Connect(2);
+  Connect(3);
+  EXPECT_TRUE(Do(1, QueryType::kWait, {"/q"}).empty());
+  EXPECT_TRUE(Do(1, QueryType::kWait, {"/k"}).empty());
+  EXPECT_TRUE(Do(2, QueryType::kQueuePush, {"/q"}, {"item"}).empty()) << "woke client 1";
+  EXPECT_EQ(state_.num_reserved(), 0u);
+  std::vector<Reply> woke = Do(2, QueryType::kSet, {"/k"}, {"v"});
+  ASSERT_EQ(woke.size(), 1u);
+  EXPECT_EQ(woke[0].conn, 1u);
+  state_.Disconnect(1, &replies_);
+  EXPECT_EQ(state_.num_reserved(), 0u);
+  EXPECT_EQ(state_.num_waiting(), 0u);
+  EXPECT_EQ(Do(3, QueryType::kQueuePop, {"/q"})[0].bytes, I64(1) + Bytes("item"));
 }
 
 TEST_F(TcpStoreStateTest, WaitBlocksUntilEveryKeyExistsThenWakes) {
