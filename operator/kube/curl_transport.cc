@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "operator/kube/line_splitter.h"
 
 namespace lockstep::kube {
 namespace {
@@ -54,8 +55,9 @@ struct Transfer {
   // Streaming only.
   const LineHandler* on_line = nullptr;
   const std::atomic<bool>* cancel = nullptr;
-  std::string partial_line;
+  LineSplitter lines;
   bool stopped_by_handler = false;
+  bool line_too_long = false;
   std::promise<StatusOr<Response>> done;
 
   ~Transfer() {
@@ -98,18 +100,17 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
     return len;
   }
   if (t->cancel != nullptr && t->cancel->load()) return 0;
-  t->partial_line.append(data, len);
-  size_t start = 0;
-  for (size_t nl; (nl = t->partial_line.find('\n', start)) != std::string::npos; start = nl + 1) {
-    std::string_view line(t->partial_line.data() + start, nl - start);
-    if (line.empty()) continue;
-    if (!(*t->on_line)(line)) {
+  switch (t->lines.Append(std::string_view(data, len), *t->on_line)) {
+    case LineSplitter::Result::kMore:
+      return len;
+    case LineSplitter::Result::kStopped:
       t->stopped_by_handler = true;
       return 0;
-    }
+    case LineSplitter::Result::kTooLong:
+      t->line_too_long = true;
+      return 0;
   }
-  t->partial_line.erase(0, start);
-  return len;
+  return 0;
 }
 
 int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
@@ -181,6 +182,10 @@ class CurlTransport final : public Transport {
     curl_easy_setopt(t.easy, CURLOPT_XFERINFODATA, &t);
     const CURLcode rc = curl_easy_perform(t.easy);
     if (t.stopped_by_handler) return CancelledError("stream stopped by handler");
+    if (t.line_too_long) {
+      return ResourceExhaustedError("stream line longer than " +
+                                    std::to_string(kMaxStreamLineBytes) + " bytes");
+    }
     if (rc == CURLE_ABORTED_BY_CALLBACK || rc == CURLE_WRITE_ERROR) {
       if (t.cancel != nullptr && t.cancel->load()) return CancelledError("stream cancelled");
     }

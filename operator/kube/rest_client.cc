@@ -216,7 +216,13 @@ Status RestClient::Watch(const ResourceRef& ref, const std::string& ns,
           decode_error = doc.status();
           return false;
         }
-        const auto type = ParseEventType(doc->value("type", ""));
+        // A line that is not an object, or whose type is not a string, made json::value()
+        // throw out of the watch and end the process (found by tests/fuzz/watch_stream).
+        std::optional<WatchEventType> type;
+        if (doc->is_object()) {
+          auto it = doc->find("type");
+          if (it != doc->end() && it->is_string()) type = ParseEventType(it->get<std::string>());
+        }
         if (!type || !doc->contains("object")) {
           decode_error = InvalidArgumentError("malformed watch event");
           return false;

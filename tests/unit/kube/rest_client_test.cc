@@ -170,5 +170,17 @@ TEST(RestClientTest, WatchDecodesEventsAndErrors) {
       client.Watch(resources::Pods(), "ns", options, [](WatchEvent&&) { return true; })));
 }
 
+// Found by tests/fuzz/watch_stream: a line holding JSON that is not an object made
+// json::value() throw out of the watch, which ended the whole operator.
+TEST(RestClientTest, WatchLineThatIsNotAnObjectIsAnError) {
+  auto t = std::make_shared<ScriptedTransport>();
+  RestClient client(t, FastRetries());
+  for (const char* line : {R"("type")", "42", "[1,2]", "null", R"({"type":1,"object":{}})"}) {
+    t->stream_lines = {line};
+    Status s = client.Watch(resources::Pods(), "ns", {}, [](WatchEvent&&) { return true; });
+    EXPECT_TRUE(IsInvalidArgument(s)) << line << ": " << s;
+  }
+}
+
 }  // namespace
 }  // namespace lockstep::kube
