@@ -52,4 +52,15 @@ void ForEachChunk(std::string_view data, size_t chunk, Fn&& fn) {
   }
 }
 
+// Calls `fn(control, bytes)` for each record [control byte][length byte][length bytes] of the
+// rest of `in`: the stream targets' way of saying which connection gets which bytes.
+template <typename Fn>
+void ForEachRecord(FuzzInput& in, Fn&& fn) {
+  while (!in.empty()) {
+    const uint8_t control = in.Byte();
+    const std::string_view bytes = in.Bytes(in.Byte());
+    fn(control, bytes);
+  }
+}
+
 }  // namespace lockstep::fuzz

@@ -73,9 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep::launcher::stores;
   lockstep::fuzz::FuzzInput in(data, size);
   Harness harness;
-  while (!in.empty()) {
-    const size_t conn = in.Byte() & 3;
-    harness.Receive(conn, in.Bytes(in.Byte()));
-  }
+  lockstep::fuzz::ForEachRecord(
+      in, [&](uint8_t control, std::string_view bytes) { harness.Receive(control & 3, bytes); });
   return 0;
 }

@@ -83,11 +83,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep::launcher::stores;
   lockstep::fuzz::FuzzInput in(data, size);
   Harness harness;
-  while (!in.empty()) {
-    const uint8_t control = in.Byte();
+  lockstep::fuzz::ForEachRecord(in, [&](uint8_t control, std::string_view bytes) {
     const ConnId conn = control & 3;
     if (control & 0x80) harness.Close(conn);
-    harness.Receive(conn, in.Bytes(in.Byte()));
-  }
+    harness.Receive(conn, bytes);
+  });
   return 0;
 }
