@@ -57,6 +57,7 @@ struct Transfer {
   const std::atomic<bool>* cancel = nullptr;
   LineSplitter lines;
   bool stopped_by_handler = false;
+  bool fenced = false;  // the request's fence refused it before it was sent
   bool line_too_long = false;
   std::promise<StatusOr<Response>> done;
 
@@ -112,6 +113,19 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
   }
   return 0;
 }
+
+#if LIBCURL_VERSION_NUM >= 0x075000  // CURLOPT_PREREQFUNCTION: curl 7.80
+// Called once the connection is ready, just before the request is written to it: the last
+// moment a fenced write can still be dropped unsent.
+int OnPrereq(void* user, char*, char*, int, int) {
+  auto* t = static_cast<Transfer*>(user);
+  if (t->request.fence && !t->request.fence()) {
+    t->fenced = true;
+    return CURL_PREREQFUNC_ABORT;
+  }
+  return CURL_PREREQFUNC_OK;
+}
+#endif
 
 int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto* t = static_cast<Transfer*>(user);
@@ -236,6 +250,12 @@ class CurlTransport final : public Transport {
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &OnBody);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    if (t->request.fence) {
+#if LIBCURL_VERSION_NUM >= 0x075000
+      curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &OnPrereq);
+      curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
+#endif
+    }
     return Status::Ok();
   }
 
@@ -313,7 +333,11 @@ class CurlTransport final : public Transport {
       if (it->get() != raw) continue;
       std::shared_ptr<Transfer> t = std::move(*it);
       active->erase(it);
-      if (rc != CURLE_OK) {
+      if (t->fenced) {
+        t->done.set_value(
+            FailedPreconditionError(t->request.method + " " + t->request.path +
+                                    ": not sent, this process may no longer write (lease lost)"));
+      } else if (rc != CURLE_OK) {
         t->done.set_value(CurlError(rc, t->errbuf.data()));
       } else {
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->response.status);

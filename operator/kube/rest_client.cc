@@ -99,6 +99,7 @@ Request RestClient::MakeRequest(std::string method, std::string path, const json
   r.method = std::move(method);
   r.path = std::move(path);
   r.timeout = options_.timeout;
+  if (r.method != "GET") r.fence = options_.write_fence;
   if (body != nullptr) {
     r.body = body->dump();
     r.content_type = std::move(content_type);
@@ -109,6 +110,11 @@ Request RestClient::MakeRequest(std::string method, std::string path, const json
 StatusOr<Response> RestClient::Execute(const std::string& verb, Request request) {
   for (int attempt = 0;; ++attempt) {
     limiter_.Wait();
+    // After the limiter's wait, which a paused process ends with a burst of sends.
+    if (request.fence && !request.fence()) {
+      return FailedPreconditionError(request.method + " " + request.path +
+                                     ": not sent, this process may no longer write (lease lost)");
+    }
     const auto start = clock_.Now();
     StatusOr<Response> result = transport_->Do(request);
     const double seconds = std::chrono::duration<double>(clock_.Now() - start).count();
