@@ -112,9 +112,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"ReplicasHuge", "/spec/replicas", 1LL << 40, "spec.replicas: integer out of"},
         // Found by tests/fuzz/api_codec: a float beyond int64 was cast first (undefined; the
         // unit tier's UBSan aborts), then compared.
-        BadInput{"ReplicasHugeFloat", "/spec/replicas", 1e300, "spec.replicas: expected an integer"},
-        BadInput{"DeadlineBelowInt64", "/spec/runPolicy",
-                 json{{"activeDeadlineSeconds", -1e19}},
+        BadInput{"ReplicasHugeFloat", "/spec/replicas", 1e300,
+                 "spec.replicas: expected an integer"},
+        BadInput{"DeadlineBelowInt64", "/spec/runPolicy", json{{"activeDeadlineSeconds", -1e19}},
                  "spec.runPolicy.activeDeadlineSeconds: expected an integer"},
         BadInput{"UnknownFramework", "/spec/framework", "MXNet",
                  "spec.framework: unsupported value \"MXNet\""},
