@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <regex>
 #include <thread>
 
 #include "tests/integration/kube/test_env.h"
@@ -79,6 +80,16 @@ StatusOr<std::string> HttpGet(int port, const std::string& path) {
   return resp.substr(head_end + 4);
 }
 
+int LeaderStatus(int port) {
+  StatusOr<std::string> body = HttpGet(port, "/metrics");
+  std::smatch m;
+  if (!body.ok() ||
+      !std::regex_search(*body, m, std::regex("leader_election_master_status\\{[^}]*\\} ([01])"))) {
+    return -1;
+  }
+  return std::stoi(m[1]);
+}
+
 OperatorProcess::OperatorProcess(std::vector<std::string> namespaces,
                                  std::vector<std::string> extra_args)
     : namespaces_(std::move(namespaces)), extra_args_(std::move(extra_args)) {
@@ -133,6 +144,22 @@ void OperatorProcess::Kill(int sig) {
   pid_ = -1;
 }
 
+void OperatorProcess::Signal(int sig) {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+bool OperatorProcess::WaitExit(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return true;
+  int status = 0;
+  const bool ended =
+      kube::testing::WaitFor([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout,
+                             std::chrono::milliseconds(50));
+  if (!ended) return false;
+  last_exit_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  pid_ = -1;
+  return true;
+}
+
 bool OperatorProcess::WaitReady(std::chrono::milliseconds timeout) {
   return kube::testing::WaitFor([this] { return HttpGet(health_port_, "/readyz").ok(); },
                                 timeout, std::chrono::milliseconds(100));
@@ -156,6 +183,45 @@ json MakeJob(const std::string& name, int replicas,
                            {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}}}}}};
   if (mutate) mutate(job);
   return job;
+}
+
+json KwokNode(const std::string& name, const std::string& pool_label, const std::string& pool,
+              int gpus) {
+  const json capacity = {{"cpu", "96"},
+                         {"memory", "1536Gi"},
+                         {"pods", "110"},
+                         {"nvidia.com/gpu", std::to_string(gpus)}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", name},
+        {"labels", {{"kubernetes.io/hostname", name}, {"type", "kwok"}, {pool_label, pool}}},
+        {"annotations", {{"kwok.x-k8s.io/node", "fake"}, {"node.alpha.kubernetes.io/ttl", "0"}}}}},
+      {"spec", json::object()},
+      {"status", {{"capacity", capacity}, {"allocatable", capacity}}}};
+}
+
+json PoolJob(const std::string& name, int replicas, const std::string& pool_label,
+             const std::string& pool, int gpus) {
+  const json resources = {
+      {"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", std::to_string(gpus)}};
+  const json container = {{"name", "trainer"},
+                          {"image", "lockstep/examples:dev"},
+                          {"command", json::array({"python", "train.py"})},
+                          {"resources", {{"requests", resources}, {"limits", resources}}}};
+  return {
+      {"apiVersion", "lockstep.dev/v1alpha1"},
+      {"kind", "TrainingJob"},
+      {"metadata", {{"name", name}}},
+      {"spec",
+       {{"framework", "Generic"},
+        {"replicas", replicas},
+        {"failurePolicy",
+         {{"restartMode", "Recreate"}, {"backoff", {{"initialSeconds", 0}, {"maxSeconds", 0}}}}},
+        {"template",
+         {{"spec",
+           {{"nodeSelector", {{pool_label, pool}}}, {"containers", json::array({container})}}}}}}}};
 }
 
 StatusOr<std::vector<json>> ListJobPods(kube::RestClient& client, const std::string& ns,
