@@ -30,7 +30,14 @@ source "$REPO_ROOT/hack/lib/helm-crd.sh"        # adopt_crd
 source "$REPO_ROOT/hack/lib/build.sh"           # configure_and_build
 DEMO_STARTED=$SECONDS
 
-step() { echo; log "== $*"; }
+# step NAME: starts the next of the story's steps, saying how long the last one took.
+STEP_NAME="" STEP_STARTED=$SECONDS
+step() {
+  end_step
+  STEP_NAME="${*%% *}" STEP_STARTED=$SECONDS
+  echo; log "== $*"
+}
+end_step() { [[ -z "$STEP_NAME" ]] || log "== step $STEP_NAME done in $((SECONDS - STEP_STARTED)) s"; }
 
 build() {
   step "1/6 setting up this machine and building Lockstep into $BUILD"
@@ -126,11 +133,9 @@ job_is() { [[ "$(tj_field .status.state)" == "$1" ]]; }
 attempt() { local a; a="$(tj_field .status.attempt)"; echo "${a:-0}"; }  # 0 is omitted
 running_attempt() { job_is Running && [[ "$(attempt)" == "$1" ]]; }
 
-# The trainer's log of a pod: no kubelet, so not `kubectl logs`; the agent keeps it per pod uid.
-trainer_log() {
-  local uid; uid="$(kubectl get pod "$1" -o jsonpath='{.metadata.uid}' 2>/dev/null)" || return 0
-  as_root cat "$AGENT_STATE_DIR/pods/$uid/containers/trainer.log" 2>/dev/null || true
-}
+# The trainer's log of a pod, as a user reads it: the apiserver proxies `kubectl logs` to the
+# agent's kubelet endpoint (docs/e2e.md).
+trainer_log() { kubectl logs "$1" -c trainer 2>/dev/null || true; }
 job_log_has() { trainer_log "$JOB-worker-0" | grep -q "$1"; }
 
 # The example as it is, trained longer than its smoke-test default so that a node can die
@@ -211,7 +216,9 @@ finish() {
   wait_for 300 "$JOB to succeed" job_is Succeeded
   sleep 1  # the watch prints the last line
   stop_watch
-  echo "  every rank ends with the same weights:"
+  echo "  \$ kubectl get tj $JOB    (RESTARTS counts every restart: the node loss made one)"
+  kubectl get tj "$JOB" | sed 's/^/    /'
+  echo "  every rank ends with the same weights (kubectl logs $JOB-worker-N | grep WEIGHTS):"
   local pod
   for pod in "$JOB-worker-0" "$JOB-worker-1"; do trainer_log "$pod" | grep '^WEIGHTS' | sed 's/^/    /'; done
   echo "  operator metrics (curl -s http://$DEMO_METRICS_ADDR/metrics):"
@@ -231,8 +238,7 @@ Demo done in $((SECONDS - DEMO_STARTED)) s (node failure to Running again: ${REC
   kubectl get tj; kubectl describe tj $JOB        # state, attempt, lastRestart, events
   kubectl get events --field-selector involvedObject.name=$JOB
   kubectl get pods -o wide -L lockstep.dev/attempt; kubectl get nodes
-  trainer logs (no kubelet, so not kubectl logs; as root):
-    cat $AGENT_STATE_DIR/pods/\$(kubectl get pod $JOB-worker-0 -o jsonpath='{.metadata.uid}')/containers/trainer.log
+  kubectl logs $JOB-worker-0              # the trainer's log (also -f, --tail N, -c init)
   logs: $STATE/logs/operator.log, $STATE/logs/agent.log
   metrics: curl -s http://$DEMO_METRICS_ADDR/metrics | grep ^lockstep_
   kill another node: $BUILD/bin/lockstep-test-node-agent --fail-node agent-node-N --state-dir $AGENT_STATE_DIR
@@ -246,4 +252,5 @@ install_lockstep
 submit_job
 kill_node_and_recover
 finish
+end_step
 where_to_look

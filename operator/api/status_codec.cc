@@ -1,6 +1,10 @@
 // TrainingJobStatus <-> JSON (see codec.h).
 
 #include "operator/api/codec.h"
+
+#include <algorithm>
+#include <limits>
+
 #include "operator/api/json_fields.h"
 #include "operator/api/time.h"
 
@@ -164,6 +168,11 @@ json EncodeCondition(const Condition& c) {
   return out;
 }
 
+int32_t TotalRestarts(const TrainingJobStatus& s) {
+  const int64_t total = int64_t{std::max(s.attempt, 0)} + std::max(s.restarts.in_place, 0);
+  return static_cast<int32_t>(std::min<int64_t>(total, std::numeric_limits<int32_t>::max()));
+}
+
 json EncodeStatus(const TrainingJobStatus& s) {
   json out = {
       {"observedGeneration", s.observed_generation},
@@ -174,7 +183,8 @@ json EncodeStatus(const TrainingJobStatus& s) {
        {{"failures", s.restarts.failures},
         {"disruptions", s.restarts.disruptions},
         {"consecutive", s.restarts.consecutive},
-        {"inPlace", s.restarts.in_place}}}};
+        {"inPlace", s.restarts.in_place},
+        {"total", TotalRestarts(s)}}}};
   if (s.state) out["state"] = ToString(*s.state);
   if (!s.reason.empty()) out["reason"] = s.reason;
   if (!s.message.empty()) out["message"] = s.message;

@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "common/log.h"
+#include "tests/e2e/agent/pod_json.h"
+#include "tests/e2e/agent/serving_cert.h"
 
 namespace lockstep::e2e {
 
@@ -14,11 +16,13 @@ StatusOr<PodItem> DecodePodItem(const json& object) {
   return PodItem{std::move(meta), object};
 }
 
-Agent::Agent(AgentOptions options, std::unique_ptr<kube::RestClient> client)
+Agent::Agent(AgentOptions options, std::unique_ptr<kube::RestClient> client,
+             std::string cluster_ca_pem)
     : options_(std::move(options)),
       client_(std::move(client)),
       state_(options_.state_dir),
-      images_(options_) {}
+      images_(options_),
+      cluster_ca_pem_(std::move(cluster_ca_pem)) {}
 
 Agent::~Agent() { Shutdown(); }
 
@@ -29,12 +33,15 @@ Status Agent::Start() {
   network_ = std::make_unique<PodNetwork>(options_.bridge, std::move(ips));
   bridge_created_ = true;
   LS_RETURN_IF_ERROR(network_->SetUpBridge());
+  LS_RETURN_IF_ERROR(StartKubeletServer());
+  const int kubelet_port = kubelet_ ? kubelet_->port() : 0;
   for (const auto& name : options_.node_names) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       modes_[name] = NodeMode::kHealthy;
     }
-    auto node = std::make_unique<NodeRegistration>(*client_, options_, name, network_->host_ip());
+    auto node = std::make_unique<NodeRegistration>(*client_, options_, name, network_->host_ip(),
+                                                   kubelet_port);
     LS_RETURN_IF_ERROR(node->Register());
     nodes_.push_back(std::move(node));
   }
@@ -55,6 +62,73 @@ Status Agent::Start() {
                                         {"bridge", options_.bridge},
                                         {"subnet", options_.subnet}});
   return Status::Ok();
+}
+
+Status Agent::StartKubeletServer() {
+  if (options_.kubelet_port == 0) return Status::Ok();
+  // One endpoint on the bridge address serves every node of this agent (they share it as their
+  // InternalIP); its certificate is issued for the first node's name and that address.
+  LS_ASSIGN_OR_RETURN(ServingCertificate cert,
+                      RequestServingCertificate(*client_, options_.node_names.front(),
+                                                network_->host_ip(), std::chrono::seconds(60)));
+  KubeletServerOptions server;
+  server.address = network_->host_ip();
+  server.port = options_.kubelet_port;
+  server.cert_pem = std::move(cert.cert_pem);
+  server.key_pem = std::move(cert.key_pem);
+  server.client_ca_pem = cluster_ca_pem_;
+  server.locate = [this](const ContainerLogRequest& r) { return LocateLog(r); };
+  server.authorize = [this](const PeerIdentity& p, const std::string& node) {
+    return AuthorizeNodeProxy(p, node);
+  };
+  kubelet_ = std::make_unique<KubeletServer>(std::move(server));
+  return kubelet_->Start();
+}
+
+StatusOr<LogSource> Agent::LocateLog(const ContainerLogRequest& r) const {
+  const std::string key = r.ns + "/" + r.pod;
+  for (const auto& informer : informers_) {
+    std::shared_ptr<const PodItem> pod = informer->store().Get(key);
+    if (!pod) continue;
+    const std::string uid = pod->meta.uid;
+    const std::string node = pod->object["spec"].value("nodeName", "");
+    // The newest cached status of the container: running until it reports terminated.
+    auto running = [informer = informer.get(), key, uid, container = r.container] {
+      std::shared_ptr<const PodItem> now = informer->store().Get(key);
+      if (!now || now->meta.uid != uid) return false;
+      return ContainerStillRunning(now->object, container);
+    };
+    if (!PodHasContainer(pod->object, r.container)) {
+      return FailedPreconditionError("container " + r.container + " is not valid for pod " +
+                                     r.pod);
+    }
+    const std::string path = state_.PodDir(uid) + "/containers/" + r.container + ".log";
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+      return FailedPreconditionError("container \"" + r.container + "\" in pod \"" + r.pod +
+                                     "\" is waiting to start");
+    }
+    return LogSource{path, node, std::move(running)};
+  }
+  return NotFoundError("pod " + key + " is not on this node");
+}
+
+Status Agent::AuthorizeNodeProxy(const PeerIdentity& peer, const std::string& node) const {
+  json groups = json::array();
+  for (const std::string& g : peer.groups) groups.push_back(g);
+  const json review = {
+      {"apiVersion", "authorization.k8s.io/v1"},
+      {"kind", "SubjectAccessReview"},
+      {"spec",
+       {{"user", peer.user},
+        {"groups", groups},
+        {"resourceAttributes",
+         {{"verb", "get"}, {"resource", "nodes"}, {"subresource", "proxy"}, {"name", node}}}}}};
+  const kube::ResourceRef reviews{"authorization.k8s.io", "v1", "subjectaccessreviews", false};
+  LS_ASSIGN_OR_RETURN(json answer, client_->Create(reviews, "", review));
+  if (answer.value("status", json::object()).value("allowed", false)) return Status::Ok();
+  return PermissionDeniedError("Forbidden (user=" + peer.user +
+                               ", verb=get, resource=nodes, subresource=proxy)");
 }
 
 void Agent::OnPod(const PodPtr& pod) {
@@ -168,6 +242,7 @@ void Agent::Shutdown() {
     if (shutting_down_) return;
     shutting_down_ = true;
   }
+  if (kubelet_) kubelet_->Stop();  // before the informers its lookups read
   informers_.clear();  // no more events
   {
     std::lock_guard<std::mutex> lock(mu_);

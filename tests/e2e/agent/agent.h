@@ -20,6 +20,7 @@
 #include "operator/kube/rest_client.h"
 #include "tests/e2e/agent/hosts_book.h"
 #include "tests/e2e/agent/image_map.h"
+#include "tests/e2e/agent/kubelet_server.h"
 #include "tests/e2e/agent/node_registration.h"
 #include "tests/e2e/agent/options.h"
 #include "tests/e2e/agent/pod_network.h"
@@ -37,11 +38,15 @@ StatusOr<PodItem> DecodePodItem(const nlohmann::json& object);
 
 class Agent {
  public:
-  Agent(AgentOptions options, std::unique_ptr<kube::RestClient> client);
+  // `cluster_ca_pem` verifies the apiserver's client certificate on the kubelet endpoint.
+  Agent(AgentOptions options, std::unique_ptr<kube::RestClient> client,
+        std::string cluster_ca_pem);
   ~Agent();
 
-  // Claims the state dir (removing a crashed run's leftovers), creates the bridge, registers
-  // the nodes and starts running their pods. On error, call Shutdown() to undo what was done.
+  // Claims the state dir (removing a crashed run's leftovers), creates the bridge, starts the
+  // kubelet log endpoint (kubelet_server.h) with a certificate from the cluster's
+  // kubelet-serving signer, registers the nodes and starts running their pods. On error, call
+  // Shutdown() to undo what was done.
   Status Start();
   // Heartbeats for healthy nodes, control requests from the state dir, finished workers.
   void Tick();
@@ -63,6 +68,11 @@ class Agent {
   bool WritesAllowed(const std::string& node);
   void SetMode(const std::string& node, NodeMode mode);
   void ApplyControlRequests();
+  Status StartKubeletServer();
+  // kubectl logs: where a container's log is (from the pod caches and the state dir).
+  StatusOr<LogSource> LocateLog(const ContainerLogRequest& request) const;
+  // A kubelet's webhook authorization: may this user get nodes/proxy on `node`?
+  Status AuthorizeNodeProxy(const PeerIdentity& peer, const std::string& node) const;
 
   AgentOptions options_;
   std::unique_ptr<kube::RestClient> client_;
@@ -72,6 +82,8 @@ class Agent {
   HostsBook hosts_;
   std::vector<std::unique_ptr<NodeRegistration>> nodes_;
   std::vector<std::unique_ptr<kube::Informer<PodItem>>> informers_;
+  const std::string cluster_ca_pem_;
+  std::unique_ptr<KubeletServer> kubelet_;
   bool claimed_ = false;
   bool bridge_created_ = false;
 

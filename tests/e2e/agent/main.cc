@@ -38,7 +38,12 @@ int Control(const lockstep::e2e::AgentOptions& options) {
   return 0;
 }
 
-StatusOr<std::unique_ptr<lockstep::kube::RestClient>> Connect(const std::string& kubeconfig) {
+struct Connection {
+  std::unique_ptr<lockstep::kube::RestClient> client;
+  std::string ca_pem;  // the cluster CA, which also signs the apiserver's kubelet client cert
+};
+
+StatusOr<Connection> Connect(const std::string& kubeconfig) {
   LS_ASSIGN_OR_RETURN(lockstep::kube::ClusterConfig config,
                       lockstep::kube::LoadDefaultConfig(kubeconfig));
   LS_ASSIGN_OR_RETURN(std::unique_ptr<lockstep::kube::Transport> transport,
@@ -46,8 +51,9 @@ StatusOr<std::unique_ptr<lockstep::kube::RestClient>> Connect(const std::string&
   lockstep::kube::RestOptions rest;
   rest.qps = 0;  // a handful of nodes and pods; the apiserver's own limits suffice
   rest.field_manager = "lockstep-test-node-agent";
-  return std::make_unique<lockstep::kube::RestClient>(
-      std::shared_ptr<lockstep::kube::Transport>(std::move(transport)), rest);
+  return Connection{std::make_unique<lockstep::kube::RestClient>(
+                        std::shared_ptr<lockstep::kube::Transport>(std::move(transport)), rest),
+                    config.ca_pem};
 }
 
 }  // namespace
@@ -71,13 +77,14 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  StatusOr<std::unique_ptr<lockstep::kube::RestClient>> client = Connect(options->kubeconfig);
-  if (!client.ok()) {
-    lockstep::log::Error("cannot connect", {{"error", client.status().ToString()}});
+  StatusOr<Connection> connection = Connect(options->kubeconfig);
+  if (!connection.ok()) {
+    lockstep::log::Error("cannot connect", {{"error", connection.status().ToString()}});
     return 1;
   }
   const int heartbeat_ms = options->heartbeat_ms;
-  lockstep::e2e::Agent agent(*options, std::move(client).value());
+  lockstep::e2e::Agent agent(*options, std::move(connection->client),
+                             std::move(connection->ca_pem));
   if (Status s = agent.Start(); !s.ok()) {
     lockstep::log::Error("start failed", {{"error", s.ToString()}});
     agent.Shutdown();

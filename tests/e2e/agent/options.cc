@@ -32,6 +32,8 @@ std::string Usage() {
          "  --state-dir DIR          (default /run/lockstep-test-node-agent)\n"
          "  --bridge NAME --subnet CIDR   (default lsbr0, 10.213.0.0/16)\n"
          "  --heartbeat-ms N --lease-duration-s N   (default 2000, 10)\n"
+         "  --kubelet-port N         kubectl logs endpoint on the bridge address (default\n"
+         "                           10250; 0 = none)\n"
          "control a running agent (by --state-dir) and exit:\n"
          "  --partition-node NODE    stop the node's heartbeats; pods keep running\n"
          "  --fail-node NODE         kill the node's pods and stop its heartbeats\n";
@@ -83,6 +85,7 @@ StatusOr<AgentOptions> ParseOptions(const std::vector<std::string>& args) {
       {"--bridge", str(&o.bridge)},
       {"--subnet", str(&o.subnet)},
       {"--heartbeat-ms", num("--heartbeat-ms", &o.heartbeat_ms)},
+      {"--kubelet-port", num("--kubelet-port", &o.kubelet_port)},
       {"--lease-duration-s", num("--lease-duration-s", &o.lease_duration_s)},
       {"--partition-node", str(&o.partition_node)},
       {"--fail-node", str(&o.fail_node)},
@@ -115,6 +118,7 @@ StatusOr<AgentOptions> ParseOptions(const std::vector<std::string>& args) {
   if (o.heartbeat_ms <= 0 || o.lease_duration_s <= 0) {
     return InvalidArgumentError("--heartbeat-ms and --lease-duration-s must be > 0");
   }
+  if (o.kubelet_port > 65535) return InvalidArgumentError("--kubelet-port must be <= 65535");
   if (o.state_dir.empty() || o.state_dir[0] != '/') {
     return InvalidArgumentError("--state-dir must be an absolute path");
   }

@@ -29,6 +29,8 @@ struct AgentOptions {
   std::string bridge = "lsbr0";
   std::string subnet = "10.213.0.0/16";
   int heartbeat_ms = 2000;
+  // The kubelet log endpoint (kubectl logs) on the bridge address; 0 = none.
+  int kubelet_port = 10250;
   int lease_duration_s = 10;
   // Control mode: ask the agent that owns --state-dir to play node loss for one node and exit.
   std::string partition_node;  // --partition-node NODE: heartbeats stop, pods keep running

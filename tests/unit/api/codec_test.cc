@@ -181,6 +181,26 @@ TEST(CodecTest, StatusRoundTrip) {
   EXPECT_EQ(EncodeStatus(*decoded), encoded);
 }
 
+// restarts.total, the RESTARTS column: every gang restart (the attempt number) plus every
+// in-place restart, whatever caused them; the demo's job, restarted once when its node died,
+// shows 1 where restarts.failures showed 0.
+TEST(CodecTest, TotalRestartsCountsGangAndInPlaceRestartsOfEveryCause) {
+  struct Case {
+    int32_t attempt, failures, disruptions, in_place, want;
+  };
+  for (const Case& c : {Case{0, 0, 0, 0, 0}, Case{1, 0, 1, 0, 1}, Case{0, 2, 0, 2, 2},
+                        Case{3, 1, 2, 4, 7}, Case{INT32_MAX, 0, 0, 5, INT32_MAX},
+                        Case{-1, 0, 0, 1, 1}}) {
+    TrainingJobStatus s;
+    s.attempt = c.attempt;
+    s.restarts.failures = c.failures;
+    s.restarts.disruptions = c.disruptions;
+    s.restarts.in_place = c.in_place;
+    EXPECT_EQ(TotalRestarts(s), c.want) << "attempt " << c.attempt << " inPlace " << c.in_place;
+    EXPECT_EQ(EncodeStatus(s)["restarts"]["total"], c.want);
+  }
+}
+
 // The failure-handling fields of issue 6: restarts.consecutive, lastRestart.{attempt,
 // backoffSeconds,mode,nodes}, excludedNodes, and capacity (the scheduler's, written apart).
 TEST(CodecTest, RestartStatusFieldsRoundTrip) {
@@ -198,7 +218,8 @@ TEST(CodecTest, RestartStatusFieldsRoundTrip) {
                       {"n-9", "NodeNotReady", *ParseTime("2026-11-29T10:11:00Z")}};
   const json encoded = EncodeStatus(s);
   EXPECT_EQ(encoded["restarts"],
-            json::parse(R"({"failures": 2, "disruptions": 5, "consecutive": 1, "inPlace": 4})"));
+            json::parse(R"({"failures": 2, "disruptions": 5, "consecutive": 1, "inPlace": 4,
+                            "total": 7})"));
   EXPECT_EQ(encoded["lastRestart"], json::parse(R"({"time": "2026-11-29T10:05:00Z",
       "reason": "NodeLeaseExpired", "message": "node n-7: lease not renewed for 23s",
       "attempt": 3, "backoffSeconds": 0, "mode": "Recreate", "nodes": ["n-7", "n-9"]})"));
