@@ -101,6 +101,7 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--timeout", type=float, default=600)
     args = p.parse_args()
+    args.launcher = os.path.abspath(args.launcher)
     rows = []
     for w in [int(s) for s in args.sizes.split(",")]:
         got = {"lockstep": [], "torchrun": []}

@@ -185,12 +185,12 @@ class Cluster:
         lease = self.api.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}")
         return kubelib.rfc3339(lease["spec"]["renewTime"])
 
-    def resume_heartbeat(self, node):
-        """Lets kwok write for the node again and waits until it is Ready without taints. kwok
-        backs off from a Lease it failed to renew for a while and may not come back to it; then
-        kwok is restarted (it re-syncs every node it manages)."""
+    def resume_heartbeat(self, node, wait=True):
+        """Lets kwok write for the node again and (wait) waits until it is Ready without taints.
+        kwok backs off from a Lease it failed to renew for a while and may not come back to it;
+        then kwok is restarted (it re-syncs every node it manages)."""
         self.api.merge_patch(DEAD_NODES, {"data": {node: None}})
-        if self._wait_node_healthy(node, 20):
+        if not wait or self._wait_node_healthy(node, 20):
             return
         log(f"{node} not back 20 s after its heartbeat resumed: restarting kwok")
         subprocess.run([os.path.join(REPO, "hack/cluster.sh"), "restart", "kwok", "--name",

@@ -160,7 +160,7 @@ def finish_job(cluster, tracker, ns, job):
             log(f"finishing {p['metadata']['name']}: {e}")
 
 
-def node_loss(cluster, system, workload, tuned, timeout):
+def node_loss(cluster, system, workload, tuned, timeout, restore=True):
     """3: one job running; one of its nodes stops heartbeating. Last Lease renewal -> every pod of
     the job Running again, none on that node (pods being deleted do not count)."""
     ns = new_namespace(cluster, system.key, workload)
@@ -193,7 +193,7 @@ def node_loss(cluster, system, workload, tuned, timeout):
             out["left"] = [{"node": n, "phase": ph, "deleting": d}
                            for (j, n, ph, d) in tracker.pods.values() if j == job]
     log(f"{system.key} node loss: {fmt(out['recovery_s'])} (cap {timeout} s)")
-    cluster.resume_heartbeat(node)
+    cluster.resume_heartbeat(node, wait=restore)
     cluster.delete_namespace(ns)
     return out
 

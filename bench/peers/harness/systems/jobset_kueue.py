@@ -23,8 +23,12 @@ class JobSetKueue(base.System):
     key = "KU"
     title = "JobSet v0.11.1 + Kueue v0.17.0 + kube-scheduler"
     label = "jobset.sigs.k8s.io/jobset-name"
-    tuned_note = ("pod tolerationSeconds 0 for unreachable/not-ready, JobSet failurePolicy "
-                  "maxRestarts 3, Kueue waitForPodsReady recoveryTimeout 10s")
+
+    @property
+    def tuned_note(self):
+        return ("pod tolerationSeconds 0 for unreachable/not-ready, JobSet failurePolicy "
+                "maxRestarts 3" + (", Kueue waitForPodsReady recoveryTimeout 10s"
+                                   if self.tuned_kueue else ""))
 
     def __init__(self, cluster, out_dir, tuned_kueue=False):
         super().__init__(cluster, out_dir)
