@@ -51,7 +51,7 @@ def run(cmd):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--bench", required=True)
+    p.add_argument("--bench", default="", help="rdzv_bench (needed when --sizes is not empty)")
     p.add_argument("--sizes", default="64,1024,8192")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--torch-reps", default="")
@@ -62,6 +62,8 @@ def main():
     p.add_argument("--launcher", default="")
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    if sizes and not args.bench:
+        p.error("--bench is needed for --sizes")
     torch_reps = ([int(r) for r in args.torch_reps.split(",")] if args.torch_reps
                   else [args.reps] * len(sizes))
     nccl = ["--nccl-library", args.nccl_library] if args.nccl_library else []

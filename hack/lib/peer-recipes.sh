@@ -55,11 +55,14 @@ build_kueue() {
     config/components/manager/controller_manager_config.yaml
 }
 
-# build_jobset DIR VERSION: JobSet's controller is the module's root package.
+# build_jobset DIR VERSION: JobSet's controller is the module's root package. `go install
+# sigs.k8s.io/jobset@V` fails here: it reads the module's version list for deprecations and the
+# proxy answers 403 for that list, so JobSet is built in a wrapper module pinned to V.
 build_jobset() {
-  go_install_with_files "$1" "jobset-$2" sigs.k8s.io/jobset sigs.k8s.io/jobset "$2" \
-    config/components/crd/bases config/components/rbac config/components/webhook \
-    config/components/manager/controller_manager_config.yaml
+  wrapper_module_build "$1" sigs.k8s.io/jobset "$2" - -- "jobset-$2=sigs.k8s.io/jobset" &&
+    copy_module_files "$1" sigs.k8s.io/jobset "$2" \
+      config/components/crd/bases config/components/rbac config/components/webhook \
+      config/components/manager/controller_manager_config.yaml || { rm -rf "$1"; return 1; }
 }
 build_kueue_jobset() { build_jobset "$1" "$KUEUE_JOBSET_VERSION"; }
 build_trainer_jobset() { build_jobset "$1" "$TRAINER_JOBSET_VERSION"; }
@@ -82,35 +85,55 @@ build_kube_scheduler() {
     kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
 }
 
+# peer_built BIN: the artifact BIN links to is really there. A failed `go install` inside a
+# recipe's && chain does not stop the recipe (errexit is off there), which would leave a
+# directory without its binary and a dangling link; that directory is removed and the build
+# fails here, so the next run builds it again. (Outside the recipes: editing a recipe's helper
+# would change every key built with it.)
+peer_built() {
+  [[ -x "$TOOLS_BIN/$1" ]] && return 0
+  local dir; dir="$(dirname "$(readlink "$TOOLS_BIN/$1")")"
+  [[ "$dir" == "$TOOLS_ROOT"/* ]] && rm -rf "$dir"
+  rm -f "$TOOLS_BIN/$1"
+  die "building $1 failed (no binary in $dir); see the go output above"
+}
+
 # One function per peer, called by hack/build-peers.sh and by any script that needs that peer:
 # `tool` keys the artifact on the recipe's text, the helpers' text and the version.
 peer_training_operator() {
   tool training-operator "$TRAINING_OPERATOR_VERSION" build_training_operator \
     go_install_with_files go_install_build copy_module_files -- training-operator
+  peer_built training-operator
 }
 peer_kueue() {
   tool kueue "$KUEUE_VERSION" build_kueue go_install_with_files go_install_build \
     copy_module_files -- kueue
+  peer_built kueue
 }
 peer_kueue_jobset() {
-  tool jobset "$KUEUE_JOBSET_VERSION" build_kueue_jobset build_jobset go_install_with_files \
-    go_install_build copy_module_files -- "jobset-$KUEUE_JOBSET_VERSION"
+  tool jobset "$KUEUE_JOBSET_VERSION" build_kueue_jobset build_jobset wrapper_module_build \
+    copy_module_files -- "jobset-$KUEUE_JOBSET_VERSION"
+  peer_built "jobset-$KUEUE_JOBSET_VERSION"
 }
 peer_trainer_jobset() {
-  tool jobset "$TRAINER_JOBSET_VERSION" build_trainer_jobset build_jobset go_install_with_files \
-    go_install_build copy_module_files -- "jobset-$TRAINER_JOBSET_VERSION"
+  tool jobset "$TRAINER_JOBSET_VERSION" build_trainer_jobset build_jobset wrapper_module_build \
+    copy_module_files -- "jobset-$TRAINER_JOBSET_VERSION"
+  peer_built "jobset-$TRAINER_JOBSET_VERSION"
 }
 peer_trainer() {
   tool trainer "$TRAINER_VERSION" build_trainer go_install_with_files go_install_build \
     copy_module_files -- trainer-controller-manager
+  peer_built trainer-controller-manager
 }
 peer_kuberay() {
   tool kuberay "$KUBERAY_VERSION" build_kuberay go_install_with_files go_install_build \
     copy_module_files -- kuberay-operator
+  peer_built kuberay-operator
 }
 peer_kube_scheduler() {
   tool kube-scheduler "$K8S_VERSION" build_kube_scheduler kubernetes_staging_replaces \
     wrapper_module_build -- kube-scheduler
+  peer_built kube-scheduler
 }
 
 # Every peer, in the order bench/peers needs them.

@@ -68,12 +68,12 @@ def load():
 def main():
     args = parse()
     os.makedirs(args.out, exist_ok=True)
-    keys = args.systems.split(",")
+    keys = [k for k in args.systems.split(",") if k]
     works = set(args.workloads.split(","))
     res = {"command": " ".join(["bench/peers/run"] + sys.argv[1:]),
            "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
            "machine": f"{os.cpu_count()} CPUs, {platform.node()}", "load": [],
-           "nodes": args.nodes, "systems": {}, "ceiling": {}, "titles": {}}
+           "nodes": args.nodes, "quick": args.quick, "systems": {}, "ceiling": {}, "titles": {}}
     cluster = Cluster(args.cluster, args.nodes, args.out)
     t_start = time.time()
     log(f"cluster {args.cluster}: {args.nodes} nodes")

@@ -41,7 +41,8 @@ def lines(res):
     if "ray" in res:
         out.append("ray: " + ", ".join(f"{k} median {fmt(median(v))} s ({len(v)} reps)"
                                        for k, v in res["ray"].items()))
-    out.append("quick: " + " ".join(summary) if res["nodes"] <= 50 else "full: " + " ".join(summary))
+    if summary:
+        out.append(("quick: " if res.get("quick") else "summary: ") + " ".join(summary))
     return "\n".join(out)
 
 
