@@ -100,6 +100,9 @@ def main():
         res["seconds"] = round(time.time() - t_start)
         save(res, args.out)
         charts.draw(res, args.out, args.charts_dir)
+        with open(os.path.join(args.out, "tables.md"), "w") as f:
+            f.write(f"`{res['command']}`, {res['started']}, load {res['load']}\n\n"
+                    + report.tables(res) + "\n")
         print(report.lines(res))
     finally:
         if not args.keep_cluster:
