@@ -1,7 +1,6 @@
 """One function per workload: runs it through one system on the cluster and returns its figures
 (plain dicts, written to results.json and rendered by report.py)."""
 import statistics
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 

@@ -11,33 +11,15 @@ export LOCKSTEP_CACHE; LOCKSTEP_CACHE="$(mktemp -d)"
 trap 'rm -rf "$LOCKSTEP_CACHE"' EXIT
 source "$REPO/hack/build-peers.sh"
 
-declare -A KEYS RECIPES
-tool() {
-  local name="$1" version="$2" recipe="$3"; shift 3
-  local helpers=()
-  while [[ "$1" != "--" ]]; do helpers+=("$1"); shift; done
-  shift
-  KEYS[$1]="$(recipe_key "$recipe" "${helpers[@]}" -- "$name" "$version")"
-  RECIPES[$1]="$recipe ${helpers[*]}"
-}
+RECORD_BY_BIN=1
+source "$REPO/tests/unit/hack/recipe_key_recorder.sh"
 peer_built() { :; }  # nothing is built here
-fail() { echo "FAIL: $*" >&2; exit 1; }
 all() { local p; for p in "${PEERS[@]}"; do "peer_$p"; done; }
-expect_changed() {
-  local t
-  for t in "${!KEYS[@]}"; do
-    if [[ " ${RECIPES[$t]} " == *" $1 "* ]]; then
-      [[ "${KEYS[$t]}" != "${BEFORE[$t]}" ]] || fail "editing $1 did not change $t's key"
-    else
-      [[ "${KEYS[$t]}" == "${BEFORE[$t]}" ]] || fail "editing $1 changed $t's key"
-    fi
-  done
-}
 
 all
 (( ${#KEYS[@]} == ${#PEERS[@]} )) || fail "${#KEYS[@]} keys for ${#PEERS[@]} peers: ${!KEYS[*]}"
 [[ "$(printf '%s\n' "${KEYS[@]}" | sort -u | wc -l)" == "${#PEERS[@]}" ]] || fail "two peers share a key"
-declare -A BEFORE; for t in "${!KEYS[@]}"; do BEFORE[$t]="${KEYS[$t]}"; done
+for t in "${!KEYS[@]}"; do BEFORE[$t]="${KEYS[$t]}"; done
 all
 for t in "${!KEYS[@]}"; do [[ "${KEYS[$t]}" == "${BEFORE[$t]}" ]] || fail "$t's key is not stable"; done
 

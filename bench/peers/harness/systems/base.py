@@ -155,6 +155,7 @@ class System:
     def __init__(self, cluster, out_dir):
         self.cluster, self.out_dir = cluster, out_dir
         self.procs = {}
+        self.webhook_configs = []
 
     def start(self, name, argv, env=None):
         self.procs[name] = self.cluster.start(f"{self.key}-{name}", argv, env=env)
@@ -188,6 +189,70 @@ class System:
 
     def log_path(self, name):
         return os.path.join(self.out_dir, "logs", f"{self.key}-{name}.log")
+
+
+def install_identity(system, rbac_folder, prefix, ns):
+    """The peer's RBAC from its module (kustomize prefix and namespace), and a kubeconfig that
+    holds only a token of the ServiceAccount it names."""
+    rbac = prefix_and_namespace(kustomize_resources(rbac_folder), prefix, ns)
+    system.cluster.apply(to_yaml(rbac))
+    sa = next(d["metadata"]["name"] for d in rbac if d["kind"] == "ServiceAccount")
+    return system.cluster.service_account_kubeconfig(
+        ns, sa, os.path.join(system.out_dir, f"{system.key}-{sa}.kubeconfig"))
+
+
+def register_webhooks(system, webhook_folder, prefix, service_dns, extra=(), name=None,
+                      ca_name=None):
+    """Serving certificates for the peer's webhook server on loopback and its webhook
+    configurations registered by URL (applied with `extra` documents, e.g. its cert Secret, which
+    may be built from the certificate folder: extra(cert_dir) -> docs). Returns (port,
+    cert_dir); the configurations are deleted by the system's uninstall."""
+    port = clusterlib.free_port()
+    cert_dir, ca = clusterlib.webhook_certs(system.out_dir, f"{system.key}-{prefix or 'hooks'}",
+                                            [service_dns], ca_name=ca_name)
+    hooks = webhooks_by_url(kustomize_webhooks(webhook_folder), prefix, port, ca, name=name)
+    system.cluster.apply(to_yaml((list(extra(cert_dir)) if extra else []) + hooks))
+    system.webhook_configs += [(h["kind"], h["metadata"]["name"]) for h in hooks]
+    return port, cert_dir
+
+
+def write_config(system, shipped, name, updates):
+    """The peer's shipped Configuration file with `updates` merged in (maps key by key), written
+    to the run's folder; returns its path."""
+    def merge(into, new):
+        for k, v in new.items():
+            if isinstance(v, dict) and isinstance(into.get(k), dict):
+                merge(into[k], v)
+            else:
+                into[k] = v
+    with open(shipped) as f:
+        cfg = yaml.safe_load(f)
+    merge(cfg, updates)
+    path = os.path.join(system.out_dir, name + ".yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(cfg, f)
+    return path
+
+
+def rotator_secret(name, namespace):
+    """extra= for register_webhooks: the webhook Secret a cert rotator reads (training-operator,
+    Trainer), from the certificates made for it."""
+    import base64
+
+    def docs(cert_dir):
+        data = {}
+        for k in ("ca.crt", "ca.key", "tls.crt", "tls.key"):
+            with open(os.path.join(cert_dir, k), "rb") as f:
+                data[k] = base64.b64encode(f.read()).decode()
+        return [{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                 "metadata": {"name": name, "namespace": namespace}, "data": data}]
+    return docs
+
+
+def delete_webhooks(system):
+    for kind, name in system.webhook_configs:
+        system.cluster.kubectl("delete", kind.lower(), name, "--ignore-not-found")
+    system.webhook_configs = []
 
 
 def wait_ready(system, port, name, timeout=120, path="/readyz"):

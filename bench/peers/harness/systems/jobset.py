@@ -4,8 +4,6 @@ with the webhook on loopback and the certificates made here instead of its inter
 management, and a token of its own ServiceAccount."""
 import os
 
-import yaml
-
 from .. import cluster as clusterlib
 from . import base
 
@@ -29,37 +27,20 @@ def start_jobset(system, version, ns):
     c = system.cluster
     mod = os.path.join(clusterlib.tool_dir(f"jobset-{version}"), "module/config/components")
     c.kubectl("apply", "--server-side", "--force-conflicts", "-f", os.path.join(mod, "crd/bases"))
-    rbac = base.kustomize_resources(os.path.join(mod, "rbac"))
-    c.apply(base.to_yaml(base.prefix_and_namespace(rbac, "jobset-", ns)))
-    port = clusterlib.free_port()
-    cert_dir, ca = clusterlib.webhook_certs(system.out_dir, f"jobset-{version}",
-                                            [f"jobset-webhook-service.{ns}.svc"])
-    hooks = base.webhooks_by_url(base.kustomize_webhooks(os.path.join(mod, "webhook")),
-                                 "jobset-", port, ca)
-    c.apply(base.to_yaml(hooks))
-    system.webhook_configs += [(h["kind"], h["metadata"]["name"]) for h in hooks]
-    with open(os.path.join(mod, "manager/controller_manager_config.yaml")) as f:
-        cfg = yaml.safe_load(f)
+    kc = base.install_identity(system, os.path.join(mod, "rbac"), "jobset-", ns)
+    port, cert_dir = base.register_webhooks(system, os.path.join(mod, "webhook"), "jobset-",
+                                            f"jobset-webhook-service.{ns}.svc")
     health = clusterlib.free_port()
-    cfg.update({
-        "internalCertManagement": {"enable": False},
-        "webhook": {"port": port, "host": "127.0.0.1", "certDir": cert_dir},
-        "metrics": {"bindAddress": f"127.0.0.1:{clusterlib.free_port()}"},
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
-    })
-    cfg.setdefault("leaderElection", {})["resourceNamespace"] = ns
-    cfg_path = os.path.join(system.out_dir, f"jobset-{version}.yaml")
-    with open(cfg_path, "w") as f:
-        yaml.safe_dump(cfg, f)
-    kc = c.service_account_kubeconfig(ns, "jobset-controller-manager",
-                                      os.path.join(system.out_dir, f"jobset-{version}.kubeconfig"))
+    cfg_path = base.write_config(
+        system, os.path.join(mod, "manager/controller_manager_config.yaml"), f"jobset-{version}", {
+            "internalCertManagement": {"enable": False},
+            "webhook": {"port": port, "host": "127.0.0.1", "certDir": cert_dir},
+            "metrics": {"bindAddress": f"127.0.0.1:{clusterlib.free_port()}"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
+            "leaderElection": {"resourceNamespace": ns},
+        })
     system.start("jobset", [os.path.join(clusterlib.TOOLS_BIN, f"jobset-{version}"),
                             "--config", cfg_path],
                  env={"KUBECONFIG": kc, "POD_NAMESPACE": ns, "NAMESPACE": ns})
     base.wait_ready(system, health, "jobset")
 
-
-def delete_webhooks(system):
-    for kind, name in system.webhook_configs:
-        system.cluster.kubectl("delete", kind.lower(), name, "--ignore-not-found")
-    system.webhook_configs = []

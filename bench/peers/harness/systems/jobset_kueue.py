@@ -8,8 +8,6 @@ ClusterQueue whose GPU quota is the capacity of the nodes the workload may use; 
 """
 import os
 
-import yaml
-
 from .. import cluster as clusterlib
 from . import base, jobset
 
@@ -32,7 +30,6 @@ class JobSetKueue(base.System):
 
     def __init__(self, cluster, out_dir, tuned_kueue=False):
         super().__init__(cluster, out_dir)
-        self.webhook_configs = []
         self.tuned_kueue = tuned_kueue
 
     def install(self):
@@ -43,35 +40,24 @@ class JobSetKueue(base.System):
         c.kubectl("apply", "--server-side", "--force-conflicts", "-f",
                   os.path.join(mod, "crd/bases"))
         c.create_namespace(NS)
-        rbac = base.kustomize_resources(os.path.join(mod, "rbac"))
-        c.apply(base.to_yaml(base.prefix_and_namespace(rbac, "kueue-", NS)))
-        port = clusterlib.free_port()
-        cert_dir, ca = clusterlib.webhook_certs(self.out_dir, "kueue",
-                                                [f"kueue-webhook-service.{NS}.svc"])
-        hooks = base.webhooks_by_url(
-            base.kustomize_webhooks(os.path.join(mod, "webhook")), "kueue-", port, ca)
-        c.apply(base.to_yaml(hooks))
-        self.webhook_configs += [(h["kind"], h["metadata"]["name"]) for h in hooks]
-        with open(os.path.join(mod, "manager/controller_manager_config.yaml")) as f:
-            cfg = yaml.safe_load(f)
+        kc = base.install_identity(self, os.path.join(mod, "rbac"), "kueue-", NS)
+        port, cert_dir = base.register_webhooks(self, os.path.join(mod, "webhook"), "kueue-",
+                                                f"kueue-webhook-service.{NS}.svc")
         health = clusterlib.free_port()
-        cfg.update({
-            "namespace": NS,
-            "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
-            "metrics": {"bindAddress": f"127.0.0.1:{clusterlib.free_port()}"},
-            "webhook": {"port": port, "host": "127.0.0.1", "certDir": cert_dir},
-            "internalCertManagement": {"enable": False},
-            "waitForPodsReady": {"timeout": "5m"},
-            "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
-        })
-        cfg.setdefault("leaderElection", {})["resourceNamespace"] = NS
+        pods_ready = {"timeout": "5m"}
         if self.tuned_kueue:
-            cfg["waitForPodsReady"]["recoveryTimeout"] = "10s"
-        cfg_path = os.path.join(self.out_dir, "kueue.yaml")
-        with open(cfg_path, "w") as f:
-            yaml.safe_dump(cfg, f)
-        kc = c.service_account_kubeconfig(NS, "kueue-controller-manager",
-                                          os.path.join(self.out_dir, "kueue.kubeconfig"))
+            pods_ready["recoveryTimeout"] = "10s"
+        cfg_path = base.write_config(
+            self, os.path.join(mod, "manager/controller_manager_config.yaml"), "kueue", {
+                "namespace": NS,
+                "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
+                "metrics": {"bindAddress": f"127.0.0.1:{clusterlib.free_port()}"},
+                "webhook": {"port": port, "host": "127.0.0.1", "certDir": cert_dir},
+                "internalCertManagement": {"enable": False},
+                "waitForPodsReady": pods_ready,
+                "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+                "leaderElection": {"resourceNamespace": NS},
+            })
         base.kube_scheduler(self)
         self.start("kueue", [os.path.join(clusterlib.TOOLS_BIN, "kueue"), "--config", cfg_path],
                    env={"KUBECONFIG": kc, "POD_NAMESPACE": NS})
@@ -79,7 +65,7 @@ class JobSetKueue(base.System):
 
     def uninstall(self):
         self.stop_all()
-        jobset.delete_webhooks(self)
+        base.delete_webhooks(self)
         for kind in ("clusterqueues", "resourceflavors", "topologies"):
             self.cluster.kubectl("delete", f"{kind}.kueue.x-k8s.io", "--all", "--wait=false",
                                  check=False)

@@ -18,10 +18,7 @@ class KubeRay(base.System):
         mod = os.path.join(clusterlib.tool_dir("kuberay-operator"), "module/config")
         c.kubectl("apply", "--server-side", "--force-conflicts", "-f", os.path.join(mod, "crd/bases"))
         c.create_namespace(NS)
-        rbac = base.kustomize_resources(os.path.join(mod, "rbac"))
-        c.apply(base.to_yaml(base.prefix_and_namespace(rbac, "", NS)))
-        sa = next(d["metadata"]["name"] for d in rbac if d["kind"] == "ServiceAccount")
-        kc = c.service_account_kubeconfig(NS, sa, os.path.join(self.out_dir, "KR.kubeconfig"))
+        kc = base.install_identity(self, os.path.join(mod, "rbac"), "", NS)
         base.kube_scheduler(self)
         health = clusterlib.free_port()
         self.start("operator", [

@@ -5,7 +5,6 @@ import os
 
 from .. import cluster as clusterlib
 from . import base, jobset
-from .training_operator import b64
 
 NS = "kubeflow-system"
 JOBSET_NS = "jobset-system"
@@ -18,10 +17,6 @@ class Trainer(base.System):
     label = "jobset.sigs.k8s.io/jobset-name"
     tuned_note = "pod tolerationSeconds 0 for unreachable/not-ready (podSpecOverrides)"
 
-    def __init__(self, cluster, out_dir):
-        super().__init__(cluster, out_dir)
-        self.webhook_configs = []
-
     def install(self):
         c = self.cluster
         c.create_namespace(JOBSET_NS)
@@ -29,23 +24,12 @@ class Trainer(base.System):
         mod = os.path.join(clusterlib.tool_dir("trainer-controller-manager"), "module/manifests/base")
         c.kubectl("apply", "--server-side", "--force-conflicts", "-f", os.path.join(mod, "crds"))
         c.create_namespace(NS)
-        rbac = base.kustomize_resources(os.path.join(mod, "rbac"))
-        c.apply(base.to_yaml(base.prefix_and_namespace(rbac, "", NS)))
-        port = clusterlib.free_port()
-        svc = "kubeflow-trainer-controller-manager"
-        cert_dir, ca = clusterlib.webhook_certs(self.out_dir, "trainer", [f"{svc}.{NS}.svc"],
-                                                ca_name="kubeflow-trainer-ca")
+        kc = base.install_identity(self, os.path.join(mod, "rbac"), "", NS)
+        port, cert_dir = base.register_webhooks(
+            self, os.path.join(mod, "webhook"), "", f"kubeflow-trainer-controller-manager.{NS}.svc",
+            extra=base.rotator_secret("kubeflow-trainer-webhook-cert", NS), name=WEBHOOK_CONFIG,
+            ca_name="kubeflow-trainer-ca")
         clusterlib.mount_rotator_certs(cert_dir)
-        secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-                  "metadata": {"name": "kubeflow-trainer-webhook-cert", "namespace": NS},
-                  "data": {k: b64(os.path.join(cert_dir, k))
-                           for k in ("ca.crt", "ca.key", "tls.crt", "tls.key")}}
-        hooks = base.webhooks_by_url(base.kustomize_webhooks(os.path.join(mod, "webhook")),
-                                     "", port, ca, name=WEBHOOK_CONFIG)
-        c.apply(base.to_yaml([secret] + hooks))
-        self.webhook_configs.append(("ValidatingWebhookConfiguration", WEBHOOK_CONFIG))
-        sa = next(d["metadata"]["name"] for d in rbac if d["kind"] == "ServiceAccount")
-        kc = c.service_account_kubeconfig(NS, sa, os.path.join(self.out_dir, "TR.kubeconfig"))
         base.kube_scheduler(self)
         health = clusterlib.free_port()
         self.start("trainer", [
@@ -58,7 +42,7 @@ class Trainer(base.System):
 
     def uninstall(self):
         self.stop_all()
-        jobset.delete_webhooks(self)
+        base.delete_webhooks(self)
         self.cluster.kubectl("delete", "clustertrainingruntimes.trainer.kubeflow.org", "--all",
                              check=False)
         self.cluster.delete_namespace(NS)

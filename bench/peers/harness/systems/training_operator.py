@@ -7,7 +7,6 @@ Secret the harness made (valid for training-operator.<ns>.svc and 127.0.0.1, ten
 it, writing it to its fixed cert dir. No gang scheduler: training-operator supports only Volcano
 and scheduler-plugins for that, neither of which is served as a Go module here.
 """
-import base64
 import glob
 import os
 
@@ -30,22 +29,12 @@ class TrainingOperator(base.System):
         for crd in sorted(glob.glob(os.path.join(mod, "crds", "kubeflow.org_*.yaml"))):
             c.kubectl("apply", "--server-side", "--force-conflicts", "-f", crd)
         c.create_namespace(NS)
-        rbac = base.kustomize_resources(os.path.join(mod, "rbac"))
-        c.apply(base.to_yaml(base.prefix_and_namespace(rbac, "", NS)))
-        port = clusterlib.free_port()
-        cert_dir, ca = clusterlib.webhook_certs(self.out_dir, "training-operator",
-                                                [f"training-operator.{NS}.svc"],
-                                                ca_name="training-operator-ca")
+        kc = base.install_identity(self, os.path.join(mod, "rbac"), "", NS)
+        port, cert_dir = base.register_webhooks(
+            self, os.path.join(mod, "webhook"), "", f"training-operator.{NS}.svc",
+            extra=base.rotator_secret("training-operator-webhook-cert", NS),
+            name="validator.training-operator.kubeflow.org", ca_name="training-operator-ca")
         clusterlib.mount_rotator_certs(cert_dir)
-        secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-                  "metadata": {"name": "training-operator-webhook-cert", "namespace": NS},
-                  "data": {k: b64(os.path.join(cert_dir, f)) for k, f in
-                           (("ca.crt", "ca.crt"), ("ca.key", "ca.key"), ("tls.crt", "tls.crt"),
-                            ("tls.key", "tls.key"))}}
-        hooks = base.webhooks_by_url(base.kustomize_webhooks(os.path.join(mod, "webhook")),
-                                     "", port, ca, name="validator.training-operator.kubeflow.org")
-        c.apply(base.to_yaml([secret] + hooks))
-        kc = c.service_account_kubeconfig(NS, SA, os.path.join(self.out_dir, "TO.kubeconfig"))
         base.kube_scheduler(self)
         self.health = clusterlib.free_port()
         self.start("operator", [
@@ -58,8 +47,7 @@ class TrainingOperator(base.System):
 
     def uninstall(self):
         self.stop_all()
-        self.cluster.kubectl("delete", "validatingwebhookconfiguration",
-                             "validator.training-operator.kubeflow.org", "--ignore-not-found")
+        base.delete_webhooks(self)
         self.cluster.delete_namespace(NS)
 
     def collection(self):
@@ -76,7 +64,3 @@ class TrainingOperator(base.System):
                 "metadata": {"name": job.name, "namespace": ns},
                 "spec": {"pytorchReplicaSpecs": specs}}
 
-
-def b64(path):
-    with open(path, "rb") as f:
-        return base64.b64encode(f.read()).decode()
