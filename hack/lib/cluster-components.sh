@@ -42,8 +42,11 @@ component_args() {
         --controllers '*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route' \
         --kube-api-qps 200 --kube-api-burst 400 --concurrent-gc-syncs 20 --v 0 ;;
     kwok)
-      printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n' \
-        >"$STATE/run/kwok.yaml"
+      {
+        printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n'
+        # `up --kwok-stages`: Stage documents replacing kwok's default pod stages.
+        [[ ! -f "$STATE/run/kwok-stages.yaml" ]] || { echo "---"; cat "$STATE/run/kwok-stages.yaml"; }
+      } >"$STATE/run/kwok.yaml"
       echo "$TOOLS_BIN/kwok" --kubeconfig "$STATE/kwok.kubeconfig" --config "$STATE/run/kwok.yaml" \
         --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
         --manage-nodes-with-label-selector= --manage-single-node= \
