@@ -28,7 +28,7 @@ eval "$original"
 
 # The wrapper-module helper: every tool built through it (etcd, kubernetes), no other.
 original="$(declare -f wrapper_module_build)"
-eval "$(sed 's/go mod tidy;/go mod tidy -e;/' <<<"$original")"
+eval "$(sed 's/go mod tidy || exit 1/go mod tidy -e || exit 1/' <<<"$original")"
 [[ "$(declare -f wrapper_module_build)" != "$original" ]] || fail "the test's edit did not apply"
 main; expect_changed wrapper_module_build
 eval "$original"
