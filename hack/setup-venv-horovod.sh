@@ -51,7 +51,7 @@ main() {
   key="$({ cat "$REQS"; declare -f install_horovod_venv venv_pip; echo "$HOROVOD_VERSION"; } |
     venv_hash)"
   local venv="$VENVS/horovod-$key"
-  with_heartbeat "preparing the Horovod venv" venv_ensure "$venv" install_horovod_venv
+  venv_ensure "$venv" install_horovod_venv "building the Horovod venv"
   venv_link "$venv" "$LINK"
   log "horovod venv ready: $LINK"
 }

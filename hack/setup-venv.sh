@@ -44,8 +44,7 @@ main() {
     local key
     key="$({ cat "$REQS"; declare -f install_frameworks venv_pip; echo "nccl=$NCCL_WHEEL"; } |
       venv_hash)"
-    with_heartbeat "preparing the framework venv (~2.5 min from PyPI the first time)" \
-      venv_ensure "$VENVS/$key" install_frameworks
+    venv_ensure "$VENVS/$key" install_frameworks "installing the framework venv"
     venv_link "$VENVS/$key" "$LINK"
   fi
   log "venv ready: $LINK"

@@ -27,12 +27,18 @@ venv_hash() {
     sha256sum | cut -c1-16
 }
 
-# venv_ensure VENV INSTALL_FN: builds VENV with INSTALL_FN (called with VENV) unless a complete one
-# exists, under VENV's lock. A complete venv is never modified, so the check needs no lock.
+# venv_ensure VENV INSTALL_FN WHAT: builds VENV with INSTALL_FN (called with VENV) unless a
+# complete one exists, under VENV's lock, printing "still WHAT" every 30 s. A complete venv is
+# never modified, so that check needs no lock (and a warm run costs no heartbeat).
 venv_ensure() {
-  local venv="$1" install="$2"
+  local venv="$1" install="$2" what="$3"
   [[ -f "$venv/$VENV_COMPLETE_MARKER" ]] && return 0
   mkdir -p "$VENVS" "$PIP_CACHE"
+  with_heartbeat "$what" venv_build_locked "$venv" "$install"
+}
+
+venv_build_locked() {
+  local venv="$1" install="$2"
   (
     exec 9>"$venv.lock"
     flock 9

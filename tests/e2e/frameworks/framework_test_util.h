@@ -56,7 +56,7 @@ class SharedClusterTest : public ::testing::Test {
   // afterwards no process of the job may be left on the agent's nodes.
   template <typename Edit>
   JobRun RunExample(const std::string& file, const std::string& state, Edit edit,
-                    std::chrono::seconds timeout = std::chrono::seconds(180)) {
+                    std::chrono::seconds timeout = std::chrono::seconds(300)) {
     StatusOr<nlohmann::json> job = cluster_->LoadExample(file);
     EXPECT_TRUE(job.ok()) << job.status();
     if (!job.ok()) return {};

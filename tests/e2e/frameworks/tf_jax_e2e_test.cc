@@ -32,8 +32,7 @@ TEST_F(Frameworks, TensorFlowMultiWorkerMirroredTwoWorkersEndIdentical) {
 }
 
 TEST_F(Frameworks, TensorFlowParameterServerChiefPsAndTwoWorkersComplete) {
-  const JobRun run = RunExample(
-      "tensorflow-ps.yaml", "Succeeded", [](json&) {}, std::chrono::seconds(120));
+  const JobRun run = RunExample("tensorflow-ps.yaml");
   ASSERT_FALSE(run.job.is_null()) << "the job never ended";
   ExpectOnAgentNodes(run, cluster_->nodes());
   std::map<std::string, int> roles;
