@@ -21,11 +21,12 @@ namespace lockstep::e2e {
 
 // A test suite whose tests share one FrameworkCluster (operator + agent), started before the
 // first test and stopped, with the agent's cleanup guarantees checked, after the last one.
-// A suite declares `static ClusterOptions Options()`, and may hide `SuiteSkipReason()` with its
-// own (e.g. the Horovod suite's opt-out).
+// A suite may hide `Options()` (3 nodes, no extra operator flags) and `SuiteSkipReason()` with
+// its own (e.g. the Horovod suite's image and opt-out).
 template <typename Suite>
 class SharedClusterTest : public ::testing::Test {
  public:
+  static ClusterOptions Options() { return ClusterOptions{}; }
   static std::string SuiteSkipReason() { return ""; }
 
   static void SetUpTestSuite() {

@@ -18,10 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-class Frameworks : public SharedClusterTest<Frameworks> {
- public:
-  static ClusterOptions Options() { return ClusterOptions{.nodes = 3, .operator_args = {}}; }
-};
+class Frameworks : public SharedClusterTest<Frameworks> {};
 
 // Files of `dir` whose names end with `suffix`.
 int CountFiles(const std::string& dir, const std::string& suffix) {

@@ -15,10 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-class Frameworks : public SharedClusterTest<Frameworks> {
- public:
-  static ClusterOptions Options() { return ClusterOptions{.nodes = 3, .operator_args = {}}; }
-};
+class Frameworks : public SharedClusterTest<Frameworks> {};
 
 // A Ray job that ended: head + 2 workers, on this agent's nodes; the driver's
 // line starting with `prefix` (exactly one).

@@ -15,10 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-class Frameworks : public SharedClusterTest<Frameworks> {
- public:
-  static ClusterOptions Options() { return ClusterOptions{.nodes = 3, .operator_args = {}}; }
-};
+class Frameworks : public SharedClusterTest<Frameworks> {};
 
 TEST_F(Frameworks, TensorFlowMultiWorkerMirroredTwoWorkersEndIdentical) {
   const JobRun run = RunExample("tensorflow-multiworker.yaml");
