@@ -32,8 +32,9 @@ def init_weights():
     return w1, w2
 
 
-def batch(step):
-    x = np.random.default_rng(100 + step).normal(size=(BATCH, IN)).astype(np.float32)
+def batch():
+    """One fixed batch (full-batch gradient descent), so the loss falls step after step."""
+    x = np.random.default_rng(100).normal(size=(BATCH, IN)).astype(np.float32)
     return x, (np.sin(x).sum(axis=1, keepdims=True) * 0.5).astype(np.float32)
 
 
@@ -48,11 +49,9 @@ def train(w1, w2, to_device, steps, lr=0.05):
         w2.assign_sub(lr * g2)
         return loss
 
-    losses = []
-    for s in range(steps):
-        x, y = batch(s)
-        losses.append(step(to_device(x), to_device(y)))
-    return losses
+    x, y = batch()
+    x, y = to_device(x), to_device(y)
+    return [step(x, y) for _ in range(steps)]
 
 
 def main():
