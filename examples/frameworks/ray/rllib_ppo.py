@@ -12,9 +12,18 @@ env_runner_nodes=<distinct nodes> on_head=<env runners on the driver's node>` an
 1 if the return never rose.
 """
 import argparse
+import os
 
-import ray
-from ray.rllib.algorithms.ppo import PPOConfig
+# RLlib imports every deep-learning framework it finds, and TensorFlow's copy of LLVM and
+# triton's (torch's compiler) in one process abort it ("CommandLine Error: Option
+# 'bitcode-mdindex-threshold' registered more than once!"; `import tensorflow, triton` alone does
+# it). This example uses torch only; RLlib's own switches keep TensorFlow (and JAX) out of the
+# driver, and the pods' environment (examples/local/ray-rllib.yaml) out of the env runners.
+for name in ("RLLIB_TEST_NO_TF_IMPORT", "RLLIB_TEST_NO_JAX_IMPORT"):
+    os.environ.setdefault(name, "1")
+
+import ray  # noqa: E402
+from ray.rllib.algorithms.ppo import PPOConfig  # noqa: E402
 
 
 def episode_return(result):
@@ -31,6 +40,7 @@ def main():
     config = (
         PPOConfig()
         .environment("CartPole-v1")
+        .framework("torch")
         .env_runners(num_env_runners=args.env_runners, num_cpus_per_env_runner=1)
         .learners(num_learners=0)
         .training(train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6, lr=3e-4)
