@@ -170,11 +170,13 @@ TEST_F(CrdTest, ShortNameCategoriesAndPrinterColumns) {
   ASSERT_TRUE(get.ok()) << get.output;
   EXPECT_THAT(get.output,
               ::testing::ContainsRegex("NAME +FRAMEWORK +STATE +WORKERS +RESTARTS +AGE\n"
-                                       "pytorch-ddp +PyTorch +Running +3/4 +1 +[0-9]+s"));
+                                       "pytorch-ddp +PyTorch +Running +3/4 +2 +[0-9]+s"));
   const KubectlResult wide = Kubectl({"get", "tj", "-n", ns_.name(), "-o", "wide"});
   ASSERT_TRUE(wide.ok()) << wide.output;
-  EXPECT_THAT(wide.output, ::testing::ContainsRegex("AGE +ATTEMPT +DISRUPTIONS +REASON\n"));
-  EXPECT_THAT(wide.output, ::testing::ContainsRegex("s +2 +1 +AllRanksJoined"));
+  // RESTARTS is the total (gang attempts + in-place); wide splits it by cause.
+  EXPECT_THAT(wide.output, ::testing::ContainsRegex(
+                               "AGE +ATTEMPT +FAILURES +DISRUPTIONS +INPLACE +REASON\n"));
+  EXPECT_THAT(wide.output, ::testing::ContainsRegex("s +2 +1 +1 +0 +AllRanksJoined"));
 
   for (const char* category : {"lockstep", "all"}) {
     const KubectlResult r = Kubectl({"get", category, "-n", ns_.name(), "-o", "name"});
