@@ -1,19 +1,18 @@
 #include "operator/api/children.h"
 
 #include <algorithm>
+#include <set>
 
 #include <openssl/evp.h>
 
-#include <set>
-
-#include "launcher/contract.h"
 #include "operator/api/failure_rules.h"
 #include "operator/api/ranks.h"
+#include "protocol/contract.h"
 
 namespace lockstep::api {
 
 using nlohmann::json;
-namespace contract = launcher::contract;
+namespace contract = protocol::contract;
 
 namespace {
 

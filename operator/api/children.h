@@ -12,7 +12,7 @@
 //   - init container `lockstep-launcher-install` (image --launcher-image) that copies
 //     /lockstep-launcher from its image into the emptyDir `lockstep-bin` at /lockstep/bin;
 //   - the trainer (first container) runs `/lockstep/bin/lockstep-launcher -- <command> <args>`
-//     with LOCKSTEP_* env (launcher/contract.h) and the token Secret mounted read-only at
+//     with LOCKSTEP_* env (protocol/contract.h) and the token Secret mounted read-only at
 //     /var/run/lockstep/rdzv/token. Resources are untouched.
 
 #include <cstdint>

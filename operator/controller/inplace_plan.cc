@@ -9,6 +9,7 @@
 #include "operator/controller/job_status.h"
 #include "operator/controller/launcher_termination.h"
 #include "operator/controller/restart_plan.h"
+#include "protocol/termination.h"
 
 namespace lockstep::controller {
 namespace {
@@ -29,7 +30,7 @@ std::string PodOfNode(const Pass& p, int32_t node_rank) {
   return "pod " + api::PodName(p.job.metadata.name, slot.role, slot.index);
 }
 
-std::string DescribeFailure(const Pass& p, const launcher::rendezvous::RoundFailure& f) {
+std::string DescribeFailure(const Pass& p, const protocol::RoundFailure& f) {
   std::string out;
   if (f.rank >= 0) {
     out = "rank " + std::to_string(f.rank);
@@ -41,7 +42,8 @@ std::string DescribeFailure(const Pass& p, const launcher::rendezvous::RoundFail
       out += " exited with code " + std::to_string(f.exit_code);
     }
   } else {
-    out = PodOfNode(p, f.node_rank) + ": " + (f.message.empty() ? f.reason : f.message);
+    out = PodOfNode(p, f.node_rank) + ": " +
+          (f.message.empty() ? std::string(protocol::ToString(f.reason)) : f.message);
   }
   return out + StderrTailForPeople(f.stderr_tail);
 }
@@ -132,11 +134,13 @@ int32_t RecordedInPlaceFailures(const api::TrainingJobStatus& status) {
   return status.rendezvous->failure_restarts;
 }
 
-std::string InPlaceReason(const std::string& launcher_reason) {
-  if (launcher_reason == "hang") return "Hang";
-  if (launcher_reason == "peer-lost") return "PeerLost";
-  if (launcher_reason == "launcher") return "LauncherError";
-  return "RankFailed";
+std::string InPlaceReason(protocol::FailureReason launcher_reason) {
+  switch (launcher_reason) {
+    case protocol::FailureReason::kHang: return "Hang";
+    case protocol::FailureReason::kPeerLost: return "PeerLost";
+    case protocol::FailureReason::kLauncher: return "LauncherError";
+    default: return "RankFailed";
+  }
 }
 
 namespace {
@@ -145,7 +149,7 @@ namespace {
 // current attempt) that status does not hold yet. `failure`: the cause of the last failed round,
 // when known.
 void RecordInPlace(Pass& p, int32_t failures, int32_t requested, std::optional<int32_t> round,
-                   const launcher::rendezvous::RoundFailure* failure) {
+                   const protocol::RoundFailure* failure) {
   const int32_t attempt = p.job.status.attempt;
   api::RendezvousStatus before{attempt, 0, 0, 0};
   if (p.job.status.rendezvous && p.job.status.rendezvous->attempt == attempt) {
@@ -178,10 +182,10 @@ void RecordInPlace(Pass& p, int32_t failures, int32_t requested, std::optional<i
   p.plan->restart = Plan::Restart{reason, ModeName(api::RestartMode::kInPlace), std::nullopt};
 }
 
-// A field of the trainer's (the first container's) launcher termination message, or 0.
-int32_t TrainerTerminationCount(const kube::Pod& pod, const char* field) {
-  if (pod.container_statuses.empty()) return 0;
-  return TerminationCount(pod.container_statuses.front().message, field);
+// The trainer's (the first container's) launcher termination message, if it left one.
+std::optional<protocol::TerminationMessage> TrainerTermination(const kube::Pod& pod) {
+  if (pod.container_statuses.empty()) return std::nullopt;
+  return protocol::DecodeTermination(pod.container_statuses.front().message);
 }
 
 }  // namespace
@@ -189,7 +193,7 @@ int32_t TrainerTerminationCount(const kube::Pod& pod, const char* field) {
 void PlanInPlaceRecord(Pass& p) {
   const LauncherObservation* obs = Launchers(p);
   if (obs == nullptr || !obs->answered) return;
-  const LauncherStatus& st = obs->status;
+  const protocol::ControlStatus& st = obs->status;
   RecordInPlace(p, static_cast<int32_t>(st.failure_restarts),
                 static_cast<int32_t>(st.requested_restarts), static_cast<int32_t>(st.round),
                 st.last_failure ? &*st.last_failure : nullptr);
@@ -199,8 +203,10 @@ void PlanInPlaceRecordFromPods(Pass& p) {
   int32_t failures = 0, requested = 0;
   for (const kube::Pod& pod : p.pods) {
     if (pod.phase != "Succeeded" && pod.phase != "Failed") continue;
-    failures = std::max(failures, TrainerTerminationCount(pod, "restartCount"));
-    requested = std::max(requested, TrainerTerminationCount(pod, "requestedRestarts"));
+    if (std::optional<protocol::TerminationMessage> m = TrainerTermination(pod)) {
+      failures = std::max(failures, m->restart_count);
+      requested = std::max(requested, m->requested_restarts);
+    }
   }
   RecordInPlace(p, failures, requested, std::nullopt, nullptr);
 }

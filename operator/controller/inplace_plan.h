@@ -21,6 +21,7 @@
 #include "operator/api/types.h"
 #include "operator/controller/plan_pass.h"
 #include "operator/kube/objects.h"
+#include "protocol/failure_reason.h"
 
 namespace lockstep::controller {
 
@@ -41,9 +42,8 @@ const kube::Pod* RendezvousPod(const api::TrainingJob& job, const std::vector<ku
 // subtracts these.
 int32_t RecordedInPlaceFailures(const api::TrainingJobStatus& status);
 
-// The launchers' Failure reason ("exit", "signal", "hang", "peer-lost", ...) as a CamelCase
-// lastRestart reason.
-std::string InPlaceReason(const std::string& launcher_reason);
+// The launchers' failure reason as a CamelCase lastRestart reason.
+std::string InPlaceReason(protocol::FailureReason launcher_reason);
 
 void PlanInPlaceRecord(Pass& p);
 // The same from the finished pods' termination messages (restartCount, requestedRestarts): the

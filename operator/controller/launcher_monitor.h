@@ -68,7 +68,7 @@ class LauncherMonitor {
   };
   void Loop();
   void Run(const Op& op);
-  StatusOr<LauncherTarget> Target(const LauncherJob& job);
+  StatusOr<protocol::ControlTarget> Target(const LauncherJob& job);
 
   kube::RestClient& client_;
   std::unique_ptr<LauncherControl> control_;

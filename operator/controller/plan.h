@@ -30,12 +30,12 @@ struct LauncherObservation {
   std::string pod_uid;
   bool answered = false;  // the last Status request was answered (else `error` says why)
   std::string error;
-  LauncherStatus status;
+  protocol::ControlStatus status;
   // The last Restart sent to this pod (status.restartRequest.value), and its answer once known.
   struct RestartAnswer {
     std::string request;
     bool answered = false;
-    LauncherAck ack;
+    protocol::ControlAck ack;
     std::string error;  // no answer: why
   };
   std::optional<RestartAnswer> restart;

@@ -90,13 +90,13 @@ TEST(InPlacePlanTest, PollsNodeZerosLauncherWhileTheGangRuns) {
 
 TEST(InPlacePlanTest, AFailureRestartIsRecordedOnceWithTheRankThatFailed) {
   LauncherObservation obs = Answer(1, true, 1);
-  launcher::rendezvous::RoundFailure f;
+  protocol::RoundFailure f;
   f.round = 0;
   f.node_rank = 1;
   f.rank = 3;
   f.local_rank = 1;
   f.exit_code = 7;
-  f.reason = "exit";
+  f.reason = protocol::FailureReason::kExit;
   f.stderr_tail = {"Traceback", "RuntimeError: boom"};
   obs.status.last_failure = f;
   const api::Time now = T0() + seconds(30);
@@ -316,11 +316,13 @@ TEST(InPlacePlanTest, WithRestartModeRecreateARequestRecreatesTheGang) {
 }
 
 TEST(InPlacePlanTest, LauncherReasonsMapToCamelCase) {
-  EXPECT_EQ(InPlaceReason("exit"), "RankFailed");
-  EXPECT_EQ(InPlaceReason("signal"), "RankFailed");
-  EXPECT_EQ(InPlaceReason("hang"), "Hang");
-  EXPECT_EQ(InPlaceReason("peer-lost"), "PeerLost");
-  EXPECT_EQ(InPlaceReason("launcher"), "LauncherError");
+  using protocol::FailureReason;
+  EXPECT_EQ(InPlaceReason(FailureReason::kExit), "RankFailed");
+  EXPECT_EQ(InPlaceReason(FailureReason::kSignal), "RankFailed");
+  EXPECT_EQ(InPlaceReason(FailureReason::kUnknown), "RankFailed");
+  EXPECT_EQ(InPlaceReason(FailureReason::kHang), "Hang");
+  EXPECT_EQ(InPlaceReason(FailureReason::kPeerLost), "PeerLost");
+  EXPECT_EQ(InPlaceReason(FailureReason::kLauncher), "LauncherError");
 }
 
 }  // namespace

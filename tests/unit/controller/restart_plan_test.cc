@@ -138,7 +138,8 @@ TEST(RestartPlanTest, InPlaceRestartsOfTheFailedLauncherAreAddedToFailures) {
   CachedJob job = Started();
   job.job.spec.failure_policy.max_restarts = 5;
   kube::Pod failed = FailedPod("worker", 0, 78);
-  failed.container_statuses[0].message = R"({"reason":"JoinTimeout","restartCount":2})";
+  failed.container_statuses[0].message =
+      R"({"reason":"timeout","restartCount":2,"stderrTail":[]})";
   const Plan plan = RunPass(job, {failed, Pod("worker", 1, "Running")}, T0());
   EXPECT_EQ(plan.status.attempt, 1);
   EXPECT_EQ(plan.status.restarts.failures, 3);  // 2 in place + this one

@@ -1,11 +1,11 @@
 #pragma once
-// Owning file descriptor: closes on destruction, move-only.
+// Owning file descriptor: closes on destruction, move-only (sockets, pipes, signalfd).
 
 #include <unistd.h>
 
 #include <utility>
 
-namespace lockstep::launcher::sys {
+namespace lockstep {
 
 class UniqueFd {
  public:
@@ -35,4 +35,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace lockstep::launcher::sys
+}  // namespace lockstep

@@ -1,15 +1,16 @@
 #pragma once
-// The lockstep-launcher contract: every flag, its LOCKSTEP_* environment name, default and help
-// text, the environment the launcher gives its children, and its exit codes. This is the single
-// source of truth: the launcher parses flags from it and the operator includes it to build a
-// pod's environment. Keep it dependency-free (only the standard library) and constexpr.
+// The lockstep-launcher's environment contract: every flag, its LOCKSTEP_* environment name,
+// default and help text, the environment the launcher gives its children, and its exit codes.
+// The one definition: the launcher parses its flags from it (launcher/config) and the operator
+// builds a pod's environment from it (operator/api/children.cc) and reads exit codes by it
+// (failure_policy.cc). Keep it dependency-free (only the standard library) and constexpr.
 //
 // Precedence: command-line flag, then environment variable, then default.
 
 #include <array>
 #include <string_view>
 
-namespace lockstep::launcher::contract {
+namespace lockstep::protocol::contract {
 
 // Environment names of the launcher's inputs.
 inline constexpr std::string_view kEnvFramework = "LOCKSTEP_FRAMEWORK";
@@ -131,4 +132,4 @@ inline constexpr int kExitRefused = 77;       // rendezvous refused us (token, r
 inline constexpr int kExitJoinTimeout = 78;   // the round did not complete in --join-timeout
 inline constexpr int kExitInternal = 79;      // the launcher itself failed (spawn, sockets)
 
-}  // namespace lockstep::launcher::contract
+}  // namespace lockstep::protocol::contract

@@ -1,13 +1,17 @@
-#include "launcher/rendezvous/auth.h"
+// Join and control MACs (protocol/auth.h, protocol/control.h), nonces and randomness.
+#include "protocol/auth.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "launcher/nccl/nccl.h"
+#include "protocol/control.h"
+#include "tests/unit/protocol/frame_util.h"
 
-namespace lockstep::launcher::rendezvous {
+namespace lockstep::protocol {
 namespace {
+
+using testing::Hex;  // tests/unit/protocol/frame_util.h
 
 TEST(AuthTest, MacCoversEveryField) {
   const std::string nonce(32, 'n');
@@ -30,7 +34,7 @@ TEST(AuthTest, KnownVector) {
   // Computed independently (Python hmac over u32be(32) nonce u32be(3) "job" u32be(0) u32be(0)),
   // so a change of the MAC input layout, a protocol break, fails here.
   const std::string mac = JoinMac("token", std::string(32, '\0'), "job", 0, 0);
-  EXPECT_EQ(nccl::ToHex(mac), "929d5259218e09af366cbe58bfeeb9d5884fc6fc6ecf1a0fa5ceeb0ab8ad59b4");
+  EXPECT_EQ(Hex(mac), "929d5259218e09af366cbe58bfeeb9d5884fc6fc6ecf1a0fa5ceeb0ab8ad59b4");
 }
 
 TEST(AuthTest, MacEqualsIsExact) {
@@ -73,15 +77,20 @@ TEST(AuthTest, NonceSourceHandsOutDistinctNoncesAcrossRefills) {
   }
 }
 
-TEST(HexTest, RoundTrips) {
-  const std::string bytes("\x00\x01\xfe\xff", 4);
-  EXPECT_EQ(nccl::ToHex(bytes), "0001feff");
-  StatusOr<std::string> back = nccl::FromHex("0001FEff");
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(*back, bytes);
-  EXPECT_FALSE(nccl::FromHex("abc").ok());
-  EXPECT_FALSE(nccl::FromHex("zz").ok());
+TEST(AuthTest, ControlMacCoversEveryFieldAndNeverEqualsAJoinMac) {
+  const std::string nonce(kNonceBytes, 'n');
+  const std::string base = ControlMac("tok", nonce, "run", ControlKind::kRestart, "why");
+  EXPECT_EQ(base.size(), kMacBytes);
+  EXPECT_EQ(base, ControlMac("tok", nonce, "run", ControlKind::kRestart, "why"));
+  EXPECT_NE(base, ControlMac("tok2", nonce, "run", ControlKind::kRestart, "why"));
+  EXPECT_NE(base, ControlMac("tok", std::string(kNonceBytes, 'o'), "run", ControlKind::kRestart,
+                             "why"));
+  EXPECT_NE(base, ControlMac("tok", nonce, "run2", ControlKind::kRestart, "why"));
+  EXPECT_NE(base, ControlMac("tok", nonce, "run", ControlKind::kStatus, "why"));
+  EXPECT_NE(base, ControlMac("tok", nonce, "run", ControlKind::kRestart, "why not"));
+  EXPECT_NE(ControlMac("tok", nonce, "run", ControlKind::kStatus, ""),
+            JoinMac("tok", nonce, "run", 0, 0));
 }
 
 }  // namespace
-}  // namespace lockstep::launcher::rendezvous
+}  // namespace lockstep::protocol

@@ -1,8 +1,8 @@
-#include "launcher/rendezvous/frame.h"
+#include "protocol/frame.h"
 
 #include <gtest/gtest.h>
 
-namespace lockstep::launcher::rendezvous {
+namespace lockstep::protocol {
 namespace {
 
 TEST(FrameTest, RoundTripsOneFrame) {
@@ -69,4 +69,4 @@ TEST(FrameTest, AcceptsFrameAtExactLimit) {
 }
 
 }  // namespace
-}  // namespace lockstep::launcher::rendezvous
+}  // namespace lockstep::protocol

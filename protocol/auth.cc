@@ -1,4 +1,4 @@
-#include "launcher/rendezvous/auth.h"
+#include "protocol/auth.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -7,9 +7,9 @@
 
 #include <algorithm>
 
-#include "launcher/rendezvous/wire.h"
+#include "protocol/wire.h"
 
-namespace lockstep::launcher::rendezvous {
+namespace lockstep::protocol {
 
 namespace {
 constexpr size_t kSha256Block = 64;
@@ -23,10 +23,10 @@ using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
 std::string MacInput(std::string_view nonce, std::string_view run_id, uint32_t attempt,
                      uint32_t node_rank) {
   WireWriter input;
-  input.PutString(nonce);
-  input.PutString(run_id);
-  input.PutU32(attempt);
-  input.PutU32(node_rank);
+  input.String(nonce);
+  input.String(run_id);
+  input.U32(attempt);
+  input.U32(node_rank);
   return input.Take();
 }
 }  // namespace
@@ -117,4 +117,4 @@ bool MacEquals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-}  // namespace lockstep::launcher::rendezvous
+}  // namespace lockstep::protocol

@@ -1,4 +1,4 @@
-#include "launcher/sys/socket.h"
+#include "common/net.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace lockstep::launcher::sys {
+namespace lockstep::net {
 namespace {
 
 Status Errno(std::string_view what) {
@@ -225,4 +225,4 @@ std::string HostName() {
   return buf;
 }
 
-}  // namespace lockstep::launcher::sys
+}  // namespace lockstep::net

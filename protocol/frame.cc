@@ -1,6 +1,6 @@
-#include "launcher/rendezvous/frame.h"
+#include "protocol/frame.h"
 
-namespace lockstep::launcher::rendezvous {
+namespace lockstep::protocol {
 
 void AppendFrame(uint8_t type, std::string_view body, std::string* out) {
   const uint32_t len = static_cast<uint32_t>(body.size() + 1);
@@ -53,4 +53,4 @@ StatusOr<std::optional<Frame>> FrameDecoder::Next() {
   return std::optional<Frame>(std::move(frame));
 }
 
-}  // namespace lockstep::launcher::rendezvous
+}  // namespace lockstep::protocol

@@ -12,7 +12,7 @@
 
 #include "common/status.h"
 
-namespace lockstep::launcher::rendezvous {
+namespace lockstep::protocol {
 
 // A peer table of 8,192 pods with long DNS names fits comfortably.
 inline constexpr size_t kMaxFrameBytes = 4u << 20;
@@ -46,4 +46,4 @@ class FrameDecoder {
   Status error_;
 };
 
-}  // namespace lockstep::launcher::rendezvous
+}  // namespace lockstep::protocol

@@ -1,6 +1,8 @@
 #pragma once
 // TCP helpers: listening, connecting with a deadline, non-blocking I/O. Errors are Status values
-// carrying errno text; nothing here retries on its own except where stated.
+// carrying errno text; nothing here retries on its own except where stated. Both binaries use
+// them: the launcher's rendezvous (server and client) and the operator's control client
+// (protocol/control_client.h).
 
 #include <chrono>
 #include <cstdint>
@@ -8,9 +10,9 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "launcher/sys/fd.h"
+#include "common/unique_fd.h"
 
-namespace lockstep::launcher::sys {
+namespace lockstep::net {
 
 struct HostPort {
   std::string host;
@@ -58,4 +60,4 @@ void RaiseFileLimit();
 // This machine's host name (the default advertised address).
 std::string HostName();
 
-}  // namespace lockstep::launcher::sys
+}  // namespace lockstep::net

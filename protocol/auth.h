@@ -11,7 +11,7 @@
 
 #include "common/status.h"
 
-namespace lockstep::launcher::rendezvous {
+namespace lockstep::protocol {
 
 // Cryptographically random bytes (OpenSSL RAND_bytes).
 StatusOr<std::string> RandomBytes(size_t n);
@@ -61,4 +61,4 @@ class NonceSource {
 // Constant-time comparison (CRYPTO_memcmp), so timing leaks nothing about the expected MAC.
 bool MacEquals(std::string_view a, std::string_view b);
 
-}  // namespace lockstep::launcher::rendezvous
+}  // namespace lockstep::protocol
