@@ -6,7 +6,7 @@
 
 #include "operator/api/enums.h"
 #include "operator/api/time.h"
-#include "operator/controller/inplace_plan.h"
+#include "operator/controller/inplace_policy.h"
 #include "operator/controller/launcher_termination.h"
 #include "protocol/contract.h"
 #include "protocol/termination.h"
@@ -181,7 +181,7 @@ void ApplyBudget(const api::TrainingJob& job, FailureDecision* d) {
                   ") used up";
     d->reason = "MaxDisruptionsExceeded";
   } else if (d->kind == FailureKind::kFailure &&
-             used.failures + d->in_place_restarts >= fp.max_restarts) {
+             FailureRestartsLeft(job, d->in_place_restarts) == 0) {
     d->action = FailureAction::kFailJob;
     d->message += "; failurePolicy.maxRestarts (" + std::to_string(fp.max_restarts) +
                   ") used up";
@@ -211,7 +211,7 @@ FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kub
   if (!d) return {};
   // The in-place failures the operator recorded while the launchers ran are in
   // restarts.failures already; the termination message's restartCount counts them again.
-  d->in_place_restarts = std::max(0, d->in_place_restarts - RecordedInPlaceFailures(job.status));
+  d->in_place_restarts = UnrecordedInPlaceFailures(job.status, d->in_place_restarts);
   ApplyBudget(job, &*d);
   return *d;
 }

@@ -6,6 +6,7 @@
 #include "operator/api/enums.h"
 #include "operator/api/ranks.h"
 #include "operator/controller/elastic_policy.h"
+#include "operator/controller/inplace_policy.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/launcher_termination.h"
 #include "operator/controller/restart_plan.h"
@@ -129,11 +130,6 @@ const kube::Pod* RendezvousPod(const api::TrainingJob& job, const std::vector<ku
   return nullptr;
 }
 
-int32_t RecordedInPlaceFailures(const api::TrainingJobStatus& status) {
-  if (!status.rendezvous || status.rendezvous->attempt != status.attempt) return 0;
-  return status.rendezvous->failure_restarts;
-}
-
 std::string InPlaceReason(protocol::FailureReason launcher_reason) {
   switch (launcher_reason) {
     case protocol::FailureReason::kHang: return "Hang";
@@ -151,21 +147,13 @@ namespace {
 void RecordInPlace(Pass& p, int32_t failures, int32_t requested, std::optional<int32_t> round,
                    const protocol::RoundFailure* failure) {
   const int32_t attempt = p.job.status.attempt;
-  api::RendezvousStatus before{attempt, 0, 0, 0};
-  if (p.job.status.rendezvous && p.job.status.rendezvous->attempt == attempt) {
-    before = *p.job.status.rendezvous;
-  }
-  const int32_t new_failures = std::max(0, failures - before.failure_restarts);
-  const int32_t new_requested = std::max(0, requested - before.requested_restarts);
-  p.status().rendezvous =
-      api::RendezvousStatus{attempt, round.value_or(before.round),
-                            std::max(failures, before.failure_restarts),
-                            std::max(requested, before.requested_restarts)};
-  if (new_failures + new_requested == 0) return;
+  const InPlaceRecord record = RecordLauncherTotals(p.job.status, failures, requested, round);
+  const int32_t new_failures = record.new_failures;
+  p.status().rendezvous = record.rendezvous;
+  if (record.new_failures + record.new_requested == 0) return;
 
   api::RestartCounts& counts = p.status().restarts;
-  counts.in_place += new_failures + new_requested;
-  counts.failures += new_failures;
+  CountInPlaceRestarts(counts, record.new_failures, record.new_requested);
   const std::string now_at = round ? " (now round " + std::to_string(*round) + ")" : "";
   std::string reason = "RestartRequested";
   std::string message = "the launchers restarted the gang in place on request" + now_at;

@@ -37,11 +37,6 @@ inline constexpr std::string_view kRequestSuperseded = "Superseded";
 // The current attempt's node-rank-0 pod (it hosts the rendezvous server), if it exists.
 const kube::Pod* RendezvousPod(const api::TrainingJob& job, const std::vector<kube::Pod>& pods);
 
-// In-place failure restarts of the current attempt already in status.restarts.failures: a
-// failed pod's termination message counts them again (its restartCount), so the failure policy
-// subtracts these.
-int32_t RecordedInPlaceFailures(const api::TrainingJobStatus& status);
-
 // The launchers' failure reason as a CamelCase lastRestart reason.
 std::string InPlaceReason(protocol::FailureReason launcher_reason);
 

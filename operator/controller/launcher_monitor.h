@@ -24,7 +24,7 @@
 
 #include "common/clock.h"
 #include "operator/controller/launcher_control.h"
-#include "operator/controller/plan.h"
+#include "operator/controller/plan_types.h"
 #include "operator/kube/rest_client.h"
 
 namespace lockstep::controller {

@@ -10,6 +10,7 @@
 #include "operator/controller/elastic_policy.h"
 #include "operator/controller/failure_policy.h"
 #include "operator/controller/inplace_plan.h"
+#include "operator/controller/inplace_policy.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/plan_pass.h"
 #include "operator/controller/restart_plan.h"
@@ -120,6 +121,7 @@ Status PlanCreates(Pass& p) {
   opts.launcher_image = p.options.launcher_image;
   opts.attempt = p.job.status.attempt;
   if (p.job.spec.elastic) opts.worker_replicas = p.spec.replicas;
+  opts.launcher_max_restarts = LauncherRestartBudget(p.job);
   LS_ASSIGN_OR_RETURN(std::vector<nlohmann::json> desired, api::BuildPods(p.job, opts));
   std::set<std::string> present;
   for (const kube::Pod& pod : p.observed.pods) present.insert(pod.meta.name);

@@ -5,6 +5,7 @@
 
 #include "operator/api/children.h"
 #include "operator/api/enums.h"
+#include "operator/controller/inplace_policy.h"
 
 namespace lockstep::controller {
 namespace {
@@ -38,8 +39,7 @@ void CountRestart(Pass& p, const RestartRequest& r, int32_t* backoff_seconds) {
   *backoff_seconds = 0;
   switch (r.kind) {
     case RestartRequest::Kind::kFailure:
-      if (r.counts) counts.failures += 1 + r.in_place_restarts;
-      counts.in_place += r.in_place_restarts;
+      CountFailureRestart(counts, r.in_place_restarts, r.counts);
       *backoff_seconds = static_cast<int32_t>(
           FailureBackoff(p.job.spec.failure_policy.backoff, counts.consecutive).count());
       ++counts.consecutive;

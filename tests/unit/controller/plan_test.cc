@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
 
 // Table rows leave their trailing expectation fields at the defaults on purpose.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -314,6 +315,26 @@ TEST(PlanDetailTest, SharedChildrenAreCreatedWhenMissingEvenIfUnsettled) {
   EXPECT_TRUE(plan.create_service);
   EXPECT_TRUE(plan.create_secret);
   EXPECT_TRUE(plan.pod_creates.empty());
+}
+
+// The pods of an attempt carry what is left of the budget (inplace_policy.h), none in Recreate.
+TEST(PlanDetailTest, NewPodsCarryTheInPlaceRestartBudget) {
+  auto budget_in_pods = [](CachedJob job) {
+    const Plan plan = ComputePlan(job, Observed{{}, true, true}, T0(), true, PlanOptions{"l"});
+    std::set<std::string> values;
+    for (const nlohmann::json& pod : plan.pod_creates) {
+      for (const nlohmann::json& e : pod["spec"]["containers"][0]["env"]) {
+        if (e["name"] == "LOCKSTEP_MAX_RESTARTS") values.insert(e["value"].get<std::string>());
+      }
+    }
+    return values;
+  };
+  CachedJob job = Job(2);
+  job.job.spec.failure_policy.max_restarts = 5;
+  job.job.status.restarts.failures = 2;
+  EXPECT_EQ(budget_in_pods(job), std::set<std::string>{"3"});
+  job.job.spec.failure_policy.restart_mode = api::RestartMode::kRecreate;
+  EXPECT_EQ(budget_in_pods(job), std::set<std::string>{"0"});
 }
 
 TEST(PlanDetailTest, ChiefSuccessStopsParameterServersEvenWithCleanPodPolicyNone) {
