@@ -129,6 +129,8 @@ struct Condition {
   Time last_transition_time{};
   std::string reason;
   std::string message;
+
+  friend bool operator==(const Condition&, const Condition&) = default;
 };
 
 struct RestartCounts {

@@ -244,9 +244,9 @@ TEST(PlanDetailTest, StatusCarriesCountsSelectorAndGeneration) {
   EXPECT_EQ(plan.status.workers_ready, "1/2");
   EXPECT_EQ(plan.status.start_time, T0());
   EXPECT_TRUE(api::IsConditionTrue(plan.status.conditions, "Reconciling"));
-  const api::Condition* sched = api::FindCondition(plan.status.conditions, "Scheduled");
-  ASSERT_NE(sched, nullptr);
-  EXPECT_EQ(sched->message, "1 of 2 pods bound; waiting for the lockstep gang scheduler");
+  EXPECT_EQ(plan.status.reason, "WaitingForScheduler");
+  // Scheduled is the gang scheduler's to write, never the controller's.
+  EXPECT_EQ(api::FindCondition(plan.status.conditions, "Scheduled"), nullptr);
 }
 
 TEST(PlanDetailTest, KeepsTheSchedulersExplanationOfAWait) {
@@ -259,6 +259,26 @@ TEST(PlanDetailTest, KeepsTheSchedulersExplanationOfAWait) {
   const Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
   EXPECT_EQ(plan.status.reason, "InsufficientCapacity");
   EXPECT_EQ(plan.status.message, c.message);
+  EXPECT_EQ(*api::FindCondition(plan.status.conditions, "Scheduled"), c);  // carried unchanged
+}
+
+// The scheduler's GangPlaced stays as it wrote it: all pods bound adds no controller words, and
+// a gang not bound yet (a later attempt's) does not read "GangPlaced" as its state's reason.
+TEST(PlanDetailTest, TheSchedulersGangPlacedIsNeitherOverwrittenNorTakenAsAWait) {
+  CachedJob job = Job(2);
+  api::Condition placed = Cond(api::kConditionScheduled, true, "GangPlaced");
+  placed.message = "placed 2 pods on 2 nodes in rack a";
+  job.job.status.conditions.push_back(placed);
+  const Observed bound{{Pod("worker", 0, "Running"), Pod("worker", 1, "Running")}, true, true};
+  EXPECT_EQ(*api::FindCondition(ComputePlan(job, bound, T0(), true, PlanOptions{"l"})
+                                    .status.conditions,
+                                "Scheduled"),
+            placed);
+  const Observed unbound{{Pod("worker", 0, "Pending", ""), Pod("worker", 1, "Pending", "")},
+                         true, true};
+  const Plan waiting = ComputePlan(job, unbound, T0(), true, PlanOptions{"l"});
+  EXPECT_EQ(waiting.status.reason, "WaitingForScheduler");
+  EXPECT_EQ(*api::FindCondition(waiting.status.conditions, "Scheduled"), placed);
 }
 
 TEST(PlanDetailTest, FailureMessageNamesPodExitCodeAndRule) {
