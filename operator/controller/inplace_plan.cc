@@ -17,9 +17,6 @@ namespace {
 
 using std::chrono::seconds;
 
-// lastRestart.mode and restartRequest.mode spell the restart modes as spec.failurePolicy does.
-std::string ModeName(api::RestartMode mode) { return std::string(api::ToString(mode)); }
-
 
 // The pod of node rank `node_rank` in the current attempt, by name.
 std::string PodOfNode(const Pass& p, int32_t node_rank) {
@@ -76,15 +73,15 @@ std::string Quoted(const std::string& value) {
 bool PlanPendingRequest(Pass& p) {
   api::RestartRequestStatus& req = *p.status().restart_request;
   if (req.attempt != p.job.status.attempt) {
-    req.state = std::string(kRequestSuperseded);  // a Recreate restart came first
+    req.state = api::RestartRequestState::kSuperseded;  // a Recreate restart came first
     return false;
   }
   const LauncherObservation* obs = Launchers(p);
   const bool answered = obs != nullptr && obs->restart && obs->restart->request == req.value &&
                         obs->restart->answered;
   if (answered && !obs->restart->ack.accepted) {
-    req.state = std::string(kRequestFellBack);
-    req.mode = ModeName(api::RestartMode::kRecreate);
+    req.state = api::RestartRequestState::kFellBack;
+    req.mode = api::RestartMode::kRecreate;
     Recreate(p, "InPlaceRestartRefused",
              "the launchers did not restart in place (" + obs->restart->ack.message + ") for " +
                  Quoted(req.value));
@@ -93,14 +90,14 @@ bool PlanPendingRequest(Pass& p) {
   if (answered && req.round < 0) req.round = static_cast<int32_t>(obs->restart->ack.round);
   if (req.round >= 0 && obs != nullptr && obs->answered &&
       static_cast<int32_t>(obs->status.round) > req.round && obs->status.running) {
-    req.state = std::string(kRequestCompleted);
+    req.state = api::RestartRequestState::kCompleted;
     return false;
   }
   const api::Time deadline =
       req.time + seconds(p.job.spec.failure_policy.in_place_timeout_seconds);
   if (p.now >= deadline) {
-    req.state = std::string(kRequestFellBack);
-    req.mode = ModeName(api::RestartMode::kRecreate);
+    req.state = api::RestartRequestState::kFellBack;
+    req.mode = api::RestartMode::kRecreate;
     std::string why = "the launchers did not form and start a new round within " +
                       std::to_string(p.job.spec.failure_policy.in_place_timeout_seconds) +
                       "s (failurePolicy.inPlaceTimeoutSeconds)";
@@ -165,9 +162,9 @@ void RecordInPlace(Pass& p, int32_t failures, int32_t requested, std::optional<i
               std::to_string(p.job.spec.failure_policy.max_restarts) + " used";
   }
   p.status().last_restart = api::LastRestart{
-      p.now, reason, message, attempt, 0, ModeName(api::RestartMode::kInPlace), {}};
+      p.now, reason, message, attempt, 0, api::RestartMode::kInPlace, {}};
   p.Event(new_failures > 0 ? "Warning" : "Normal", reason, message);
-  p.plan->restart = Plan::Restart{reason, ModeName(api::RestartMode::kInPlace), std::nullopt};
+  p.plan->restart = Plan::Restart{reason, api::RestartMode::kInPlace, std::nullopt};
 }
 
 // The trainer's (the first container's) launcher termination message, if it left one.
@@ -200,9 +197,13 @@ void PlanInPlaceRecordFromPods(Pass& p) {
 }
 
 bool PlanRestartRequest(Pass& p) {
-  if (p.status().restart_request && p.status().restart_request->state == kRequestPending) {
+  auto pending = [&p] {
+    return p.status().restart_request &&
+           p.status().restart_request->state == api::RestartRequestState::kPending;
+  };
+  if (pending()) {
     if (PlanPendingRequest(p)) return true;
-    if (p.status().restart_request->state == kRequestPending) return false;
+    if (pending()) return false;
   }
   auto it = p.job.metadata.annotations.find(std::string(api::kAnnotationRestartRequest));
   if (it == p.job.metadata.annotations.end() || it->second.empty()) return false;
@@ -214,8 +215,8 @@ bool PlanRestartRequest(Pass& p) {
   req.time = p.now;
   req.attempt = p.job.status.attempt;
   if (p.job.spec.failure_policy.restart_mode == api::RestartMode::kRecreate) {
-    req.mode = ModeName(api::RestartMode::kRecreate);
-    req.state = std::string(kRequestRecreated);
+    req.mode = api::RestartMode::kRecreate;
+    req.state = api::RestartRequestState::kRecreated;
     p.status().restart_request = req;
     Recreate(p, "RestartRequested",
              "restart requested (" + Quoted(value) + "); failurePolicy.restartMode is Recreate");
@@ -231,16 +232,16 @@ bool PlanRestartRequest(Pass& p) {
     return false;
   }
   if (!obs->answered) {
-    req.mode = ModeName(api::RestartMode::kRecreate);
-    req.state = std::string(kRequestFellBack);
+    req.mode = api::RestartMode::kRecreate;
+    req.state = api::RestartRequestState::kFellBack;
     p.status().restart_request = req;
     Recreate(p, "InPlaceRestartUnavailable",
              "restart requested (" + Quoted(value) + "), but the launchers' rendezvous server " +
                  "did not answer (" + obs->error + "); restarting by Recreate");
     return true;
   }
-  req.mode = ModeName(api::RestartMode::kInPlace);
-  req.state = std::string(kRequestPending);
+  req.mode = api::RestartMode::kInPlace;
+  req.state = api::RestartRequestState::kPending;
   p.status().restart_request = req;
   const std::string reason = "restart requested (" + Quoted(value) + ")";
   p.plan->launcher_restart = Plan::LauncherRestart{rank0->meta.name, value, reason};

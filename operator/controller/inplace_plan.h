@@ -28,12 +28,6 @@ namespace lockstep::controller {
 inline constexpr std::chrono::seconds kLauncherPollInterval{10};
 inline constexpr std::chrono::seconds kLauncherPendingPollInterval{2};
 
-inline constexpr std::string_view kRequestPending = "Pending";
-inline constexpr std::string_view kRequestCompleted = "Completed";
-inline constexpr std::string_view kRequestFellBack = "FellBack";
-inline constexpr std::string_view kRequestRecreated = "Recreated";
-inline constexpr std::string_view kRequestSuperseded = "Superseded";
-
 // The current attempt's node-rank-0 pod (it hosts the rendezvous server), if it exists.
 const kube::Pod* RendezvousPod(const api::TrainingJob& job, const std::vector<kube::Pod>& pods);
 

@@ -84,7 +84,7 @@ struct Plan {
   Outcome outcome = Outcome::kNone;
   struct Restart {
     std::string reason;
-    std::string mode;
+    api::RestartMode mode = api::RestartMode::kRecreate;
     std::optional<double> detection_delay_seconds;  // failure -> this decision, when known
   };
   std::optional<Restart> restart;         // a gang restart was decided

@@ -246,13 +246,16 @@ void TrainingJobReconciler::RecordMetrics(const CachedJob& job, const Plan& plan
                              plan.outcome == Outcome::kSucceeded ? "Succeeded" : "Failed");
   }
   if (plan.restart) {
-    metrics_->ObserveRestart(job.meta.namespace_, plan.restart->reason, plan.restart->mode);
+    metrics_->ObserveRestart(job.meta.namespace_, plan.restart->reason,
+                             std::string(api::ToString(plan.restart->mode)));
     if (plan.restart->detection_delay_seconds) {
       metrics_->ObserveDetectionDelay(plan.restart->reason, *plan.restart->detection_delay_seconds);
     }
   }
   if (plan.recovery_seconds && plan.status.last_restart) {
-    metrics_->ObserveRecovery(job.meta.namespace_, plan.status.last_restart->mode,
+    const api::RestartMode mode =
+        plan.status.last_restart->mode.value_or(api::RestartMode::kRecreate);
+    metrics_->ObserveRecovery(job.meta.namespace_, std::string(api::ToString(mode)),
                               *plan.recovery_seconds);
   }
   if (plan.became_running && job.job.metadata.creation_timestamp) {

@@ -67,7 +67,8 @@ std::vector<Case> Cases() {
     started(c);
     c.job.status.attempt = 1;
     c.job.status.restarts = {1, 0, 1};
-    c.job.status.last_restart = api::LastRestart{T0(), "PodFailed", "m", 1, 10, "Recreate", {}};
+    c.job.status.last_restart = api::LastRestart{T0(), "PodFailed", "m", 1, 10,
+                                                 api::RestartMode::kRecreate, {}};
     c.job.status.conditions.push_back(Cond(api::kConditionRestarting, true, "PodFailed"));
   };
   kube::Pod evicted = Pod("worker", 0, "Failed");
