@@ -13,7 +13,7 @@
 namespace lockstep::controller {
 namespace {
 
-InvolvedObject Involved(const CachedJob& job) {
+kube::InvolvedObject Involved(const CachedJob& job) {
   return {std::string(api::kApiVersion), std::string(api::kKind), job.meta.namespace_,
           job.meta.name, job.meta.uid, job.meta.resource_version};
 }
@@ -25,7 +25,8 @@ std::string PodName(const nlohmann::json& pod) {
 }  // namespace
 
 TrainingJobReconciler::TrainingJobReconciler(kube::RestClient& client, const JobCaches& caches,
-                                             Expectations& expectations, EventRecorder& events,
+                                             Expectations& expectations,
+                                             kube::EventRecorder& events,
                                              ControllerMetrics* metrics, PlanOptions options,
                                              const Clock& clock)
     : client_(client),

@@ -22,11 +22,11 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "operator/controller/controller_metrics.h"
-#include "operator/controller/event_recorder.h"
 #include "operator/controller/expectations.h"
 #include "operator/controller/job_caches.h"
 #include "operator/controller/launcher_monitor.h"
 #include "operator/controller/plan.h"
+#include "operator/kube/event_recorder.h"
 #include "operator/kube/rest_client.h"
 
 namespace lockstep::controller {
@@ -42,7 +42,7 @@ class TrainingJobReconciler {
  public:
   // `metrics` may be null.
   TrainingJobReconciler(kube::RestClient& client, const JobCaches& caches,
-                        Expectations& expectations, EventRecorder& events,
+                        Expectations& expectations, kube::EventRecorder& events,
                         ControllerMetrics* metrics, PlanOptions options,
                         const Clock& clock = RealClock::Get());
 
@@ -74,7 +74,7 @@ class TrainingJobReconciler {
   kube::RestClient& client_;
   const JobCaches& caches_;
   Expectations& expectations_;
-  EventRecorder& events_;
+  kube::EventRecorder& events_;
   ControllerMetrics* metrics_;
   const PlanOptions options_;
   const Clock& clock_;

@@ -1,11 +1,12 @@
-#include "operator/controller/event_recorder.h"
+#include "operator/kube/event_recorder.h"
 
 #include <cstdio>
 
 #include "common/log.h"
-#include "operator/api/time.h"
+#include "common/rfc3339.h"
+#include "operator/kube/api_error.h"
 
-namespace lockstep::controller {
+namespace lockstep::kube {
 
 namespace {
 constexpr size_t kMaxMessageBytes = 1024;  // the apiserver rejects event messages over 1 KiB
@@ -15,7 +16,7 @@ nlohmann::json BuildEvent(const InvolvedObject& object, const std::string& type,
                           const std::string& reason, const std::string& message,
                           std::chrono::system_clock::time_point at,
                           const EventRecorderOptions& options, const std::string& name_suffix) {
-  const std::string stamp = api::FormatTime(at);
+  const std::string stamp = FormatTime(at);
   return {
       {"apiVersion", "v1"},
       {"kind", "Event"},
@@ -38,7 +39,7 @@ nlohmann::json BuildEvent(const InvolvedObject& object, const std::string& type,
       {"count", 1}};
 }
 
-EventRecorder::EventRecorder(kube::RestClient& client, EventRecorderOptions options,
+EventRecorder::EventRecorder(RestClient& client, EventRecorderOptions options,
                              const Clock& clock)
     : client_(client),
       options_(std::move(options)),
@@ -112,8 +113,8 @@ void EventRecorder::Write(const Pending& e) {
   const nlohmann::json event =
       BuildEvent(e.object, e.type, e.reason, e.message, e.at, options_, suffix);
   StatusOr<nlohmann::json> created =
-      client_.Create(kube::resources::Events(), e.object.namespace_, event);
-  if (!created.ok() && kube::IsNamespaceTerminating(created.status())) {
+      client_.Create(resources::Events(), e.object.namespace_, event);
+  if (!created.ok() && IsNamespaceTerminating(created.status())) {
     log::Info("event dropped: namespace being deleted",
                {{"object", e.object.namespace_ + "/" + e.object.name}, {"reason", e.reason}});
   } else if (!created.ok()) {
@@ -123,4 +124,4 @@ void EventRecorder::Write(const Pending& e) {
   }
 }
 
-}  // namespace lockstep::controller
+}  // namespace lockstep::kube

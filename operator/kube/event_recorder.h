@@ -1,6 +1,8 @@
 #pragma once
-// EventRecorder: writes core/v1 Events about objects (what `kubectl describe` shows). Record()
-// never blocks a reconcile: events go to a bounded queue drained by one thread that paces its
+// EventRecorder: writes core/v1 Events about objects (what `kubectl describe` shows), client-go's
+// tools/record. The one Event writer: the controller's reconciles and the gang scheduler's
+// Scheduled changes and undone binds each record through one (their `component` differs). Record()
+// never blocks its caller: events go to a bounded queue drained by one thread that paces its
 // writes with a token bucket; when the queue is full the event is dropped and logged, since an
 // event is a courtesy to humans and never state the operator depends on. Thread-safe.
 
@@ -15,7 +17,7 @@
 #include "operator/kube/rate_limiter.h"
 #include "operator/kube/rest_client.h"
 
-namespace lockstep::controller {
+namespace lockstep::kube {
 
 struct InvolvedObject {
   std::string api_version;
@@ -36,7 +38,7 @@ struct EventRecorderOptions {
 
 class EventRecorder {
  public:
-  EventRecorder(kube::RestClient& client, EventRecorderOptions options,
+  EventRecorder(RestClient& client, EventRecorderOptions options,
                 const Clock& clock = RealClock::Get());
   ~EventRecorder();
   EventRecorder(const EventRecorder&) = delete;
@@ -61,10 +63,10 @@ class EventRecorder {
   void Run();
   void Write(const Pending& e);
 
-  kube::RestClient& client_;
+  RestClient& client_;
   const EventRecorderOptions options_;
   const Clock& clock_;
-  kube::TokenBucket bucket_;
+  TokenBucket bucket_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable idle_cv_;
@@ -82,4 +84,4 @@ nlohmann::json BuildEvent(const InvolvedObject& object, const std::string& type,
                           std::chrono::system_clock::time_point at,
                           const EventRecorderOptions& options, const std::string& name_suffix);
 
-}  // namespace lockstep::controller
+}  // namespace lockstep::kube
