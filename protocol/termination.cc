@@ -26,7 +26,7 @@ constexpr size_t kMaxMessageBytes = 1024;
 
 json ToJson(const TerminationMessage& m, const std::string& message,
             const std::vector<std::string>& tail) {
-  json j = {{kVersion, m.version},         {kReason, ToString(m.reason)},
+  json j = {{kVersion, m.version},         {kReason, std::string(ToString(m.reason))},
             {kAttempt, m.attempt},         {kRestartCount, m.restart_count},
             {kNodeRank, m.node_rank},      {kRank, m.rank},
             {kExitCode, m.exit_code},      {kSignal, m.signal},

@@ -90,15 +90,16 @@ TEST(InPlacePlanTest, PollsNodeZerosLauncherWhileTheGangRuns) {
 
 TEST(InPlacePlanTest, AFailureRestartIsRecordedOnceWithTheRankThatFailed) {
   LauncherObservation obs = Answer(1, true, 1);
-  protocol::RoundFailure f;
-  f.round = 0;
-  f.node_rank = 1;
-  f.rank = 3;
-  f.local_rank = 1;
-  f.exit_code = 7;
-  f.reason = protocol::FailureReason::kExit;
-  f.stderr_tail = {"Traceback", "RuntimeError: boom"};
-  obs.status.last_failure = f;
+  obs.status.last_failure =
+      protocol::RoundFailure{.round = 0,
+                             .node_rank = 1,
+                             .rank = 3,
+                             .local_rank = 1,
+                             .exit_code = 7,
+                             .signal = 0,
+                             .reason = protocol::FailureReason::kExit,
+                             .message = "",
+                             .stderr_tail = {"Traceback", "RuntimeError: boom"}};
   const api::Time now = T0() + seconds(30);
   const Plan plan = RunPass(RunningJob(), RunningPods(), now, obs);
 

@@ -18,17 +18,17 @@ using testing::Only;
 // One message of every type, in AllMessages order. Adding a message to AllMessages without a
 // sample here fails to compile (the static_assert below).
 AllMessages Samples() {
-  Join join;
-  join.run_id = "run-1";
-  join.attempt = 2;
-  join.node_rank = 3;
-  join.role = "worker";
-  join.role_index = 1;
-  join.host = "pod-3.job.ns.svc";
-  join.port = 2222;
-  join.nproc = 4;
-  join.want_peer_table = true;
-  join.mac = std::string(kMacBytes, 'm');
+  const Join join{.version = kProtocolVersion,
+                  .run_id = "run-1",
+                  .attempt = 2,
+                  .node_rank = 3,
+                  .role = "worker",
+                  .role_index = 1,
+                  .host = "pod-3.job.ns.svc",
+                  .port = 2222,
+                  .nproc = 4,
+                  .want_peer_table = true,
+                  .mac = std::string(kMacBytes, 'm')};
   const WorldMsg world{1, 1, 2, 8, 4, 4, "pod-0", std::string(kNcclIdBytes, 'x'), 0, 4};
   const RoundFailure failure{2, 1, 5, 1, 3, 0, FailureReason::kExit, "rank 5 exited", {"boom"}};
   return {Challenge{kProtocolVersion, std::string(kNonceBytes, 'n')},

@@ -12,17 +12,17 @@ namespace lockstep::protocol {
 namespace {
 
 TerminationMessage Sample() {
-  TerminationMessage m;
-  m.reason = FailureReason::kExit;
-  m.attempt = 2;
-  m.restart_count = 1;
-  m.requested_restarts = 3;
-  m.node_rank = 1;
-  m.rank = 5;
-  m.exit_code = 3;
-  m.message = "rank 5 exited with code 3";
-  m.stderr_tail = {"Traceback (most recent call last):", "ValueError: bad shard"};
-  return m;
+  return {.version = kTerminationVersion,
+          .reason = FailureReason::kExit,
+          .attempt = 2,
+          .restart_count = 1,
+          .requested_restarts = 3,
+          .node_rank = 1,
+          .rank = 5,
+          .exit_code = 3,
+          .signal = 0,
+          .message = "rank 5 exited with code 3",
+          .stderr_tail = {"Traceback (most recent call last):", "ValueError: bad shard"}};
 }
 
 // What a launcher of termination version 1 writes for Sample(). A renamed or retyped key fails
