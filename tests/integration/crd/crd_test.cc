@@ -62,7 +62,8 @@ class CrdTest : public ::testing::Test {
     s.restarts = {1, 1, 1};
     s.start_time = *api::ParseTime("2026-11-29T10:00:00Z");
     s.last_restart = api::LastRestart{*api::ParseTime("2026-11-29T10:05:00Z"), "PodFailed",
-                                      "pod x-worker-1 exited with code 1", 2, 10, "Recreate",
+                                      "pod x-worker-1 exited with code 1", 2, 10,
+                                      api::RestartMode::kRecreate,
                                       {"gpu-node-3"}};
     s.excluded_nodes.push_back(
         api::ExcludedNode{"gpu-node-3", "NodeLeaseExpired", *api::ParseTime("2026-11-29T10:10:00Z")});

@@ -167,7 +167,7 @@ TEST(CodecTest, StatusRoundTrip) {
   s.restarts = {1, 1, 1};
   s.start_time = *ParseTime("2026-11-29T10:00:00Z");
   s.last_restart = LastRestart{*ParseTime("2026-11-29T10:05:00Z"), "PodFailed", "exit 1", 2, 10,
-                               "Recreate", {}};
+                               RestartMode::kRecreate, {}};
   s.conditions.push_back(Condition{"Running", ConditionStatus::kFalse, 4,
                                    *ParseTime("2026-11-29T10:05:00Z"), "Restarting", "m"});
   const json encoded = EncodeStatus(s);
@@ -212,7 +212,7 @@ TEST(CodecTest, RestartStatusFieldsRoundTrip) {
                                "node n-7: lease not renewed for 23s",
                                3,
                                0,
-                               "Recreate",
+                               RestartMode::kRecreate,
                                {"n-7", "n-9"}};
   s.excluded_nodes = {{"n-7", "NodeLeaseExpired", *ParseTime("2026-11-29T10:10:00Z")},
                       {"n-9", "NodeNotReady", *ParseTime("2026-11-29T10:11:00Z")}};
@@ -231,7 +231,7 @@ TEST(CodecTest, RestartStatusFieldsRoundTrip) {
   EXPECT_EQ(decoded->restarts.consecutive, 1);
   ASSERT_TRUE(decoded->last_restart.has_value());
   EXPECT_EQ(decoded->last_restart->attempt, 3);
-  EXPECT_EQ(decoded->last_restart->mode, "Recreate");
+  EXPECT_EQ(decoded->last_restart->mode, RestartMode::kRecreate);
   EXPECT_EQ(decoded->last_restart->nodes, (std::vector<std::string>{"n-7", "n-9"}));
   ASSERT_EQ(decoded->excluded_nodes.size(), 2u);
   EXPECT_EQ(decoded->excluded_nodes[1].name, "n-9");
@@ -245,7 +245,8 @@ TEST(CodecTest, InPlaceFieldsRoundTrip) {
   TrainingJobStatus s;
   s.rendezvous = RendezvousStatus{2, 5, 1, 3};
   s.restart_request = RestartRequestStatus{"1732900000", *ParseTime("2026-11-29T10:05:00Z"),
-                                           "InPlace", "Pending", 2, -1};
+                                           RestartMode::kInPlace,
+                                           RestartRequestState::kPending, 2, -1};
   json encoded = EncodeStatus(s);
   EXPECT_EQ(encoded["rendezvous"], json::parse(R"({"attempt": 2, "round": 5,
       "failureRestarts": 1, "requestedRestarts": 3})"));
@@ -300,7 +301,7 @@ TEST(CodecTest, StatusWithoutTheRestartFieldsDecodes) {
   EXPECT_EQ(s->restarts.consecutive, 0);
   EXPECT_EQ(s->last_restart->attempt, 0);
   EXPECT_EQ(s->last_restart->backoff_seconds, 0);
-  EXPECT_TRUE(s->last_restart->mode.empty());
+  EXPECT_FALSE(s->last_restart->mode.has_value());
   EXPECT_TRUE(s->last_restart->nodes.empty());
   EXPECT_TRUE(s->excluded_nodes.empty());
   EXPECT_FALSE(s->capacity.has_value());
