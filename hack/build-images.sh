@@ -13,7 +13,8 @@
 # files with fixed modes, layer entries in sorted order, so a rebuild of the same tree gives the
 # same digests. The test node agent runs pods from these layouts (docs/e2e.md, "Images").
 #
-#   hack/build-images.sh [--build-dir DIR] [--out DIR]
+#   hack/build-images.sh [--build-dir DIR] [--out DIR] [--no-build]
+#       --no-build: pack the binaries the build dir holds (tests, which must not reconfigure it)
 #   hack/build-images.sh --print-recipe operator|launcher
 #       what the image holds and how it starts, in Dockerfile syntax (the Dockerfile test
 #       compares it with docker/<image>.Dockerfile's final stage)
@@ -107,12 +108,13 @@ PY
 }
 
 main() {
-  local build="${LOCKSTEP_BUILD_DIR:-build}"
+  local build="${LOCKSTEP_BUILD_DIR:-build}" no_build=""
   OUT=""
   while (( $# > 0 )); do
     case "$1" in
       --build-dir) build="$2"; shift 2 ;;
       --out) OUT="$2"; shift 2 ;;
+      --no-build) no_build=1; shift ;;
       --print-recipe) print_recipe "$2"; return ;;
       -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; return 2 ;;
       *) die "unknown argument: $1" ;;
@@ -127,8 +129,10 @@ main() {
   local version; version="$(chart_app_version)"
   [[ -n "$version" ]] || die "no appVersion in helm/lockstep/Chart.yaml"
 
-  source "$REPO_ROOT/hack/lib/build.sh"  # configure_and_build
-  configure_and_build "$build" -- lockstep-operator lockstep-launcher
+  if [[ -z "$no_build" ]]; then
+    source "$REPO_ROOT/hack/lib/build.sh"  # configure_and_build
+    configure_and_build "$build" -- lockstep-operator lockstep-launcher
+  fi
   WORK="$(mktemp -d)"
   trap 'rm -rf "$WORK"' EXIT
   mkdir -p "$WORK/bin" "$OUT"
