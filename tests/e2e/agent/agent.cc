@@ -72,10 +72,10 @@ Status Agent::StartImagesAndServices() {
   }
   if (!options_.apiserver_proxy) return Status::Ok();
   LS_ASSIGN_OR_RETURN(kubernetes_service_, DiscoverKubernetesService(*client_));
-  LS_ASSIGN_OR_RETURN(apiserver_proxy_,
-                      ApiserverProxy::Start(network_->host_ip(), kubernetes_service_->port,
-                                            kubernetes_service_->endpoint_ip,
-                                            kubernetes_service_->endpoint_port));
+  LS_ASSIGN_OR_RETURN(
+      apiserver_proxy_,
+      ApiserverProxy::Start(network_->host_ip(), kubernetes_service_->port,
+                            kubernetes_service_->endpoint_ip, kubernetes_service_->endpoint_port));
   log::Info("pods reach the apiserver through the kubernetes Service",
             {{"cluster_ip", kubernetes_service_->cluster_ip},
              {"proxy", network_->host_ip() + ":" + std::to_string(kubernetes_service_->port)}});
@@ -88,7 +88,8 @@ std::vector<NodeChoice> Agent::HealthyNodes() {
   for (const auto& [name, mode] : modes_) {
     if (mode != NodeMode::kHealthy) continue;
     NodeChoice node{name, {}, 0};
-    const json labels = BuildNode(options_, name, network_->host_ip(), NodeResources())["metadata"]["labels"];
+    const json labels =
+        BuildNode(options_, name, network_->host_ip(), NodeResources())["metadata"]["labels"];
     for (auto it = labels.begin(); it != labels.end(); ++it) node.labels[it.key()] = it.value();
     for (const auto& [uid, worker] : workers_) node.pods += worker->node() == name ? 1 : 0;
     nodes.push_back(std::move(node));

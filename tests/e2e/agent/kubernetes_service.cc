@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/log.h"
@@ -56,8 +56,10 @@ StatusOr<KubernetesService> DiscoverKubernetesService(kube::RestClient& client) 
   out.endpoint_ip = host.substr(0, colon);
   out.endpoint_port = std::atoi(host.c_str() + colon + 1);
   if (in_addr a{}; inet_pton(AF_INET, out.endpoint_ip.c_str(), &a) != 1 || out.endpoint_port <= 0) {
-    return FailedPreconditionError("--apiserver-proxy needs the kubeconfig's server as an IPv4 "
-                                   "address and port, got " + host);
+    return FailedPreconditionError(
+        "--apiserver-proxy needs the kubeconfig's server as an IPv4 "
+        "address and port, got " +
+        host);
   }
   return out;
 }
@@ -84,19 +86,36 @@ Status RouteKubernetesService(const std::string& netns, const KubernetesService&
   LS_RETURN_IF_ERROR(
       RunHostCommand({"ip", "-n", netns, "route", "add", s.cluster_ip + "/32", "dev", "eth0"})
           .status());
-  return RunHostCommand({"ip", "netns", "exec", netns, "iptables", "-w", "-t", "nat", "-A",
-                         "OUTPUT", "-d", s.cluster_ip + "/32", "-p", "tcp", "--dport", port, "-j",
-                         "DNAT", "--to-destination", proxy_ip + ":" + port})
+  return RunHostCommand({"ip",
+                         "netns",
+                         "exec",
+                         netns,
+                         "iptables",
+                         "-w",
+                         "-t",
+                         "nat",
+                         "-A",
+                         "OUTPUT",
+                         "-d",
+                         s.cluster_ip + "/32",
+                         "-p",
+                         "tcp",
+                         "--dport",
+                         port,
+                         "-j",
+                         "DNAT",
+                         "--to-destination",
+                         proxy_ip + ":" + port})
       .status();
 }
 
 // One forwarded connection: side 0 is the pod's, side 1 the apiserver's.
 struct ApiserverProxy::Conn {
   int fd[2] = {-1, -1};
-  std::string pending[2];          // read from fd[i], to be written to fd[1 - i]
-  bool eof[2] = {false, false};    // fd[i] will send nothing more
-  bool shut[2] = {false, false};   // fd[i]'s write side is shut down
-  bool hup[2] = {false, false};    // fd[i]'s peer is gone both ways (poll would keep saying so)
+  std::string pending[2];         // read from fd[i], to be written to fd[1 - i]
+  bool eof[2] = {false, false};   // fd[i] will send nothing more
+  bool shut[2] = {false, false};  // fd[i]'s write side is shut down
+  bool hup[2] = {false, false};   // fd[i]'s peer is gone both ways (poll would keep saying so)
   bool failed = false;
   std::chrono::steady_clock::time_point last_io = std::chrono::steady_clock::now();
 
@@ -145,9 +164,9 @@ struct ApiserverProxy::Conn {
 };
 
 StatusOr<std::unique_ptr<ApiserverProxy>> ApiserverProxy::Start(const std::string& listen_ip,
-                                                                 int listen_port,
-                                                                 const std::string& target_ip,
-                                                                 int target_port) {
+                                                                int listen_port,
+                                                                const std::string& target_ip,
+                                                                int target_port) {
   LS_ASSIGN_OR_RETURN(sockaddr_in addr, Address(listen_ip, listen_port));
   LS_RETURN_IF_ERROR(Address(target_ip, target_port).status());
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -169,8 +188,8 @@ StatusOr<std::unique_ptr<ApiserverProxy>> ApiserverProxy::Start(const std::strin
       new ApiserverProxy(fd, wake[0], wake[1], target_ip, target_port));
 }
 
-ApiserverProxy::ApiserverProxy(int listen_fd, int wake_read, int wake_write,
-                               std::string target_ip, int target_port)
+ApiserverProxy::ApiserverProxy(int listen_fd, int wake_read, int wake_write, std::string target_ip,
+                               int target_port)
     : listen_fd_(listen_fd),
       wake_read_(wake_read),
       wake_write_(wake_write),

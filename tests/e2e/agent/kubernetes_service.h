@@ -20,8 +20,8 @@
 namespace lockstep::e2e {
 
 struct KubernetesService {
-  std::string cluster_ip;  // the `kubernetes` Service's ClusterIP
-  int port = 443;          // its port
+  std::string cluster_ip;   // the `kubernetes` Service's ClusterIP
+  int port = 443;           // its port
   std::string endpoint_ip;  // where the apiserver listens: the agent's own connection's
   int endpoint_port = 0;
 };

@@ -78,7 +78,8 @@ StatusOr<std::string> ReadBlob(const std::string& layout, const std::string& dig
 
 StatusOr<json> ParseJson(const std::string& text, const std::string& what) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgumentError(what + " is not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgumentError(what + " is not a JSON object");
   return j;
 }
 
@@ -169,9 +170,9 @@ Status ImageStore::Unpack(const std::string& layout_dir, const std::string& tag,
   fs::create_directories(partial, ec);
   if (ec) return InternalError("create " + partial + ": " + ec.message());
   // umoci checks every layer against its digest and applies whiteouts as a runtime would.
-  Status unpacked =
-      RunHostCommand({"umoci", "raw", "unpack", "--image", layout_dir + ":" + tag, partial + "/rootfs"})
-          .status();
+  Status unpacked = RunHostCommand({"umoci", "raw", "unpack", "--image", layout_dir + ":" + tag,
+                                    partial + "/rootfs"})
+                        .status();
   if (!unpacked.ok()) {
     fs::remove_all(partial, ec);
     return unpacked.WithContext("unpack " + tag);
@@ -201,8 +202,7 @@ StatusOr<std::vector<std::string>> ImageStore::Import(const std::string& layout_
     if (!manifest.contains("layers")) {
       return UnimplementedError(tag + ": an image index; only single-platform images are stored");
     }
-    const std::string config_digest =
-        manifest.value("config", json::object()).value("digest", "");
+    const std::string config_digest = manifest.value("config", json::object()).value("digest", "");
     LS_ASSIGN_OR_RETURN(std::string config_blob, ReadBlob(layout_dir, config_digest));
     LS_ASSIGN_OR_RETURN(json config, ParseJson(config_blob, "config " + config_digest));
     LS_RETURN_IF_ERROR(ParseImageConfig(config).status().WithContext(tag));

@@ -25,26 +25,55 @@ constexpr size_t kMaxAccountFile = 64 * 1024;
 // What containerd (and Docker) give a container that asks for nothing.
 const std::vector<std::string>& DefaultCapabilities() {
   static const std::vector<std::string> caps = {
-      "CAP_AUDIT_WRITE", "CAP_CHOWN",   "CAP_DAC_OVERRIDE",     "CAP_FOWNER", "CAP_FSETID",
-      "CAP_KILL",        "CAP_MKNOD",   "CAP_NET_BIND_SERVICE", "CAP_NET_RAW", "CAP_SETFCAP",
+      "CAP_AUDIT_WRITE", "CAP_CHOWN",   "CAP_DAC_OVERRIDE",     "CAP_FOWNER",    "CAP_FSETID",
+      "CAP_KILL",        "CAP_MKNOD",   "CAP_NET_BIND_SERVICE", "CAP_NET_RAW",   "CAP_SETFCAP",
       "CAP_SETGID",      "CAP_SETPCAP", "CAP_SETUID",           "CAP_SYS_CHROOT"};
   return caps;
 }
 
 // Every capability this kernel generation defines (0 .. CAP_CHECKPOINT_RESTORE).
 const std::vector<std::string>& AllCapabilities() {
-  static const std::vector<std::string> caps = {
-      "CAP_CHOWN",           "CAP_DAC_OVERRIDE",  "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
-      "CAP_FSETID",          "CAP_KILL",          "CAP_SETGID",          "CAP_SETUID",
-      "CAP_SETPCAP",         "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
-      "CAP_NET_ADMIN",       "CAP_NET_RAW",       "CAP_IPC_LOCK",        "CAP_IPC_OWNER",
-      "CAP_SYS_MODULE",      "CAP_SYS_RAWIO",     "CAP_SYS_CHROOT",      "CAP_SYS_PTRACE",
-      "CAP_SYS_PACCT",       "CAP_SYS_ADMIN",     "CAP_SYS_BOOT",        "CAP_SYS_NICE",
-      "CAP_SYS_RESOURCE",    "CAP_SYS_TIME",      "CAP_SYS_TTY_CONFIG",  "CAP_MKNOD",
-      "CAP_LEASE",           "CAP_AUDIT_WRITE",   "CAP_AUDIT_CONTROL",   "CAP_SETFCAP",
-      "CAP_MAC_OVERRIDE",    "CAP_MAC_ADMIN",     "CAP_SYSLOG",          "CAP_WAKE_ALARM",
-      "CAP_BLOCK_SUSPEND",   "CAP_AUDIT_READ",    "CAP_PERFMON",         "CAP_BPF",
-      "CAP_CHECKPOINT_RESTORE"};
+  static const std::vector<std::string> caps = {"CAP_CHOWN",
+                                                "CAP_DAC_OVERRIDE",
+                                                "CAP_DAC_READ_SEARCH",
+                                                "CAP_FOWNER",
+                                                "CAP_FSETID",
+                                                "CAP_KILL",
+                                                "CAP_SETGID",
+                                                "CAP_SETUID",
+                                                "CAP_SETPCAP",
+                                                "CAP_LINUX_IMMUTABLE",
+                                                "CAP_NET_BIND_SERVICE",
+                                                "CAP_NET_BROADCAST",
+                                                "CAP_NET_ADMIN",
+                                                "CAP_NET_RAW",
+                                                "CAP_IPC_LOCK",
+                                                "CAP_IPC_OWNER",
+                                                "CAP_SYS_MODULE",
+                                                "CAP_SYS_RAWIO",
+                                                "CAP_SYS_CHROOT",
+                                                "CAP_SYS_PTRACE",
+                                                "CAP_SYS_PACCT",
+                                                "CAP_SYS_ADMIN",
+                                                "CAP_SYS_BOOT",
+                                                "CAP_SYS_NICE",
+                                                "CAP_SYS_RESOURCE",
+                                                "CAP_SYS_TIME",
+                                                "CAP_SYS_TTY_CONFIG",
+                                                "CAP_MKNOD",
+                                                "CAP_LEASE",
+                                                "CAP_AUDIT_WRITE",
+                                                "CAP_AUDIT_CONTROL",
+                                                "CAP_SETFCAP",
+                                                "CAP_MAC_OVERRIDE",
+                                                "CAP_MAC_ADMIN",
+                                                "CAP_SYSLOG",
+                                                "CAP_WAKE_ALARM",
+                                                "CAP_BLOCK_SUSPEND",
+                                                "CAP_AUDIT_READ",
+                                                "CAP_PERFMON",
+                                                "CAP_BPF",
+                                                "CAP_CHECKPOINT_RESTORE"};
   return caps;
 }
 
@@ -57,7 +86,8 @@ std::string CapName(const std::string& k8s_name) {
 // The container's securityContext field, else the pod's (for the fields both have).
 json Effective(const OciContainerSpec& spec, const char* key) {
   if (spec.security.is_object() && spec.security.contains(key)) return spec.security[key];
-  if (spec.pod_security.is_object() && spec.pod_security.contains(key)) return spec.pod_security[key];
+  if (spec.pod_security.is_object() && spec.pod_security.contains(key))
+    return spec.pod_security[key];
   return nullptr;
 }
 
@@ -118,7 +148,8 @@ StatusOr<User> ResolveUser(const ImageConfig& image, const OciContainerSpec& spe
         if (gid) break;
         if (e[0] == group) gid = ParseId(e[2]);
       }
-      if (!gid) return InvalidArgumentError("image group " + group + " is not in the image's group");
+      if (!gid)
+        return InvalidArgumentError("image group " + group + " is not in the image's group");
     }
   }
   User user;
@@ -199,8 +230,8 @@ json DefaultMounts() {
 }
 
 json MaskedPaths() {
-  return {"/proc/acpi",          "/proc/asound",      "/proc/kcore",    "/proc/keys",
-          "/proc/latency_stats", "/proc/timer_list",  "/proc/timer_stats", "/proc/sched_debug",
+  return {"/proc/acpi",          "/proc/asound",     "/proc/kcore",       "/proc/keys",
+          "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
           "/sys/firmware",       "/proc/scsi"};
 }
 
@@ -255,8 +286,7 @@ StatusOr<json> BuildRuntimeSpec(const ImageConfig& image, const OciContainerSpec
       {"args", argv},
       {"env", ProcessEnv(image, spec, user)},
       {"cwd", cwd},
-      {"capabilities",
-       {{"bounding", caps}, {"effective", caps}, {"permitted", caps}}},
+      {"capabilities", {{"bounding", caps}, {"effective", caps}, {"permitted", caps}}},
       {"noNewPrivileges", sc.value("allowPrivilegeEscalation", true) == false},
   };
   if (const std::vector<uint32_t> extra = ExtraGroups(spec); !extra.empty()) {
@@ -313,8 +343,8 @@ Status OciContainer::Prepare(const StoredImage& image, const OciContainerSpec& s
 }
 
 std::vector<std::string> OciContainer::RunArgv() const {
-  return {"runc",  "--root",   runc_root_, "--log", bundle_ + "/runc.log", "--log-format", "json",
-          "run",   "--bundle", bundle_,    id_};
+  return {"runc", "--root",   runc_root_, "--log", bundle_ + "/runc.log", "--log-format", "json",
+          "run",  "--bundle", bundle_,    id_};
 }
 
 std::string OciContainer::RuntimeError() const {

@@ -40,12 +40,12 @@ struct OciContainerSpec {
   std::vector<std::string> args;
   EnvList env;  // the pod's env for this container (kubelet order); the image's comes first
   std::string working_dir;
-  pid_t pause_pid = 0;               // whose network and UTS namespaces the container joins
-  std::vector<BindMount> mounts;     // host path -> container path, in order
-  nlohmann::json pod_security;       // spec.securityContext (may be null)
-  nlohmann::json security;           // the container's securityContext (may be null)
-  std::string passwd;                // the image's /etc/passwd and /etc/group ("" when absent),
-  std::string group;                 // to resolve user names and the default group
+  pid_t pause_pid = 0;            // whose network and UTS namespaces the container joins
+  std::vector<BindMount> mounts;  // host path -> container path, in order
+  nlohmann::json pod_security;    // spec.securityContext (may be null)
+  nlohmann::json security;        // the container's securityContext (may be null)
+  std::string passwd;             // the image's /etc/passwd and /etc/group ("" when absent),
+  std::string group;              // to resolve user names and the default group
 };
 
 // The capabilities a container gets: the runtime's default set, without `drop`, plus `add`

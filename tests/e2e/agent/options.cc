@@ -125,8 +125,7 @@ StatusOr<AgentOptions> ParseOptions(const std::vector<std::string>& args) {
     LS_RETURN_IF_ERROR(it->second(value));
   }
   for (int64_t i = 0; i < nodes; ++i) o.node_names.push_back(prefix + std::to_string(i));
-  const bool control =
-      !o.partition_node.empty() || !o.fail_node.empty() || !o.import_image.empty();
+  const bool control = !o.partition_node.empty() || !o.fail_node.empty() || !o.import_image.empty();
   if (!control && o.node_names.empty()) {
     return InvalidArgumentError("no nodes: pass --node-name or --nodes");
   }

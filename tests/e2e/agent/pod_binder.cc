@@ -36,8 +36,8 @@ PodBinder::PodBinder(kube::RestClient& client, const std::vector<std::string>& n
     kube::ReflectorOptions reflector;
     // Unbound pods for the default scheduler; a bound pod leaves the selection.
     reflector.field_selector = "spec.nodeName=,spec.schedulerName=default-scheduler";
-    informers_.push_back(std::make_unique<kube::Informer<PodItem>>(
-        client_, kube::resources::Pods(), ns, DecodePodItem, reflector));
+    informers_.push_back(std::make_unique<kube::Informer<PodItem>>(client_, kube::resources::Pods(),
+                                                                   ns, DecodePodItem, reflector));
   }
 }
 
@@ -64,15 +64,17 @@ void PodBinder::Tick(std::vector<NodeChoice> nodes) {
                             {"kind", "Binding"},
                             {"metadata", {{"name", pod->meta.name}, {"uid", pod->meta.uid}}},
                             {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", *node}}}};
-      StatusOr<json> bound = client_.CreateSubresource(kube::resources::Pods(), pod->meta.namespace_,
-                                                       pod->meta.name, "binding", binding);
+      StatusOr<json> bound = client_.CreateSubresource(
+          kube::resources::Pods(), pod->meta.namespace_, pod->meta.name, "binding", binding);
       if (!bound.ok()) {
         // Already bound (a stale cache), or deleted meanwhile: the next Tick sees the truth.
-        log::Warning("cannot bind pod",
-                     {{"pod", pod->meta.Key()}, {"node", *node}, {"error", bound.status().ToString()}});
+        log::Warning(
+            "cannot bind pod",
+            {{"pod", pod->meta.Key()}, {"node", *node}, {"error", bound.status().ToString()}});
         continue;
       }
-      log::Info("pod bound (as the default scheduler)", {{"pod", pod->meta.Key()}, {"node", *node}});
+      log::Info("pod bound (as the default scheduler)",
+                {{"pod", pod->meta.Key()}, {"node", *node}});
       for (NodeChoice& n : nodes) {
         if (n.name == *node) ++n.pods;
       }

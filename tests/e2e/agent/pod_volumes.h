@@ -50,8 +50,8 @@ class PodVolumes {
   // The bind mounts for the pod's mount namespace, parents first, of the containers for which
   // `wanted` holds (those run as host processes; a container from an image mounts its own);
   // missing mount targets are created on the host through the state dir (which removes them).
-  StatusOr<std::vector<BindMount>> Mounts(
-      const VolumeDirs& dirs, const std::function<bool(const nlohmann::json&)>& wanted);
+  StatusOr<std::vector<BindMount>> Mounts(const VolumeDirs& dirs,
+                                          const std::function<bool(const nlohmann::json&)>& wanted);
 
  private:
   Status PrepareVolume(const nlohmann::json& volume, const std::string& dir);

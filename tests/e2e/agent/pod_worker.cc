@@ -305,12 +305,11 @@ Status PodWorker::FailStart(ContainerRecord* rec, const Status& s) {
 
 StatusOr<EnvList> PodWorker::ContainerEnv(const json& spec) {
   PodRuntimeFields rt{record_.pod_ip, record_.host_ip};
-  LS_ASSIGN_OR_RETURN(EnvList env, ResolveEnv(Snapshot(), spec, rt,
-                                              [this](const std::string& kind,
-                                                     const std::string& name) {
-                                                return FetchConfigData(*ctx_.client, ns_, kind,
-                                                                       name);
-                                              }));
+  LS_ASSIGN_OR_RETURN(
+      EnvList env,
+      ResolveEnv(Snapshot(), spec, rt, [this](const std::string& kind, const std::string& name) {
+        return FetchConfigData(*ctx_.client, ns_, kind, name);
+      }));
   if (ctx_.kubernetes_service == nullptr) return env;
   // First, so the container's own env overrides them, as with the kubelet's service env.
   EnvList out = KubernetesServiceEnv(*ctx_.kubernetes_service);
@@ -394,8 +393,8 @@ StatusOr<pid_t> PodWorker::LaunchOciContainer(const json& spec, ContainerRecord*
   const json pod = Snapshot();
   oci.pod_security = pod.value("spec", json::object()).value("securityContext", json());
   oci.security = spec.value("securityContext", json());
-  auto container =
-      std::make_unique<OciContainer>(ctx_.state->RuncDir(), base + ".oci", net_->name + "-" + rec->name);
+  auto container = std::make_unique<OciContainer>(ctx_.state->RuncDir(), base + ".oci",
+                                                  net_->name + "-" + rec->name);
   if (Status s = container->Prepare(image, oci); !s.ok()) return fail(s);
   ContainerSpec cs;
   cs.pause_pid = pause_pid_;
@@ -414,8 +413,9 @@ StatusOr<pid_t> PodWorker::LaunchOciContainer(const json& spec, ContainerRecord*
   const size_t tag = image.reference.rfind(':');
   const bool tagged = tag != std::string::npos && tag > image.reference.rfind('/') + 1;
   rec->image_id = image.reference.substr(0, tagged ? tag : std::string::npos) + "@" + image.digest;
-  log::Info("container started with runc",
-            {{"pod", key_}, {"container", rec->name}, {"image", rec->image_id}, {"id", container->id()}});
+  log::Info(
+      "container started with runc",
+      {{"pod", key_}, {"container", rec->name}, {"image", rec->image_id}, {"id", container->id()}});
   oci_containers_[rec->name] = std::move(container);
   return pid;
 }
