@@ -106,15 +106,15 @@ std::optional<uint32_t> ParseId(const std::string& text) {
   return v;
 }
 
-// An /etc/passwd or /etc/group entry: fields split on ':'.
-std::vector<std::vector<std::string>> AccountEntries(const std::string& text) {
+// The entries of an /etc/passwd (min_fields 4) or /etc/group (3) text: fields split on ':'.
+std::vector<std::vector<std::string>> AccountEntries(const std::string& text, size_t min_fields) {
   std::vector<std::vector<std::string>> out;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     std::vector<std::string> fields;
     std::istringstream parts(line);
     for (std::string f; std::getline(parts, f, ':');) fields.push_back(f);
-    if (fields.size() >= 4) out.push_back(std::move(fields));
+    if (fields.size() >= min_fields) out.push_back(std::move(fields));
   }
   return out;
 }
@@ -129,7 +129,7 @@ struct User {
 // ("uid", "uid:gid", names through the image's passwd and group); without a group, the passwd
 // entry's primary group, else 0.
 StatusOr<User> ResolveUser(const ImageConfig& image, const OciContainerSpec& spec) {
-  const auto passwd = AccountEntries(spec.passwd);
+  const auto passwd = AccountEntries(spec.passwd, 4);
   std::optional<uint32_t> uid = IdValue(Effective(spec, "runAsUser"));
   std::optional<uint32_t> gid = IdValue(Effective(spec, "runAsGroup"));
   if (!uid && !image.user.empty()) {
@@ -144,7 +144,7 @@ StatusOr<User> ResolveUser(const ImageConfig& image, const OciContainerSpec& spe
     if (colon != std::string::npos && !gid) {
       const std::string group = image.user.substr(colon + 1);
       gid = ParseId(group);
-      for (const auto& e : AccountEntries(spec.group)) {
+      for (const auto& e : AccountEntries(spec.group, 3)) {
         if (gid) break;
         if (e[0] == group) gid = ParseId(e[2]);
       }
