@@ -39,7 +39,7 @@ lint() {
 }
 
 check_common() {
-  local file="$1" target="$2" binary="$3"
+  local file="$1" target="$2"
   local name before=$failures; name="$(basename "$file")"
   (( $(stage_count "$file") >= 2 )) || fail "$name is not multi-stage"
   local builder; builder="$(stage "$file" 0)"
@@ -70,7 +70,7 @@ check_common() {
 
 check_operator() {
   local file="$REPO/docker/operator.Dockerfile"
-  check_common "$file" operator lockstep-operator
+  check_common "$file" operator
   local last; last="$(stage "$file" $(( $(stage_count "$file") - 1 )))"
   grep -q 'ENTRYPOINT \["/lockstep-operator"\]' <<<"$last" || fail "operator ENTRYPOINT"
   # The chart starts the container with this command.
@@ -80,7 +80,7 @@ check_operator() {
 
 check_launcher() {
   local file="$REPO/docker/launcher.Dockerfile"
-  check_common "$file" launcher lockstep-launcher
+  check_common "$file" launcher
   # The operator's init container copies this exact path with `cp` (operator/api/children.*).
   grep -q 'kLauncherInImage = "/lockstep-launcher"' "$REPO/operator/api/children.h" ||
     fail "operator/api/children.h no longer copies /lockstep-launcher"
