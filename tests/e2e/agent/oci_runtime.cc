@@ -22,60 +22,31 @@ namespace {
 constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 constexpr size_t kMaxAccountFile = 64 * 1024;
 
+// clang-format off
 // What containerd (and Docker) give a container that asks for nothing.
 const std::vector<std::string>& DefaultCapabilities() {
   static const std::vector<std::string> caps = {
-      "CAP_AUDIT_WRITE", "CAP_CHOWN",   "CAP_DAC_OVERRIDE",     "CAP_FOWNER",    "CAP_FSETID",
-      "CAP_KILL",        "CAP_MKNOD",   "CAP_NET_BIND_SERVICE", "CAP_NET_RAW",   "CAP_SETFCAP",
-      "CAP_SETGID",      "CAP_SETPCAP", "CAP_SETUID",           "CAP_SYS_CHROOT"};
+      "CAP_AUDIT_WRITE", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+      "CAP_MKNOD", "CAP_NET_BIND_SERVICE", "CAP_NET_RAW", "CAP_SETFCAP", "CAP_SETGID",
+      "CAP_SETPCAP", "CAP_SETUID", "CAP_SYS_CHROOT"};
   return caps;
 }
 
-// Every capability this kernel generation defines (0 .. CAP_CHECKPOINT_RESTORE).
+// Every capability the kernel defines, CAP_CHOWN (0) to CAP_CHECKPOINT_RESTORE (40).
 const std::vector<std::string>& AllCapabilities() {
-  static const std::vector<std::string> caps = {"CAP_CHOWN",
-                                                "CAP_DAC_OVERRIDE",
-                                                "CAP_DAC_READ_SEARCH",
-                                                "CAP_FOWNER",
-                                                "CAP_FSETID",
-                                                "CAP_KILL",
-                                                "CAP_SETGID",
-                                                "CAP_SETUID",
-                                                "CAP_SETPCAP",
-                                                "CAP_LINUX_IMMUTABLE",
-                                                "CAP_NET_BIND_SERVICE",
-                                                "CAP_NET_BROADCAST",
-                                                "CAP_NET_ADMIN",
-                                                "CAP_NET_RAW",
-                                                "CAP_IPC_LOCK",
-                                                "CAP_IPC_OWNER",
-                                                "CAP_SYS_MODULE",
-                                                "CAP_SYS_RAWIO",
-                                                "CAP_SYS_CHROOT",
-                                                "CAP_SYS_PTRACE",
-                                                "CAP_SYS_PACCT",
-                                                "CAP_SYS_ADMIN",
-                                                "CAP_SYS_BOOT",
-                                                "CAP_SYS_NICE",
-                                                "CAP_SYS_RESOURCE",
-                                                "CAP_SYS_TIME",
-                                                "CAP_SYS_TTY_CONFIG",
-                                                "CAP_MKNOD",
-                                                "CAP_LEASE",
-                                                "CAP_AUDIT_WRITE",
-                                                "CAP_AUDIT_CONTROL",
-                                                "CAP_SETFCAP",
-                                                "CAP_MAC_OVERRIDE",
-                                                "CAP_MAC_ADMIN",
-                                                "CAP_SYSLOG",
-                                                "CAP_WAKE_ALARM",
-                                                "CAP_BLOCK_SUSPEND",
-                                                "CAP_AUDIT_READ",
-                                                "CAP_PERFMON",
-                                                "CAP_BPF",
-                                                "CAP_CHECKPOINT_RESTORE"};
+  static const std::vector<std::string> caps = {
+      "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID",
+      "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE",
+      "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW",
+      "CAP_IPC_LOCK", "CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT",
+      "CAP_SYS_PTRACE", "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
+      "CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE",
+      "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE",
+      "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ",
+      "CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE"};
   return caps;
 }
+// clang-format on
 
 std::string CapName(const std::string& k8s_name) {
   std::string upper = k8s_name;
