@@ -14,7 +14,10 @@
 #   4. a TrainingJob's init containers copy the launcher from the launcher image and the job
 #      succeeds;
 #   5. deleting the leader's pod hands the Lease to another pod, and the ReplicaSet's
-#      replacement runs again from the image.
+#      replacement runs again from the image;
+#   6. an agent SIGKILLed with the operator pods running: the next agent on the same state dir
+#      deletes the dead one's runc containers and cgroups, keeps the unpacked images, and the
+#      ReplicaSet's new pods run and lead again.
 # The agent's cleanup guarantees are checked when it stops (no netns, link, mount, runc
 # container or cgroup of its bridge left).
 #
@@ -307,6 +310,30 @@ hand_over() {
   ok "deleted leader $old; $(leader_pod) leads ${took} s later; two operator pods Running again"
 }
 
+# ---- 6. a crashed agent's containers ----------------------------------------------------------
+
+crash_and_restart() {
+  local ids unpacked_before
+  ids="$(runc --root "$STATE/runc" list -q)"
+  [[ "$(grep -c . <<<"$ids")" -ge 2 ]] || fail "expected the operators' runc containers, got: $ids"
+  unpacked_before="$(stat -c %i "$STATE"/images/sha256-*/rootfs | sort | tr '\n' ' ')"
+  kill -KILL "$AGENT_PID"
+  wait "$AGENT_PID" 2>/dev/null || true
+  AGENT_PID=""
+  start_agent
+  local id
+  for id in $ids; do
+    runc --root "$STATE/runc" state "$id" >/dev/null 2>&1 && fail "runc container $id survived"
+    compgen -G "/sys/fs/cgroup/*/$id" >/dev/null && fail "cgroups of $id survived"
+  done
+  [[ "$(stat -c %i "$STATE"/images/sha256-*/rootfs | sort | tr '\n' ' ')" == "$unpacked_before" ]] ||
+    fail "the restarted agent unpacked the images again"
+  # The dead agent's pods are Failed now (NodeAgentRestarted); the ReplicaSet's new ones take
+  # the Lease once the old holder's term runs out.
+  operators_back() { two_operators_running && one_leads; }
+  wait_for 120 "two new operator pods Running and one leading" operators_back
+  ok "agent SIGKILLed and restarted: the dead agent's $(grep -c . <<<"$ids") runc containers and cgroups deleted, images kept, operators back ($(leader_pod) leads)"
+}
 build_images_twice
 inspect_images
 start_agent
@@ -314,4 +341,5 @@ check_security_context
 install_chart
 run_training_job
 hand_over
+crash_and_restart
 echo "images e2e: all checks passed in $((SECONDS - STARTED)) s"
