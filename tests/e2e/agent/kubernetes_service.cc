@@ -132,6 +132,7 @@ struct ApiserverProxy::Conn {
   void Read(int side) {
     char buf[16 * 1024];
     const size_t room = kBufferBytes - pending[side].size();
+    if (room == 0) return;  // a hang-up with a full buffer: read once the buffer drains
     const ssize_t n = read(fd[side], buf, std::min(room, sizeof(buf)));
     if (n > 0) {
       pending[side].append(buf, static_cast<size_t>(n));
@@ -249,10 +250,15 @@ void ApiserverProxy::Loop() {
         short events = 0;
         if (!c->eof[side] && c->pending[side].size() < kBufferBytes) events |= POLLIN;
         if (!c->pending[1 - side].empty()) events |= POLLOUT;
-        fds.push_back({c->fd[side], events, 0});
+        // Nothing wanted from this side now (its buffer is full, nothing to write to it): not
+        // polled at all, or a hang-up it reports would spin the loop.
+        fds.push_back({events != 0 ? c->fd[side] : -1, events, 0});
       }
     }
-    if (poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) return;
+    if (poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) {
+      log::Error("apiserver proxy stopped", {{"error", strerror(errno)}});
+      return;
+    }
     if (fds[0].revents != 0) return;  // stop requested
     for (size_t i = 0; i < conns_.size(); ++i) {
       Conn& c = *conns_[i];

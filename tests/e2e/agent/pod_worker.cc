@@ -432,10 +432,9 @@ void PodWorker::RecordExit(const json& spec, ContainerRecord* rec, int wstatus) 
   if (auto oci = oci_containers_.find(rec->name); oci != oci_containers_.end()) {
     // runc failed before the container's process ran (e.g. no such executable in the image).
     if (std::string error = oci->second->RuntimeError(); !error.empty() && rec->exit_code != 0) {
-      FailStart(rec, error.find("no such file or directory") != std::string::npos
-                         ? NotFoundError(error)
-                         : InternalError(error))
-          .IgnoreError();
+      const bool missing = error.find("not found") != std::string::npos ||
+                           error.find("no such file or directory") != std::string::npos;
+      FailStart(rec, missing ? NotFoundError(error) : InternalError(error)).IgnoreError();
       return;
     }
   }

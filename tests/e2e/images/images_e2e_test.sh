@@ -6,7 +6,7 @@
 #      readOnlyRootFilesystem really makes / unwritable (and the same pod without it can
 #      write), and runAsUser/runAsGroup, supplementalGroups, capabilities and
 #      allowPrivilegeEscalation=false reach the process (busybox `cp /proc/self/status` in the
-#      launcher image reports its own credentials);
+#      launcher image reports its own credentials); a missing executable is a StartError;
 #   3. `helm install` with the chart's defaults (2 replicas; the CRD left to the cluster and the
 #      RBAC scoped to the test's namespace, so other tests' jobs are not its business): both
 #      operator pods run from the operator image on agent nodes with their projected
@@ -184,9 +184,17 @@ check_security_context() {
     status_pod confined /scratch/status '{"runAsUser": 1234, "runAsGroup": 5678, "supplementalGroups": [42]}' \
       '{"readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}}'
     status_pod image-user /scratch/status '{}' '{}'
+    # runc's own failure (no such executable in the image) is a StartError, as with a runtime.
+    status_pod no-such-command /x '{}' '{}' | jq '.spec.containers[0].command = ["/no/such"]'
   } | kubectl apply -f - >/dev/null
   local pod
-  for pod in ro-root rw-root confined image-user; do wait_for 60 "pod $pod to finish" pod_done "$pod"; done
+  for pod in ro-root rw-root confined image-user no-such-command; do
+    wait_for 60 "pod $pod to finish" pod_done "$pod"
+  done
+  local start_error
+  start_error="$(pod_field no-such-command '.status.containerStatuses[0].state.terminated')"
+  [[ "$(jq -r '"\(.reason) \(.exitCode)"' <<<"$start_error")" == "StartError 127" ]] ||
+    fail "a missing executable is not StartError 127: $start_error"
   for pod in ro-root rw-root confined image-user; do
     [[ "$(pod_field "$pod" '.status.containerStatuses[0].containerID')" == runc://* ]] ||
       fail "$pod did not run with runc"
@@ -210,7 +218,8 @@ check_security_context() {
     fail "image-user Uid (the image's USER): $(status_field image-user Uid)"
   [[ "$(status_field image-user NoNewPrivs)" == 0 ]] || fail "image-user NoNewPrivs"
   ok "securityContext applied: uid 1234, gid 5678, groups with 42, CapBnd NET_BIND_SERVICE only, NoNewPrivs; image USER 65532 by default"
-  kubectl delete pod -n "$NS" ro-root rw-root confined image-user --wait=false >/dev/null
+  kubectl delete pod -n "$NS" ro-root rw-root confined image-user no-such-command --wait=false \
+    >/dev/null
 }
 
 # ---- 3. the chart's Deployment from the operator image -------------------------------------
