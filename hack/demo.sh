@@ -156,6 +156,11 @@ submit_job() {
     {\"op\": \"replace\", \"path\": \"/spec/template/spec/volumes/0/hostPath/path\", \"value\": \"$CHECKPOINTS\"}
   ]" | kubectl apply -f - >/dev/null
   wait_for 120 "$JOB to run" running_attempt 0
+  local pod
+  for pod in "$JOB-worker-0" "$JOB-worker-1"; do
+    echo "  $pod: its init container copied the launcher from" \
+      "$(kubectl get pod "$pod" -o jsonpath='{.status.initContainerStatuses[0].imageID}') with runc"
+  done
   wait_for 180 "the first checkpoint" test -f "$CHECKPOINTS/checkpoint.pt"
   echo "  rank 0 wrote its first checkpoint at $(date -r "$CHECKPOINTS/checkpoint.pt" +%T)"
 }
