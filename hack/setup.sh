@@ -25,6 +25,7 @@ APT_PACKAGES=(
   libcurl4-openssl-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 iptables procps psmisc util-linux prometheus
+  runc umoci skopeo busybox-static
   python3 python3-venv python3-dev
 )
 

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "tests/e2e/agent/pod_json.h"
 #include "tests/e2e/agent/serving_cert.h"
+#include "tests/e2e/agent/oci_runtime.h"
 
 namespace lockstep::e2e {
 
@@ -35,6 +36,7 @@ Status Agent::Start() {
   LS_RETURN_IF_ERROR(network_->SetUpBridge());
   LS_RETURN_IF_ERROR(StartKubeletServer());
   const int kubelet_port = kubelet_ ? kubelet_->port() : 0;
+  LS_RETURN_IF_ERROR(StartImagesAndServices());
   for (const auto& name : options_.node_names) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -57,6 +59,10 @@ Status Agent::Start() {
     informer->AddEventHandler(std::move(handlers));
     informer->Start();
     informers_.push_back(std::move(informer));
+  }
+  if (!options_.schedule_namespaces.empty()) {
+    binder_ = std::make_unique<PodBinder>(*client_, options_.schedule_namespaces);
+    binder_->Start();
   }
   log::Info("test node agent started", {{"nodes", std::to_string(options_.node_names.size())},
                                         {"bridge", options_.bridge},
@@ -131,6 +137,40 @@ Status Agent::AuthorizeNodeProxy(const PeerIdentity& peer, const std::string& no
                                ", verb=get, resource=nodes, subresource=proxy)");
 }
 
+Status Agent::StartImagesAndServices() {
+  image_store_ = std::make_unique<ImageStore>(state_.ImagesDir());
+  RemoveStaleContainers(state_.RuncDir(), options_.bridge + "-");
+  for (const std::string& layout : options_.image_layouts) {
+    LS_ASSIGN_OR_RETURN(std::vector<std::string> imported, image_store_->Import(layout));
+    for (const std::string& image : imported) log::Info("image stored", {{"image", image}});
+  }
+  if (!options_.apiserver_proxy) return Status::Ok();
+  LS_ASSIGN_OR_RETURN(kubernetes_service_, DiscoverKubernetesService(*client_));
+  LS_ASSIGN_OR_RETURN(
+      apiserver_proxy_,
+      ApiserverProxy::Start(network_->host_ip(), kubernetes_service_->port,
+                            kubernetes_service_->endpoint_ip, kubernetes_service_->endpoint_port));
+  log::Info("pods reach the apiserver through the kubernetes Service",
+            {{"cluster_ip", kubernetes_service_->cluster_ip},
+             {"proxy", network_->host_ip() + ":" + std::to_string(kubernetes_service_->port)}});
+  return Status::Ok();
+}
+
+std::vector<NodeChoice> Agent::HealthyNodes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<NodeChoice> nodes;
+  for (const auto& [name, mode] : modes_) {
+    if (mode != NodeMode::kHealthy) continue;
+    NodeChoice node{name, {}, 0};
+    const json labels =
+        BuildNode(options_, name, network_->host_ip(), NodeResources(), 0)["metadata"]["labels"];
+    for (auto it = labels.begin(); it != labels.end(); ++it) node.labels[it.key()] = it.value();
+    for (const auto& [uid, worker] : workers_) node.pods += worker->node() == name ? 1 : 0;
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
+}
+
 void Agent::OnPod(const PodPtr& pod) {
   const std::string node = pod->object["spec"].value("nodeName", "");
   std::lock_guard<std::mutex> lock(mu_);
@@ -149,6 +189,8 @@ void Agent::OnPod(const PodPtr& pod) {
   ctx.network = network_.get();
   ctx.hosts = &hosts_;
   ctx.state = &state_;
+  ctx.image_store = image_store_.get();
+  ctx.kubernetes_service = kubernetes_service_ ? &*kubernetes_service_ : nullptr;
   ctx.writes_allowed = [this](const std::string& n) { return WritesAllowed(n); };
   auto worker = std::make_unique<PodWorker>(std::move(ctx), pod->object);
   worker->Start();
@@ -219,6 +261,7 @@ void Agent::Tick() {
     if (!s.ok())
       log::Warning("heartbeat failed", {{"node", node->name()}, {"error", s.ToString()}});
   }
+  if (binder_) binder_->Tick(HealthyNodes());
   std::vector<std::unique_ptr<PodWorker>> finished;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -244,12 +287,14 @@ void Agent::Shutdown() {
   }
   if (kubelet_) kubelet_->Stop();  // before the informers its lookups read
   informers_.clear();  // no more events
+  binder_.reset();
   {
     std::lock_guard<std::mutex> lock(mu_);
     workers.swap(workers_);
   }
   for (auto& [uid, worker] : workers) worker->Kill();
   workers.clear();  // each tears its sandbox down and joins
+  apiserver_proxy_.reset();
   for (const auto& node : nodes_) {
     Status s = node->Unregister();
     if (!s.ok())

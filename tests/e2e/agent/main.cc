@@ -18,6 +18,7 @@
 #include "operator/kube/curl_transport.h"
 #include "operator/kube/rest_client.h"
 #include "tests/e2e/agent/agent.h"
+#include "tests/e2e/agent/oci_image_store.h"
 #include "tests/e2e/agent/options.h"
 #include "tests/e2e/agent/state_dir.h"
 
@@ -26,7 +27,21 @@ namespace {
 using lockstep::Status;
 using lockstep::StatusOr;
 
+// `--import-image DIR --state-dir S`: the store is a directory with its own lock, so this works
+// whether the agent owning S runs or not (a running one finds the image at its next container).
+int ImportImage(const lockstep::e2e::AgentOptions& options) {
+  lockstep::e2e::ImageStore store(lockstep::e2e::StateDir(options.state_dir).ImagesDir());
+  StatusOr<std::vector<std::string>> imported = store.Import(options.import_image);
+  if (!imported.ok()) {
+    std::fprintf(stderr, "lockstep-test-node-agent: %s\n", imported.status().ToString().c_str());
+    return 1;
+  }
+  for (const std::string& image : *imported) std::printf("imported %s\n", image.c_str());
+  return 0;
+}
+
 int Control(const lockstep::e2e::AgentOptions& options) {
+  if (!options.import_image.empty()) return ImportImage(options);
   const bool fail = !options.fail_node.empty();
   Status s = lockstep::e2e::RequestNodeControl(options.state_dir,
                                                fail ? options.fail_node : options.partition_node,
@@ -67,7 +82,10 @@ int main(int argc, char** argv) {
                  lockstep::e2e::Usage().c_str());
     return 2;
   }
-  if (!options->partition_node.empty() || !options->fail_node.empty()) return Control(*options);
+  if (!options->partition_node.empty() || !options->fail_node.empty() ||
+      !options->import_image.empty()) {
+    return Control(*options);
+  }
 
   // Blocked before any thread starts, so they are delivered only to sigtimedwait below
   // (children unblock them before exec).
