@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # lockstep-operator image. Build from the repository root:
 #   docker build -f docker/operator.Dockerfile -t lockstep/operator:0.1.0 .
-# The builder stage runs docker/build-in-image.sh, which the test suite also runs outside Docker.
+# The builder stage runs docker/build-in-image.sh and docker/stage-rootfs.sh, which
+# hack/build-images.sh also runs to build this image without Docker: both ship the same files at
+# the same paths and start the same way (tests/unit/helm/dockerfiles_test.sh compares them).
 
 FROM debian:12 AS builder
 # The build packages of hack/setup.sh (tests/unit/helm/dockerfiles_test.sh keeps them a subset).
@@ -15,19 +17,16 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
+# Timestamps of the staged files (BuildKit passes SOURCE_DATE_EPOCH when it is set).
+ARG SOURCE_DATE_EPOCH=0
+# The root filesystem: the binary, exactly the shared libraries it loads, the CA bundle, passwd.
 RUN --mount=type=cache,target=/root/.cache/ccache \
-    CCACHE_DIR=/root/.cache/ccache docker/build-in-image.sh --out /out --target operator
+    CCACHE_DIR=/root/.cache/ccache docker/build-in-image.sh --out /out --target operator \
+ && docker/stage-rootfs.sh --image operator --bin /out --out /rootfs
 
-FROM debian:12-slim
-# Exactly the shared libraries lockstep-operator links (the build test checks the binary's
-# NEEDED entries against this list), plus the CA bundle for kubeconfigs that name none.
-# hadolint ignore=DL3008
-RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      ca-certificates libcurl4 libssl3 libyaml-cpp0.7 \
-      libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
- && rm -rf /var/lib/apt/lists/*
-COPY --from=builder --chmod=0555 /out/lockstep-operator /lockstep-operator
+# No base image: nothing but what /rootfs holds (no shell, no package manager).
+FROM scratch
+COPY --from=builder /rootfs/ /
 # The nonroot uid the chart's securityContext runs as (runAsUser 65532).
 USER 65532:65532
 EXPOSE 8080 8081

@@ -5,7 +5,7 @@
 # hack/build-tools.sh and cached outside the repository.
 #
 #   eval "$(hack/cluster.sh up [--name N] [--nodes 16] [--gpus-per-node 8] [--blocks 2]
-#                              [--racks-per-block 2])"
+#                              [--racks-per-block 2] [--kwok-stages FILE])"
 #   hack/cluster.sh env [--name N]        # the two export lines for a running cluster
 #   hack/cluster.sh status [--name N]
 #   hack/cluster.sh restart apiserver|etcd|kwok|controller-manager [--name N]
@@ -32,7 +32,7 @@ usage() {
 
 parse_args() {
   CLUSTER_NAME="${LOCKSTEP_CLUSTER_NAME:-lockstep}"
-  NODES=16 GPUS_PER_NODE=8 BLOCKS=2 RACKS_PER_BLOCK=2
+  NODES=16 GPUS_PER_NODE=8 BLOCKS=2 RACKS_PER_BLOCK=2 KWOK_STAGES=""
   COMMAND="${1:-}"; [[ -n "$COMMAND" ]] || usage; shift
   COMPONENT="" USER_NAME="" USER_GROUPS=()
   if [[ "$COMMAND" == restart ]]; then COMPONENT="${1:-}"; [[ -n "$COMPONENT" ]] || usage; shift; fi
@@ -45,6 +45,9 @@ parse_args() {
       --racks-per-block) RACKS_PER_BLOCK="$2"; shift 2 ;;
       --user) USER_NAME="$2"; shift 2 ;;
       --group) USER_GROUPS+=("$2"); shift 2 ;;
+      # kwok Stage documents that replace its default pod stages (bench/peers: pods of Jobs
+      # keep running instead of kwok's default completing them at once).
+      --kwok-stages) KWOK_STAGES="$(realpath "$2")"; shift 2 ;;
       -h|--help) usage ;;
       *) die "unknown argument: $1" ;;
     esac
@@ -72,6 +75,7 @@ cmd_up() {
   [[ -x "$TOOLS_BIN/kube-apiserver" ]] || "$REPO_ROOT/hack/build-tools.sh"
   local started=$SECONDS
   rm -rf "$STATE" && mkdir -p "$STATE"/{pki,logs,pids,run}
+  [[ -z "$KWOK_STAGES" ]] || cp "$KWOK_STAGES" "$STATE/run/kwok-stages.yaml"
   allocate_ports
   make_pki
   write_kubeconfigs

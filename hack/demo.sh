@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Lockstep's main command: prepares this machine, builds Lockstep, starts the local control plane
-# with 4 agent nodes whose pods really run (lockstep-test-node-agent, docs/e2e.md), installs
-# Lockstep with its Helm chart, trains examples/local/pytorch-ddp.yaml (PyTorch DDP, 2 pods x 2
-# processes, gloo on CPU) to Succeeded while `kubectl get tj -w` runs, kills the node under the
-# job halfway and shows the recovery: detection, the gang running again elsewhere as the next
-# attempt, training resumed from its checkpoint. The cluster stays up until
+# Lockstep's main command: prepares this machine, builds Lockstep and its two images
+# (hack/build-images.sh), starts the local control plane with 4 agent nodes whose pods really run
+# (lockstep-test-node-agent, docs/e2e.md), installs Lockstep with its Helm chart (both operator
+# replicas run from the operator image on agent nodes; deleting the leader's pod hands over),
+# trains examples/local/pytorch-ddp.yaml (PyTorch DDP, 2 pods x 2 processes, gloo on CPU, the
+# launcher copied from the launcher image) to Succeeded while `kubectl get tj -w` runs, kills a
+# node under the job halfway and shows the recovery: detection, the gang running again elsewhere
+# as the next attempt, training resumed from its checkpoint. The cluster stays up until
 # `hack/cluster.sh down --name lockstep-demo`; a rerun on it starts the story afresh.
 #
 # Environment: LOCKSTEP_DEMO_CLUSTER (lockstep-demo), LOCKSTEP_BUILD_DIR (build),
-# LOCKSTEP_DEMO_LEASE_GRACE (5s), LOCKSTEP_DEMO_EPOCHS (12), LOCKSTEP_DEMO_METRICS_PORT (38080).
-# Needs root for the agent's namespaces and bridge (sudo otherwise).
+# LOCKSTEP_DEMO_LEASE_GRACE (5s), LOCKSTEP_DEMO_EPOCHS (12).
+# Needs root for the agent's namespaces and bridge and for the images' root-owned files (sudo
+# otherwise).
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 cd "$REPO_ROOT"
@@ -17,20 +20,25 @@ CLUSTER_NAME="${LOCKSTEP_DEMO_CLUSTER:-lockstep-demo}"
 STATE="$LOCKSTEP_CACHE/clusters/$CLUSTER_NAME"
 BUILD="$(realpath -m "${LOCKSTEP_BUILD_DIR:-build}")"
 DEMO_LEASE_GRACE="${LOCKSTEP_DEMO_LEASE_GRACE:-5s}"
-DEMO_METRICS_ADDR="127.0.0.1:${LOCKSTEP_DEMO_METRICS_PORT:-38080}"
-DEMO_HEALTH_ADDR="127.0.0.1:$(( ${LOCKSTEP_DEMO_METRICS_PORT:-38080} + 1 ))"
+DEMO_METRICS_ADDR=""  # the leading operator pod's <ip>:8080, once it runs
 EPOCHS="${LOCKSTEP_DEMO_EPOCHS:-12}"
 EXAMPLE=examples/local/pytorch-ddp.yaml
 AGENT_NODES=4
 source "$REPO_ROOT/hack/lib/cluster-components.sh"  # stop_component, component_alive
 source "$REPO_ROOT/hack/lib/cluster-agent.sh"
 source "$REPO_ROOT/hack/lib/demo-lockstep.sh"
-source "$REPO_ROOT/hack/lib/sa-kubeconfig.sh"   # write_service_account_kubeconfig
 source "$REPO_ROOT/hack/lib/helm-crd.sh"        # adopt_crd
 source "$REPO_ROOT/hack/lib/build.sh"           # configure_and_build
 DEMO_STARTED=$SECONDS
 
-step() { echo; log "== $*"; }
+# step NAME: starts the next of the story's steps, saying how long the last one took.
+STEP_NAME="" STEP_STARTED=$SECONDS
+step() {
+  end_step
+  STEP_NAME="${*%% *}" STEP_STARTED=$SECONDS
+  echo; log "== $*"
+}
+end_step() { [[ -z "$STEP_NAME" ]] || log "== step $STEP_NAME done in $((SECONDS - STEP_STARTED)) s"; }
 
 build() {
   step "1/6 setting up this machine and building Lockstep into $BUILD"
@@ -38,6 +46,8 @@ build() {
   # Only what the demo runs; hack/test.sh builds everything.
   log "building $BUILD (a few minutes the first time, seconds from ccache)"
   configure_and_build "$BUILD" -- lockstep-operator lockstep-launcher lockstep-test-node-agent
+  log "packing the operator and launcher images into $BUILD/images (hack/build-images.sh)"
+  as_root env "PATH=$PATH" "$REPO_ROOT/hack/build-images.sh" --build-dir "$BUILD" --no-build
 }
 
 # A job (and its pods) from an earlier run would confuse the story; the agent may be gone, so
@@ -68,9 +78,12 @@ start_cluster() {
   # A fresh agent every run: the node killed by the previous run comes back.
   agent_stop
   agent_leftovers >/dev/null || die "the previous test node agent left: $(agent_leftovers | tr '\n' ';')"
-  agent_start "$AGENT_NODES" "$BUILD"
+  forget_old_operators
+  # shellcheck disable=SC2046  # one flag or value per word
+  agent_start "$AGENT_NODES" "$BUILD" $(demo_agent_flags)
   echo "  lockstep-test-node-agent (pid $(cat "$AGENT_PIDFILE"), bridge $AGENT_BRIDGE," \
-    "$AGENT_SUBNET) runs every pod bound to these nodes as processes in their own namespaces:"
+    "$AGENT_SUBNET) runs every pod bound to these nodes in its own namespaces: images it holds" \
+    "(lockstep/operator, lockstep/launcher) with runc, the training image's commands as processes:"
   kubectl get nodes -l lockstep.dev/test-node-agent=true \
     -o 'custom-columns=NODE:.metadata.name,GPUS (pretend):.status.capacity.nvidia\.com/gpu,READY:.status.conditions[?(@.type=="Ready")].status' |
     sed 's/^/    /'
@@ -81,8 +94,9 @@ install_lockstep() {
   install_chart
   echo "  release $DEMO_RELEASE in $DEMO_NAMESPACE:" \
     "$(helm status "$DEMO_RELEASE" -n "$DEMO_NAMESPACE" | awk '/^(STATUS|REVISION):/' | tr '\n' ' ')" \
-    "(its Deployment is scaled to 0: no container runtime here)"
-  start_operator "$BUILD"
+    "(chart defaults: 2 replicas, leader election; --node-lease-grace=$DEMO_LEASE_GRACE)"
+  wait_for_operators
+  show_hand_over
 }
 
 # `kubectl get tj -w` in the background, one timestamped line per change, until stop_watch. The
@@ -116,7 +130,8 @@ wait_for() {
   until "$@"; do
     if (( SECONDS >= deadline )); then
       kubectl get tj,pods -o wide >&2 || true
-      tail -20 "$STATE/logs/operator.log" >&2 || true
+      kubectl -n "$DEMO_NAMESPACE" get pods -o wide >&2 || true
+      operator_log | tail -20 >&2 || true
       die "gave up after ${limit}s waiting for $what"
     fi
     sleep 0.5
@@ -126,11 +141,9 @@ job_is() { [[ "$(tj_field .status.state)" == "$1" ]]; }
 attempt() { local a; a="$(tj_field .status.attempt)"; echo "${a:-0}"; }  # 0 is omitted
 running_attempt() { job_is Running && [[ "$(attempt)" == "$1" ]]; }
 
-# The trainer's log of a pod: no kubelet, so not `kubectl logs`; the agent keeps it per pod uid.
-trainer_log() {
-  local uid; uid="$(kubectl get pod "$1" -o jsonpath='{.metadata.uid}' 2>/dev/null)" || return 0
-  as_root cat "$AGENT_STATE_DIR/pods/$uid/containers/trainer.log" 2>/dev/null || true
-}
+# The trainer's log of a pod, as a user reads it: the apiserver proxies `kubectl logs` to the
+# agent's kubelet endpoint (docs/e2e.md).
+trainer_log() { kubectl logs "$1" -c trainer 2>/dev/null || true; }
 job_log_has() { trainer_log "$JOB-worker-0" | grep -q "$1"; }
 
 # The example as it is, trained longer than its smoke-test default so that a node can die
@@ -148,6 +161,11 @@ submit_job() {
     {\"op\": \"replace\", \"path\": \"/spec/template/spec/volumes/0/hostPath/path\", \"value\": \"$CHECKPOINTS\"}
   ]" | kubectl apply -f - >/dev/null
   wait_for 120 "$JOB to run" running_attempt 0
+  local pod
+  for pod in "$JOB-worker-0" "$JOB-worker-1"; do
+    echo "  $pod: its init container copied the launcher from" \
+      "$(kubectl get pod "$pod" -o jsonpath='{.status.initContainerStatuses[0].imageID}') with runc"
+  done
   wait_for 180 "the first checkpoint" test -f "$CHECKPOINTS/checkpoint.pt"
   echo "  rank 0 wrote its first checkpoint at $(date -r "$CHECKPOINTS/checkpoint.pt" +%T)"
 }
@@ -156,9 +174,14 @@ submit_job() {
 # stops its heartbeats. The operator's node detector notices after --node-lease-grace, restarts
 # the whole gang as the next attempt on other nodes and keeps the dead one out of its placements.
 kill_node_and_recover() {
-  local node started detected=""
+  local node started detected="" leader leader_node
   node="$(kubectl get pod "$JOB-worker-0" -o jsonpath='{.spec.nodeName}')"
+  leader="$(leader_pod)"
+  leader_node="$(kubectl -n "$DEMO_NAMESPACE" get pod "$leader" -o jsonpath='{.spec.nodeName}')"
   step "5/6 $node dies under $JOB (lockstep-test-node-agent --fail-node $node)"
+  # The gang scheduler packs by best fit, so the job often shares a node with an operator pod.
+  [[ "$leader_node" != "$node" ]] ||
+    echo "  $node also runs the operator's leader $leader: the standby must take the Lease first"
   as_root "$BUILD/bin/lockstep-test-node-agent" --fail-node "$node" --state-dir "$AGENT_STATE_DIR"
   started=$SECONDS
   until [[ "$(attempt)" == 1 ]]; do
@@ -169,6 +192,9 @@ kill_node_and_recover() {
   wait_for 60 "attempt 1 to run" running_attempt 1
   RECOVERY_S=$((SECONDS - started))
   echo "  restart decided ${detected} s after the failure; attempt 1 Running ${RECOVERY_S} s after it"
+  if [[ "$leader_node" == "$node" ]]; then
+    echo "  (decided by $(leader_pod), which took the Lease when $leader's renewals stopped)"
+  fi
   echo "  event: $(kubectl get events --field-selector "involvedObject.name=$JOB,reason=NodeLeaseExpired" \
     -o jsonpath='{.items[-1:].reason}: {.items[-1:].message}')"
   echo "  status.lastRestart: $(tj_field .status.lastRestart)"
@@ -211,10 +237,13 @@ finish() {
   wait_for 300 "$JOB to succeed" job_is Succeeded
   sleep 1  # the watch prints the last line
   stop_watch
-  echo "  every rank ends with the same weights:"
+  echo "  \$ kubectl get tj $JOB    (RESTARTS counts every restart: the node loss made one)"
+  kubectl get tj "$JOB" | sed 's/^/    /'
+  echo "  every rank ends with the same weights (kubectl logs $JOB-worker-N | grep WEIGHTS):"
   local pod
   for pod in "$JOB-worker-0" "$JOB-worker-1"; do trainer_log "$pod" | grep '^WEIGHTS' | sed 's/^/    /'; done
-  echo "  operator metrics (curl -s http://$DEMO_METRICS_ADDR/metrics):"
+  point_metrics_at_leader
+  echo "  operator metrics from the leader's pod (curl -s http://$DEMO_METRICS_ADDR/metrics):"
   local wanted='^lockstep_(node_failures_detected_total|restarts_total|recovery_duration_seconds_(sum|count)|detection_delay_seconds_(sum|count)|job_outcomes_total)'
   metrics_shown() {
     curl -fsS --max-time 5 "http://$DEMO_METRICS_ADDR/metrics" 2>/dev/null | grep -E "$wanted" |
@@ -231,9 +260,9 @@ Demo done in $((SECONDS - DEMO_STARTED)) s (node failure to Running again: ${REC
   kubectl get tj; kubectl describe tj $JOB        # state, attempt, lastRestart, events
   kubectl get events --field-selector involvedObject.name=$JOB
   kubectl get pods -o wide -L lockstep.dev/attempt; kubectl get nodes
-  trainer logs (no kubelet, so not kubectl logs; as root):
-    cat $AGENT_STATE_DIR/pods/\$(kubectl get pod $JOB-worker-0 -o jsonpath='{.metadata.uid}')/containers/trainer.log
-  logs: $STATE/logs/operator.log, $STATE/logs/agent.log
+  kubectl logs $JOB-worker-0              # the trainer's log (also -f, --tail N, -c init)
+  kubectl -n $DEMO_NAMESPACE get pods -o wide; kubectl -n $DEMO_NAMESPACE logs $(leader_pod)   # the operator pods
+  agent log: $STATE/logs/agent.log
   metrics: curl -s http://$DEMO_METRICS_ADDR/metrics | grep ^lockstep_
   kill another node: $BUILD/bin/lockstep-test-node-agent --fail-node agent-node-N --state-dir $AGENT_STATE_DIR
   stop everything (operator, agent, control plane): hack/cluster.sh down --name $CLUSTER_NAME
@@ -246,4 +275,5 @@ install_lockstep
 submit_job
 kill_node_and_recover
 finish
+end_step
 where_to_look

@@ -5,6 +5,8 @@
 #   2. the local control plane's binaries built from their Go modules (hack/build-tools.sh),
 #   3. the Python venv with the real frameworks and NCCL (hack/setup-venv.sh; shared by clones from
 #      $LOCKSTEP_CACHE/venvs, .venv links it; hack/setup-nccl.sh then only finds the library),
+#      and real Horovod's own venv (hack/setup-venv-horovod.sh, .venv-horovod;
+#      LOCKSTEP_WITHOUT_HOROVOD=1 skips it),
 #   4. the linters the chart and script tests run.
 # Every cached artifact is keyed by a hash of the recipe that made it (docs/testing.md, "Caches").
 #
@@ -23,6 +25,7 @@ APT_PACKAGES=(
   libcurl4-openssl-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 iptables procps psmisc util-linux prometheus
+  runc umoci skopeo busybox-static
   python3 python3-venv python3-dev
 )
 
@@ -69,6 +72,7 @@ main() {
   command -v go >/dev/null || die "Go is required (the machine image provides it) to build the control plane"
   timed_step "control-plane tools (Go)" "$REPO_ROOT/hack/build-tools.sh"
   timed_step "framework venv (PyPI)" "$REPO_ROOT/hack/setup-venv.sh"
+  timed_step "Horovod venv (PyPI, Horovod built from source)" "$REPO_ROOT/hack/setup-venv-horovod.sh"
   timed_step "NCCL library" "$REPO_ROOT/hack/setup-nccl.sh" >/dev/null
   timed_step "linters" install_linters
   log "setup complete ($((SECONDS - started)) s)"

@@ -1,7 +1,7 @@
 #include "launcher/child_plan.h"
 
-#include "launcher/contract.h"
 #include "launcher/world_builder.h"
+#include "protocol/contract.h"
 
 #if defined(LOCKSTEP_HAVE_FRAMEWORKS)
 #include "launcher/frameworks/frameworks.h"
@@ -9,6 +9,8 @@
 
 namespace lockstep::launcher {
 namespace {
+
+namespace contract = protocol::contract;
 
 using Env = std::map<std::string, std::string>;
 

@@ -7,8 +7,9 @@
 
 #include "common/log.h"
 #include "launcher/child_plan.h"
-#include "launcher/contract.h"
+#include "launcher/supervisor/termination.h"
 #include "launcher/world_builder.h"
+#include "protocol/contract.h"
 
 namespace lockstep::launcher {
 
@@ -17,17 +18,9 @@ using std::chrono::milliseconds;
 
 namespace {
 
-int MsUntil(Steady::time_point t, Steady::time_point now) {
-  auto ms = std::chrono::duration_cast<milliseconds>(t - now).count();
-  return static_cast<int>(std::clamp<int64_t>(ms, 0, 100));
-}
-
-std::string DescribeFailure(const supervisor::ChildFailure& f) {
-  if (f.signal != 0) {
-    return "rank " + std::to_string(f.rank) + " killed by signal " + std::to_string(f.signal);
-  }
-  return "rank " + std::to_string(f.rank) + " exited with code " + std::to_string(f.exit_code);
-}
+namespace contract = protocol::contract;
+using protocol::FailureReason;
+using Kind = AttemptEnd::Kind;
 
 // A TensorFlow chief beside parameter servers: the ps and worker tasks serve until stopped, so the
 // chief's success is the job's (TF's own contract; the operator judges the job by it too).
@@ -41,7 +34,7 @@ bool SuccessEndsJob(const LauncherConfig& config, const World& world) {
 
 Launcher::Launcher(LauncherConfig config, std::vector<std::string> base_env)
     : config_(std::move(config)), base_env_(std::move(base_env)), attempt_(config_.attempt) {
-  if (config_.advertise_addr.empty()) config_.advertise_addr = sys::HostName();
+  if (config_.advertise_addr.empty()) config_.advertise_addr = net::HostName();
 }
 
 Status Launcher::Setup() {
@@ -110,10 +103,9 @@ StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
 }
 
 int Launcher::Run() {
-  Status setup = Setup();
-  if (!setup.ok()) {
-    supervisor::TerminationReport report;
-    report.reason = "launcher";
+  if (Status setup = Setup(); !setup.ok()) {
+    protocol::TerminationMessage report;
+    report.reason = FailureReason::kLauncher;
     report.attempt = static_cast<int>(attempt_);
     report.node_rank = static_cast<int>(config_.node_rank);
     report.message = setup.ToString();
@@ -142,89 +134,98 @@ int Launcher::Run() {
                {"join_ms", std::to_string(std::chrono::duration_cast<milliseconds>(
                                               Steady::now() - join_start).count())}});
     const bool can_restart = static_cast<uint32_t>(restart_count_) < config_.max_restarts;
-    AttemptEnd end = RunAttempt(world, *joined->session, can_restart);
-    supervisor::TerminationReport report;
-    report.attempt = world.attempt;
-    report.restart_count = restart_count_;
-    report.requested_restarts = requested_restarts_;
-    report.node_rank = world.node_rank;
-    report.message = end.message;
-    report.stderr_tail = end.tail;
-    if (end.failure) {
-      report.rank = end.failure->rank;
-      report.exit_code = end.failure->exit_code;
-      report.signal = end.failure->signal;
-    }
-    switch (end.kind) {
-      case EndKind::kSuccess:
-        joined->session->SendDone(SuccessEndsJob(config_, world)).IgnoreError();
-        if (server_) WaitForPeersToFinish();
-        log::Info("all local processes succeeded");
-        // The restart counts reach the operator after the server is gone (docs/failures.md).
-        report.reason = "succeeded";
-        return Finish(report, 0);
-      case EndKind::kChildFailed:
-      case EndKind::kHang:
-      case EndKind::kAborted:
-        if (end.abort && end.abort->restartable &&
-            end.abort->reason == rendezvous::kAbortRequested) {
-          // The operator asked (control.h): rejoin without charging the budget, even when none
-          // is left, since no rank failed.
-          ++requested_restarts_;
-          attempt_ = end.abort->attempt + 1;
-          log::Warning("restarting in place on request",
-                       {{"attempt", std::to_string(attempt_)},
-                        {"requested_restarts", std::to_string(requested_restarts_)},
-                        {"cause", end.abort->message}});
-          continue;
-        }
-        if (can_restart && end.abort && end.abort->restartable) {
-          ++restart_count_;
-          attempt_ = end.abort->attempt + 1;
-          log::Warning("restarting in place",
-                       {{"attempt", std::to_string(attempt_)},
-                        {"restart_count", std::to_string(restart_count_)},
-                        {"cause", end.message}});
-          continue;
-        }
-        if (end.kind == EndKind::kAborted && end.abort->reason == rendezvous::kAbortFinished) {
-          // The chief's success ended the job; this node's servers were stopped on purpose.
-          joined->session->SendDone().IgnoreError();
-          log::Info("the job finished on another node; local processes stopped",
-                    {{"cause", end.message}});
-          report.reason = "finished";
-          report.rank = -1;
-          report.exit_code = 0;
-          report.signal = 0;
-          report.stderr_tail.clear();
-          return Finish(report, 0);
-        }
-        if (end.kind == EndKind::kAborted) {
-          // Another node's failure: say so, so the operator does not blame this pod's ranks.
-          report.reason = end.abort->reason == "peer-lost" ? "peer-lost" : "peer-failed";
-          report.message = "node " + std::to_string(end.abort->node_rank) + ": " + end.message;
-          return Finish(report, contract::kExitPeerLost);
-        }
-        report.reason = end.kind == EndKind::kHang                          ? "hang"
-                        : end.failure && end.failure->signal != 0 ? "signal"
-                                                                  : "exit";
-        return Finish(report, end.kind == EndKind::kHang ? contract::kExitHang : end.exit_code);
-      case EndKind::kServerLost:
-        report.reason = "peer-lost";
-        return Finish(report, contract::kExitPeerLost);
-      case EndKind::kSignal:
-        report.reason = "terminated";
-        report.signal = end.signal;
-        return Finish(report, end.exit_code);
-      case EndKind::kInternal:
-        report.reason = "launcher";
-        return Finish(report, contract::kExitInternal);
+    const AttemptEnd end = RunAttempt(world, *joined->session, can_restart);
+    if (std::optional<int> code = AfterAttempt(world, *joined->session, end, can_restart)) {
+      return *code;
     }
   }
 }
 
+std::optional<int> Launcher::AfterAttempt(const World& world, rendezvous::Session& session,
+                                          const AttemptEnd& end, bool can_restart) {
+  protocol::TerminationMessage report;
+  report.attempt = world.attempt;
+  report.restart_count = restart_count_;
+  report.requested_restarts = requested_restarts_;
+  report.node_rank = world.node_rank;
+  report.message = end.message;
+  report.stderr_tail = end.tail;
+  if (end.failure) {
+    report.rank = end.failure->rank;
+    report.exit_code = end.failure->exit_code;
+    report.signal = end.failure->signal;
+  }
+  switch (end.kind) {
+    case Kind::kSuccess:
+      session.SendDone(SuccessEndsJob(config_, world)).IgnoreError();
+      if (server_) WaitForPeersToFinish();
+      log::Info("all local processes succeeded");
+      // The restart counts reach the operator after the server is gone (docs/failures.md).
+      report.reason = FailureReason::kSucceeded;
+      return Finish(report, 0);
+    case Kind::kChildFailed:
+    case Kind::kHang:
+    case Kind::kAborted:
+      if (end.abort && end.abort->restartable && end.abort->reason == FailureReason::kRequested) {
+        // The operator asked (protocol/control.h): rejoin without charging the budget, even
+        // when none is left, since no rank failed.
+        ++requested_restarts_;
+        attempt_ = end.abort->attempt + 1;
+        log::Warning("restarting in place on request",
+                     {{"attempt", std::to_string(attempt_)},
+                      {"requested_restarts", std::to_string(requested_restarts_)},
+                      {"cause", end.abort->message}});
+        return std::nullopt;
+      }
+      if (can_restart && end.abort && end.abort->restartable) {
+        ++restart_count_;
+        attempt_ = end.abort->attempt + 1;
+        log::Warning("restarting in place",
+                     {{"attempt", std::to_string(attempt_)},
+                      {"restart_count", std::to_string(restart_count_)},
+                      {"cause", end.message}});
+        return std::nullopt;
+      }
+      if (end.kind == Kind::kAborted && end.abort->reason == FailureReason::kFinished) {
+        // The chief's success ended the job; this node's servers were stopped on purpose.
+        session.SendDone().IgnoreError();
+        log::Info("the job finished on another node; local processes stopped",
+                  {{"cause", end.message}});
+        report.reason = FailureReason::kFinished;
+        report.rank = -1;
+        report.exit_code = 0;
+        report.signal = 0;
+        report.stderr_tail.clear();
+        return Finish(report, 0);
+      }
+      if (end.kind == Kind::kAborted) {
+        // Another node's failure: say so, so the operator does not blame this pod's ranks.
+        report.reason = end.abort->reason == FailureReason::kPeerLost
+                            ? FailureReason::kPeerLost
+                            : FailureReason::kPeerFailed;
+        report.message = "node " + std::to_string(end.abort->node_rank) + ": " + end.message;
+        return Finish(report, contract::kExitPeerLost);
+      }
+      report.reason = end.kind == Kind::kHang                        ? FailureReason::kHang
+                      : end.failure && end.failure->signal != 0 ? FailureReason::kSignal
+                                                                : FailureReason::kExit;
+      return Finish(report, end.kind == Kind::kHang ? contract::kExitHang : end.exit_code);
+    case Kind::kServerLost:
+      report.reason = FailureReason::kPeerLost;
+      return Finish(report, contract::kExitPeerLost);
+    case Kind::kSignal:
+      report.reason = FailureReason::kTerminated;
+      report.signal = end.signal;
+      return Finish(report, end.exit_code);
+    case Kind::kInternal:
+      report.reason = FailureReason::kLauncher;
+      return Finish(report, contract::kExitInternal);
+  }
+  return Finish(report, contract::kExitInternal);  // unreachable: every kind is handled
+}
+
 int Launcher::JoinFailed(const Status& status, uint32_t attempt) {
-  supervisor::TerminationReport report;
+  protocol::TerminationMessage report;
   report.attempt = static_cast<int>(attempt);
   report.restart_count = restart_count_;
   report.requested_restarts = requested_restarts_;
@@ -232,153 +233,39 @@ int Launcher::JoinFailed(const Status& status, uint32_t attempt) {
   report.message = status.message();
   int code = contract::kExitInternal;
   if (status.code() == StatusCode::kPermissionDenied) {
-    report.reason = "refused";
+    report.reason = FailureReason::kRefused;
     code = contract::kExitRefused;
     report.message = "rendezvous refused this launcher: " + status.message();
   } else if (IsDeadlineExceeded(status)) {
-    report.reason = "timeout";
+    report.reason = FailureReason::kTimeout;
     code = contract::kExitJoinTimeout;
   } else if (status.code() == StatusCode::kCancelled) {
-    report.reason = "terminated";
+    report.reason = FailureReason::kTerminated;
     code = 128 + SIGTERM;
   } else {
-    report.reason = "rendezvous";
+    report.reason = FailureReason::kRendezvous;
   }
   return Finish(report, code);
 }
 
-Launcher::AttemptEnd Launcher::RunAttempt(const World& world, rendezvous::Session& session,
-                                          bool can_restart) {
-  AttemptEnd end;
+AttemptEnd Launcher::RunAttempt(const World& world, rendezvous::Session& session,
+                                bool can_restart) {
   StatusOr<LocalPlan> plan = PlanLocalChildren(config_, world, base_env_);
   Status started = plan.ok() ? StartServices(world, *plan) : plan.status();
-  supervisor::Supervisor sup;
-  if (started.ok()) started = sup.Start(std::move(plan->children));
+  supervisor::Supervisor children;
+  if (started.ok()) started = children.Start(std::move(plan->children));
   if (!started.ok()) {
-    end.kind = EndKind::kInternal;
+    AttemptEnd end;
+    end.kind = Kind::kInternal;
     end.message = started.ToString();
-    session.SendFailure({static_cast<uint32_t>(world.attempt), -1, 0, 0, "launcher",
+    session.SendFailure({static_cast<uint32_t>(world.attempt), -1, 0, 0, FailureReason::kLauncher,
                          end.message, {}}).IgnoreError();
     return end;
   }
   // Tells the server (and through it the operator) that this node's part of the round runs. A
-  // failed send means a lost server, which the heartbeats below notice.
+  // failed send means a lost server, which the attempt's heartbeats notice.
   session.SendStarted().IgnoreError();
-  bool session_alive = true;
-  bool decided = false;
-  Steady::time_point next_beat = Steady::now() + config_.heartbeat_interval;
-  std::optional<Steady::time_point> abort_wait_until;
-  auto stop_children = [&](int sig) { sup.Stop(config_.grace_period, sig); };
-  auto report_failure = [&](const std::string& reason, int rank, int code, int sig) {
-    if (!session_alive) return;
-    Status s = session.SendFailure(
-        {static_cast<uint32_t>(world.attempt), rank, code, sig, reason, end.message, end.tail});
-    if (!s.ok()) session_alive = false;
-    abort_wait_until = Steady::now() + config_.peer_timeout;
-  };
-  for (;;) {
-    std::vector<pollfd> fds;
-    fds.push_back({signals_->fd(), POLLIN, 0});
-    if (session_alive) fds.push_back({session.fd(), POLLIN, 0});
-    for (int fd : sup.OutputFds()) fds.push_back({fd, POLLIN, 0});
-    ::poll(fds.data(), fds.size(), MsUntil(next_beat, Steady::now()));
-    const Steady::time_point now = Steady::now();
-
-    for (int sig : signals_->Drain()) {
-      if (sig == SIGCHLD) continue;  // reaped by Poll below
-      log::Info("signal received; stopping children", {{"signal", std::to_string(sig)}});
-      if (!decided) {
-        decided = true;
-        end.kind = EndKind::kSignal;
-        end.signal = sig;
-        end.message = "launcher received signal " + std::to_string(sig);
-      }
-      stop_children(sig);
-    }
-    for (const pollfd& p : fds) {
-      if (p.fd != signals_->fd() && (!session_alive || p.fd != session.fd()) && p.revents != 0) {
-        sup.OnOutput(p.fd, now);
-      }
-    }
-    if (session_alive && fds.size() > 1 && fds[1].fd == session.fd() && fds[1].revents != 0) {
-      for (const rendezvous::ServerEvent& ev : session.OnReadable()) {
-        if (ev.kind == rendezvous::ServerEvent::Kind::kAbort &&
-            ev.abort.attempt == static_cast<uint32_t>(world.attempt) && !end.abort) {
-          end.abort = ev.abort;
-          if (!decided) {
-            decided = true;
-            end.kind = EndKind::kAborted;
-            end.message = ev.abort.message;
-          }
-          stop_children(SIGTERM);
-        } else if (ev.kind == rendezvous::ServerEvent::Kind::kClosed) {
-          session_alive = false;
-          if (!decided) {
-            decided = true;
-            end.kind = EndKind::kServerLost;
-            end.message = "lost the rendezvous server (node 0): " + ev.detail;
-          }
-          stop_children(SIGTERM);
-        }
-      }
-    }
-    if (session_alive && now >= next_beat) {
-      next_beat = now + config_.heartbeat_interval;
-      if (!session.SendHeartbeat().ok() || now - session.last_heard() > config_.peer_timeout) {
-        session_alive = false;
-        if (!decided) {
-          decided = true;
-          end.kind = EndKind::kServerLost;
-          end.message = "rendezvous server (node 0) silent for longer than the peer timeout";
-        }
-        stop_children(SIGTERM);
-      }
-    }
-    sup.Poll(now);
-    if (!decided && sup.first_failure()) {
-      decided = true;
-      end.kind = EndKind::kChildFailed;
-      end.failure = sup.first_failure();
-      end.exit_code = end.failure->exit_code;
-      end.tail = end.failure->stderr_tail;
-      end.message = DescribeFailure(*end.failure);
-      log::Warning("local process failed; stopping the gang", {{"cause", end.message}});
-      stop_children(SIGTERM);
-      // An exit code the job's FailJob rules name ends the job: no round restarts for it.
-      const bool permanent = end.failure->signal == 0 &&
-                             config_.fail_exit_codes.count(end.failure->exit_code) > 0;
-      if (permanent) end.message += " (a FailJob exit code: no in-place restart)";
-      report_failure(permanent                    ? std::string(rendezvous::kFailurePermanent)
-                     : end.failure->signal != 0 ? "signal"
-                                                : "exit",
-                     end.failure->rank, end.failure->exit_code, end.failure->signal);
-    }
-    if (!decided) {
-      if (std::optional<std::string> hang = sup.CheckHang(now, config_.hang_timeout)) {
-        decided = true;
-        end.kind = EndKind::kHang;
-        end.message = *hang;
-        end.tail = sup.TailOf(0);
-        log::Warning("hang detected; stopping the gang", {{"cause", *hang}});
-        stop_children(SIGTERM);
-        report_failure("hang", -1, contract::kExitHang, 0);
-      }
-    }
-    if (!decided && sup.state() == supervisor::Supervisor::State::kExited) {
-      decided = true;
-      end.kind = EndKind::kSuccess;
-    }
-    if (!decided || !sup.AllExited()) continue;
-    if (end.kind == EndKind::kSignal) end.exit_code = sup.ExitCode();
-    // After our own failure, a restart needs the server's abort (it carries the attempt to
-    // rejoin); wait for it up to the peer timeout.
-    const bool local_failure = end.kind == EndKind::kChildFailed || end.kind == EndKind::kHang;
-    if (local_failure && can_restart && !end.abort && session_alive && abort_wait_until &&
-        now < *abort_wait_until) {
-      continue;
-    }
-    return end;
-  }
+  return Attempt(config_, world, session, children, *signals_, can_restart).Run();
 }
 
 Status Launcher::StartServices(const World& world, const LocalPlan& plan) {
@@ -425,14 +312,14 @@ void Launcher::WaitForPeersToFinish() {
   }
 }
 
-int Launcher::Finish(supervisor::TerminationReport report, int code) {
+int Launcher::Finish(protocol::TerminationMessage report, int code) {
   Status written = supervisor::WriteTerminationLog(config_.termination_log, report);
   if (!written.ok()) {
     log::Info("termination log not written", {{"detail", written.message()}});
   }
   log::Write(code == 0 ? log::Level::kInfo : log::Level::kError, "launcher exiting",
              {{"exit_code", std::to_string(code)},
-              {"reason", report.reason},
+              {"reason", std::string(protocol::ToString(report.reason))},
               {"message", report.message}});
 #if defined(LOCKSTEP_HAVE_STORES)
   if (tcp_store_) tcp_store_->Stop();

@@ -1,8 +1,9 @@
 #pragma once
 // The launcher's top level: host the rendezvous server (node 0), join a round, start and supervise
 // the local children, and on failure either restart the gang in place (a new round, attempt + 1)
-// or exit with a code the operator understands (contract.h). Single-threaded apart from the
-// server's own loop thread.
+// or exit with a code the operator understands (protocol/contract.h), leaving the termination
+// message (protocol/termination.h) behind. Single-threaded apart from the server's own loop
+// thread.
 
 #include <map>
 #include <memory>
@@ -10,15 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "launcher/attempt.h"
 #include "launcher/child_plan.h"
 #include "launcher/config/config.h"
 #include "launcher/nccl/nccl.h"
 #include "launcher/rendezvous/client.h"
 #include "launcher/rendezvous/server.h"
 #include "launcher/supervisor/supervisor.h"
-#include "launcher/supervisor/termination.h"
 #include "launcher/sys/signals.h"
 #include "launcher/world.h"
+#include "protocol/termination.h"
 
 #if defined(LOCKSTEP_HAVE_STORES)
 #include "launcher/stores/gloo_kv_server.h"
@@ -34,22 +36,15 @@ class Launcher {
   int Run();
 
  private:
-  enum class EndKind { kSuccess, kChildFailed, kHang, kAborted, kServerLost, kSignal, kInternal };
-  struct AttemptEnd {
-    EndKind kind = EndKind::kSuccess;
-    int exit_code = 0;
-    int signal = 0;
-    std::string message;
-    std::optional<supervisor::ChildFailure> failure;
-    std::optional<rendezvous::Abort> abort;  // the server's abort of this round, if it came
-    std::vector<std::string> tail;
-  };
-
   Status Setup();
   StatusOr<rendezvous::JoinResult> Join(uint32_t attempt);
+  // Starts the attempt's children and services, then runs the Attempt (attempt.h) to its end.
   AttemptEnd RunAttempt(const World& world, rendezvous::Session& session, bool can_restart);
+  // What an ended attempt means: the next round (nullopt), or the process's exit code.
+  std::optional<int> AfterAttempt(const World& world, rendezvous::Session& session,
+                                  const AttemptEnd& end, bool can_restart);
   int JoinFailed(const Status& status, uint32_t attempt);
-  int Finish(supervisor::TerminationReport report, int code);
+  int Finish(protocol::TerminationMessage report, int code);
   // Node 0 only: the stores the framework plan asks for (TCPStore-compatible, Gloo KV).
   Status StartServices(const World& world, const LocalPlan& plan);
   void WaitForPeersToFinish();
@@ -65,7 +60,7 @@ class Launcher {
   std::map<std::string, int> gloo_scopes_;
 #endif
   // In-place restarts: charged to --max-restarts (failures), and requested by the operator
-  // (control.h), which cost no budget. Children see their sum as the restart count.
+  // (protocol/control.h), which cost no budget. Children see their sum as the restart count.
   int restart_count_ = 0;
   int requested_restarts_ = 0;
   uint32_t attempt_ = 0;

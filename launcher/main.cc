@@ -7,8 +7,8 @@
 
 #include "common/log.h"
 #include "launcher/config/config.h"
-#include "launcher/contract.h"
 #include "launcher/launcher.h"
+#include "protocol/contract.h"
 
 extern char** environ;
 
@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   StatusOr<launcher::LauncherConfig> config = launcher::ParseConfig(args, launcher::ProcessEnv);
   if (!config.ok()) {
     std::fprintf(stderr, "lockstep-launcher: %s\n", config.status().message().c_str());
-    return launcher::contract::kExitUsage;
+    return protocol::contract::kExitUsage;
   }
   if (config->help) {
     std::fputs(launcher::HelpText().c_str(), stdout);

@@ -1,12 +1,12 @@
 #include "launcher/world_builder.h"
 
-#include "launcher/contract.h"
 #include "launcher/nccl/nccl.h"
+#include "protocol/contract.h"
 
 namespace lockstep::launcher {
 
-World BuildWorld(const LauncherConfig& config, const rendezvous::WorldMsg& msg,
-                 const std::optional<rendezvous::PeerTable>& table, int restart_count) {
+World BuildWorld(const LauncherConfig& config, const protocol::WorldMsg& msg,
+                 const std::optional<protocol::PeerTable>& table, int restart_count) {
   World w;
   w.run_id = config.rdzv_id;
   w.attempt = static_cast<int>(msg.attempt);
@@ -21,7 +21,7 @@ World BuildWorld(const LauncherConfig& config, const rendezvous::WorldMsg& msg,
   w.peers.resize(msg.nnodes);
   for (size_t i = 0; i < w.peers.size(); ++i) w.peers[i].node_rank = static_cast<int>(i);
   if (table && table->peers.size() == msg.nnodes) {
-    for (const rendezvous::PeerEntry& p : table->peers) {
+    for (const protocol::PeerEntry& p : table->peers) {
       PeerInfo& info = w.peers[p.group_rank];
       info.role = p.role;
       info.role_index = static_cast<int>(p.role_index);
@@ -63,7 +63,7 @@ std::string HeartbeatFileFor(const std::string& base, int local_rank) {
 
 std::map<std::string, std::string> GenericChildEnv(const World& world, int local_rank,
                                                    const std::string& heartbeat_file) {
-  namespace k = contract;
+  namespace k = protocol::contract;
   const PeerInfo& self = world.self();
   std::map<std::string, std::string> env = {
       {std::string(k::kChildRank), std::to_string(self.first_rank + local_rank)},

@@ -8,13 +8,13 @@
 #include <string_view>
 
 #include "launcher/config/config.h"
-#include "launcher/rendezvous/messages.h"
 #include "launcher/world.h"
+#include "protocol/messages.h"
 
 namespace lockstep::launcher {
 
-World BuildWorld(const LauncherConfig& config, const rendezvous::WorldMsg& msg,
-                 const std::optional<rendezvous::PeerTable>& table, int restart_count);
+World BuildWorld(const LauncherConfig& config, const protocol::WorldMsg& msg,
+                 const std::optional<protocol::PeerTable>& table, int restart_count);
 
 // Whether `framework`'s adapter needs every pod's entry (the peer table, O(W) bytes per launcher,
 // O(W^2) in total) rather than the compact world. Keep in step with launcher/frameworks/*: an

@@ -29,17 +29,18 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/net.h"
 #include "launcher/nccl/nccl.h"
-#include "launcher/rendezvous/auth.h"
-#include "launcher/rendezvous/frame.h"
-#include "launcher/rendezvous/messages.h"
 #include "launcher/rendezvous/server.h"
-#include "launcher/sys/socket.h"
+#include "protocol/auth.h"
+#include "protocol/frame.h"
+#include "protocol/messages.h"
 
 namespace lockstep::launcher::bench {
 namespace {
 
 using namespace rendezvous;
+using namespace protocol;
 using Steady = std::chrono::steady_clock;
 constexpr char kToken[] = "bench-token";
 constexpr char kRunId[] = "bench";
@@ -55,7 +56,7 @@ double CpuMs(int who) {
 }
 
 struct Client {
-  sys::UniqueFd fd;
+  UniqueFd fd;
   FrameDecoder decoder;
   uint32_t node_rank = 0;
   bool done = false;
@@ -66,7 +67,7 @@ struct Client {
 int RunClients(uint16_t port, uint32_t first, uint32_t count, bool want_nccl, bool want_table,
                int report_fd) {
   const double cpu_at_go = CpuMs(RUSAGE_SELF);
-  sys::UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+  UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
   // Keyed once per worker process: stands for 2,048 launchers on separate machines, each of
   // which computes one MAC, so the worker should not pay OpenSSL's per-call HMAC setup 2,048
   // times on the cores the server needs.
@@ -80,7 +81,7 @@ int RunClients(uint16_t port, uint32_t first, uint32_t count, bool want_nccl, bo
   // Non-blocking connects: the challenge arriving is what says a connection is up.
   auto open_more = [&]() -> bool {
     while (next < count && in_flight < kMaxConnecting) {
-      sys::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
       const auto* sa = reinterpret_cast<const sockaddr*>(&addr);
       const bool started =
           fd.valid() && (::connect(fd.get(), sa, sizeof(addr)) == 0 || errno == EINPROGRESS);
@@ -110,7 +111,7 @@ int RunClients(uint16_t port, uint32_t first, uint32_t count, bool want_nccl, bo
     for (int i = 0; i < n; ++i) {
       Client& c = clients.at(events[static_cast<size_t>(i)].data.fd);
       std::string bytes;
-      StatusOr<sys::ReadResult> r = sys::ReadAvailable(c.fd.get(), &bytes);
+      StatusOr<net::ReadResult> r = net::ReadAvailable(c.fd.get(), &bytes);
       if (!r.ok() || r->eof) return 3;
       c.decoder.Append(bytes);
       for (;;) {
@@ -119,7 +120,7 @@ int RunClients(uint16_t port, uint32_t first, uint32_t count, bool want_nccl, bo
         if (!f->has_value()) break;
         const Frame& frame = **f;
         if (frame.type == static_cast<uint8_t>(MessageType::kChallenge)) {
-          StatusOr<Challenge> ch = DecodeChallenge(frame.body);
+          StatusOr<Challenge> ch = Decode<Challenge>(frame.body);
           if (!ch.ok()) return 5;
           Join j;
           j.run_id = kRunId;
@@ -131,17 +132,17 @@ int RunClients(uint16_t port, uint32_t first, uint32_t count, bool want_nccl, bo
           j.want_peer_table = want_table;
           j.mac = mac_key.Mac(ch->nonce, kRunId, 0, c.node_rank);
           const std::string out = Encode(j);
-          StatusOr<size_t> w = sys::WriteSome(c.fd.get(), out);
+          StatusOr<size_t> w = net::WriteSome(c.fd.get(), out);
           if (!w.ok() || *w != out.size()) return 6;
           --in_flight;
           if (!open_more()) return 1;
         } else if (frame.type == static_cast<uint8_t>(MessageType::kWorld)) {
-          StatusOr<WorldMsg> world = DecodeWorld(frame.body);
+          StatusOr<WorldMsg> world = Decode<WorldMsg>(frame.body);
           if (!world.ok() || (want_nccl && world->nccl_id.size() != kNcclIdBytes)) return 7;
           c.done = true;
           ++done;
         } else if (frame.type == static_cast<uint8_t>(MessageType::kPeerTable)) {
-          StatusOr<PeerTable> table = DecodePeerTable(frame.body);
+          StatusOr<PeerTable> table = Decode<PeerTable>(frame.body);
           if (!table.ok() || table->peers.size() != g_total_clients) return 9;
         } else if (frame.type == static_cast<uint8_t>(MessageType::kRefuse)) {
           return 8;
@@ -178,7 +179,7 @@ int Main(int argc, char** argv) {
     else if (a == "--peer-table") peer_table = std::string(argv[i + 1]) == "1";
     else if (a == "--verbose") verbose = std::string(argv[i + 1]) == "1";
   }
-  sys::RaiseFileLimit();
+  net::RaiseFileLimit();
   // --verbose 1 keeps the server's "round complete ... gather_ms=" line: the time until the last
   // join arrived, so the rest of ms= is the world broadcast.
   log::SetMinLevel(verbose ? log::Level::kInfo : log::Level::kWarning);

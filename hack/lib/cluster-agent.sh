@@ -26,11 +26,11 @@ agent_pid() {
 }
 agent_alive() { local pid; pid="$(agent_pid)"; [[ -n "$pid" ]] && as_root kill -0 "$pid" 2>/dev/null; }
 
-# agent_start NODES BUILD_DIR: NODES Nodes agent-node-0..NODES-1 with 2 pretend GPUs each; pods
-# run the build's launcher and the repo's venv python, and the examples image maps to the
-# checkout. Heartbeats every second, so a short --node-lease-grace is safe.
+# agent_start NODES BUILD_DIR [AGENT_FLAGS...]: NODES Nodes agent-node-0..NODES-1 with 2 pretend
+# GPUs each; pods run the build's launcher and the repo's venv python, and the examples image
+# maps to the checkout. Heartbeats every second, so a short --node-lease-grace is safe.
 agent_start() {
-  local nodes="$1" build="$2"
+  local nodes="$1" build="$2"; shift 2
   agent_settings
   mkdir -p "$STATE/logs" "$STATE/pids"
   local sudo=(); (( EUID == 0 )) || sudo=(sudo)
@@ -40,7 +40,7 @@ agent_start() {
     --launcher-binary "$build/bin/lockstep-launcher" --launcher-image lockstep/launcher \
     --python "$REPO_ROOT/.venv/bin/python" --image-map "lockstep/examples=$REPO_ROOT" \
     --state-dir "$AGENT_STATE_DIR" --bridge "$AGENT_BRIDGE" --subnet "$AGENT_SUBNET" \
-    --heartbeat-ms 1000 >"$STATE/logs/agent.log" 2>&1 </dev/null &
+    --heartbeat-ms 1000 "$@" >"$STATE/logs/agent.log" 2>&1 </dev/null &
   echo $! >"$AGENT_PIDFILE"
   local deadline=$((SECONDS + 60))
   until grep -qx ready "$STATE/logs/agent.log" 2>/dev/null; do

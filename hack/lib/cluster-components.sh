@@ -25,6 +25,10 @@ component_args() {
         --service-account-issuer https://kubernetes.default.svc \
         --api-audiences https://kubernetes.default.svc \
         --authorization-mode Node,RBAC --allow-privileged=true \
+        --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
+        --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
+        --kubelet-certificate-authority "$pki/ca.crt" \
+        --kubelet-preferred-address-types InternalIP,Hostname \
         --service-cluster-ip-range 10.96.0.0/16 --enable-priority-and-fairness=false \
         --max-requests-inflight 1600 --max-mutating-requests-inflight 800 \
         --event-ttl 1h --profiling=false --v 0 \
@@ -37,11 +41,15 @@ component_args() {
         --bind-address 127.0.0.1 --secure-port "$KCM_PORT" --cert-dir "$STATE/run/kcm-certs" \
         --leader-elect=false --use-service-account-credentials=true \
         --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+        --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
         --controllers '*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route' \
         --kube-api-qps 200 --kube-api-burst 400 --concurrent-gc-syncs 20 --v 0 ;;
     kwok)
-      printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n' \
-        >"$STATE/run/kwok.yaml"
+      {
+        printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n'
+        # `up --kwok-stages`: Stage documents replacing kwok's default pod stages.
+        [[ ! -f "$STATE/run/kwok-stages.yaml" ]] || { echo "---"; cat "$STATE/run/kwok-stages.yaml"; }
+      } >"$STATE/run/kwok.yaml"
       echo "$TOOLS_BIN/kwok" --kubeconfig "$STATE/kwok.kubeconfig" --config "$STATE/run/kwok.yaml" \
         --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
         --manage-nodes-with-label-selector= --manage-single-node= \

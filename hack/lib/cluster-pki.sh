@@ -51,6 +51,9 @@ make_pki() {
   sign_cert apiserver "/CN=kube-apiserver" \
     "IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1"
   sign_cert admin "/O=system:masters/CN=lockstep-admin"
+  # The apiserver's identity towards kubelets (logs, exec): the test node agent checks it
+  # against the CA and asks the apiserver whether it may (a SubjectAccessReview), as a kubelet.
+  sign_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
   sign_cert controller-manager "/CN=system:kube-controller-manager"
   # kwok acts for the fake kubelets; it needs node/lease/pod-status rights across the cluster.
   sign_cert kwok "/O=system:masters/CN=kwok"

@@ -9,8 +9,10 @@
 # shellcheck shell=bash
 
 TOOLS_ROOT="$LOCKSTEP_CACHE/tools"
-export GOFLAGS="${GOFLAGS:--buildvcs=false} -trimpath"
-export CGO_ENABLED=0
+# Idempotent, so a script that sources this file twice computes the same keys.
+GOFLAGS="${GOFLAGS:--buildvcs=false}"
+[[ " $GOFLAGS " == *" -trimpath "* ]] || GOFLAGS+=" -trimpath"
+export GOFLAGS CGO_ENABLED=0
 
 # recipe_key FUNCTION... -- VALUE...: 12 hex digits over the functions' text and the values.
 recipe_key() {
@@ -35,11 +37,13 @@ wrapper_module_build() {
   local dir="$1" module="$2" version="$3" extra="$4"; shift 4
   [[ "$1" == "--" ]] && shift
   local work; work="$(mktemp -d)"
+  # Every step checks its own exit: errexit is off inside a subshell run as `( ... ) || ...`,
+  # and a failed build must never be renamed into place.
   (
-    cd "$work"
-    go mod init lockstep.local/wrapper >/dev/null 2>&1
+    cd "$work" || exit 1
+    go mod init lockstep.local/wrapper >/dev/null 2>&1 || exit 1
     echo "require $module $version" >>go.mod
-    [[ "$extra" == "-" ]] || "$extra" "$module" "$version" >>go.mod
+    if [[ "$extra" != "-" ]]; then "$extra" "$module" "$version" >>go.mod || exit 1; fi
     {
       printf '//go:build tools\n\npackage tools\n\nimport (\n'
       local spec
@@ -47,12 +51,12 @@ wrapper_module_build() {
       printf ')\n'
     } >tools.go
     # tidy only after tools.go exists: with no import it would drop the pinned requirement.
-    go mod tidy
+    go mod tidy || exit 1
     grep -qE "^[[:space:]]*(require )?$module $version( |$)" go.mod ||
       die "go mod tidy moved $module off $version"
-    rm -rf "$dir.partial" && mkdir -p "$dir.partial"
-    for spec in "$@"; do go build -o "$dir.partial/${spec%%=*}" "${spec#*=}"; done
-  ) || { rm -rf "$work"; return 1; }
+    rm -rf "$dir.partial" && mkdir -p "$dir.partial" || exit 1
+    for spec in "$@"; do go build -o "$dir.partial/${spec%%=*}" "${spec#*=}" || exit 1; done
+  ) || { rm -rf "$work" "$dir.partial"; return 1; }
   rm -rf "$dir" && mv "$dir.partial" "$dir" && rm -rf "$work"
 }
 
@@ -73,10 +77,11 @@ kubernetes_staging_replaces() {
 # replace directives: use wrapper_module_build).
 go_install_build() {
   local dir="$1" name="$2" pkg="$3" version="$4"
-  rm -rf "$dir.partial" && mkdir -p "$dir.partial"
-  GOBIN="$dir.partial" go install "$pkg@$version"
+  rm -rf "$dir.partial" && mkdir -p "$dir.partial" || return 1
+  GOBIN="$dir.partial" go install "$pkg@$version" || { rm -rf "$dir.partial"; return 1; }
   local built; built="$(ls "$dir.partial")"
-  [[ "$built" == "$name" ]] || mv "$dir.partial/$built" "$dir.partial/$name"
+  [[ -n "$built" ]] || { rm -rf "$dir.partial"; return 1; }
+  [[ "$built" == "$name" ]] || mv "$dir.partial/$built" "$dir.partial/$name" || return 1
   rm -rf "$dir" && mv "$dir.partial" "$dir"
 }
 

@@ -6,13 +6,13 @@
 #include <map>
 #include <sstream>
 
-#include "launcher/contract.h"
+#include "protocol/contract.h"
 
 namespace lockstep::launcher {
 namespace {
 
-using contract::FlagSpec;
-using contract::kFlags;
+using protocol::contract::FlagSpec;
+using protocol::contract::kFlags;
 
 constexpr std::string_view kFrameworks[] = {"pytorch", "tensorflow", "jax", "horovod",
                                             "ray",     "nccl",       "generic"};
@@ -163,7 +163,7 @@ StatusOr<std::string> ReadToken(const std::string& path) {
 }
 
 Status ParseNumbers(const Values& v, LauncherConfig* c) {
-  namespace k = contract;
+  namespace k = protocol::contract;
   LS_RETURN_IF_ERROR(ParseNnodes(v.Get(k::kEnvNnodes), c));
   LS_ASSIGN_OR_RETURN(c->node_rank, ToUint(v.Get(k::kEnvNodeRank), 0, c->max_nodes - 1));
   LS_ASSIGN_OR_RETURN(c->nproc_per_node, ToUint(v.Get(k::kEnvNprocPerNode), 1, 4096));
@@ -189,7 +189,7 @@ Status ParseNumbers(const Values& v, LauncherConfig* c) {
 }  // namespace
 
 StatusOr<LauncherConfig> ParseConfig(const std::vector<std::string>& args, const EnvLookup& env) {
-  namespace k = contract;
+  namespace k = protocol::contract;
   LauncherConfig c;
   std::map<std::string, std::string> cli;
   LS_RETURN_IF_ERROR(SplitArgs(args, &cli, &c));
@@ -204,7 +204,7 @@ StatusOr<LauncherConfig> ParseConfig(const std::vector<std::string>& args, const
 
   LS_RETURN_IF_ERROR(ParseNumbers(v, &c));
   const Raw endpoint = v.Get(k::kEnvRdzvEndpoint);
-  StatusOr<sys::HostPort> hp = sys::ParseHostPort(endpoint.value);
+  StatusOr<net::HostPort> hp = net::ParseHostPort(endpoint.value);
   if (!hp.ok()) return Bad(endpoint, hp.status().message());
   c.rdzv_endpoint = *hp;
 

@@ -1,6 +1,6 @@
 #pragma once
 // The launcher's configuration, parsed from flags and LOCKSTEP_* environment variables as the
-// contract (launcher/contract.h) defines them. Pure apart from reading the token file.
+// contract (protocol/contract.h) defines them. Pure apart from reading the token file.
 
 #include <chrono>
 #include <cstdint>
@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/net.h"
 #include "common/status.h"
-#include "launcher/sys/socket.h"
 
 namespace lockstep::launcher {
 
@@ -22,7 +22,7 @@ struct LauncherConfig {
   uint32_t max_nodes = 1;
   uint32_t node_rank = 0;
   uint32_t nproc_per_node = 1;
-  sys::HostPort rdzv_endpoint;
+  net::HostPort rdzv_endpoint;
   std::string rdzv_id;
   std::string token;  // secret: never logged
   bool has_token = false;

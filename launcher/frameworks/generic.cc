@@ -4,9 +4,9 @@
 // example). The launcher core's GenericChildEnv sets the same names; they are repeated here so
 // a plan stands on its own.
 
-#include "launcher/contract.h"
 #include "launcher/frameworks/frameworks.h"
 #include "launcher/frameworks/plan_util.h"
+#include "protocol/contract.h"
 
 namespace lockstep::launcher::frameworks {
 
@@ -18,7 +18,7 @@ StatusOr<ChildPlan> PlanGeneric(const World& world, const std::vector<std::strin
         "NCCL");
   }
   ChildPlan plan = internal::WorkerPerLocalRank(world, command);
-  namespace c = contract;
+  namespace c = protocol::contract;
   for (ChildProcess& child : plan.children) {
     child.env = {
         {std::string(c::kChildRank), std::to_string(child.global_rank)},

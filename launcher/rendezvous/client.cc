@@ -7,12 +7,25 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <variant>
 
 #include "common/log.h"
-#include "launcher/rendezvous/auth.h"
+#include "protocol/auth.h"
 
 namespace lockstep::launcher::rendezvous {
 
+using protocol::Abort;
+using protocol::Challenge;
+using protocol::Decode;
+using protocol::Encode;
+using protocol::Frame;
+using protocol::FrameDecoder;
+using protocol::Heartbeat;
+using protocol::Join;
+using protocol::MessageType;
+using protocol::PeerTable;
+using protocol::Refuse;
+using protocol::WorldMsg;
 using Steady = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
@@ -34,127 +47,170 @@ bool Interrupted(int fd) {
   }
 }
 
-// Why a connected session ended without a world; `retry` says whether to reconnect.
-struct Outcome {
+// Why a connection ended without a world, and whether JoinRound may connect again.
+struct Ending {
   Status status;
   bool retry = false;
 };
 
-// Runs one connection: challenge, join, then wait for the world while heartbeating.
-StatusOr<JoinResult> RunConnection(const ClientOptions& opt, sys::UniqueFd fd, Outcome* outcome) {
-  FrameDecoder decoder;
-  JoinResult result;
-  bool joined = false;
-  Steady::time_point next_beat = Steady::now() + opt.heartbeat_interval;
-  Steady::time_point last_heard = Steady::now();
-  for (;;) {
-    if (Steady::now() >= opt.deadline) {
-      *outcome = {DeadlineExceededError("rendezvous did not complete before the join deadline"),
-                  false};
-      return outcome->status;
+// One connection to the server as an explicit state machine:
+//   kAwaitingChallenge --Challenge, Join sent--> kJoined --PeerTable--> kJoined --World--> kFormed
+// and from either waiting state to kEnded, with an Ending:
+//   final (JoinRound returns it): Refuse, Abort (the caller rejoins attempt + 1), the join
+//     deadline, a signal, a message this version cannot decode (the next connection would bring
+//     the same);
+//   retried (JoinRound connects again): a broken or closed connection, a silent server, a
+//     stream that is not frames, a message out of place.
+// While kJoined it heartbeats the server, which drops silent joiners.
+class Connection {
+ public:
+  enum class State { kAwaitingChallenge, kJoined, kFormed, kEnded };
+
+  Connection(const ClientOptions& opt, UniqueFd fd)
+      : opt_(opt),
+        fd_(std::move(fd)),
+        next_beat_(Steady::now() + opt.heartbeat_interval),
+        last_heard_(Steady::now()) {}
+
+  // The world (kFormed) or why the connection ended (kEnded).
+  std::variant<JoinResult, Ending> Run() {
+    while (Waiting()) Step();
+    if (state_ == State::kFormed) return std::move(result_);
+    return std::move(ending_);
+  }
+
+ private:
+  bool Waiting() const {
+    return state_ == State::kAwaitingChallenge || state_ == State::kJoined;
+  }
+
+  void End(Status status, bool retry) {
+    state_ = State::kEnded;
+    ending_ = Ending{std::move(status), retry};
+  }
+
+  // One wait for the server (or the next heartbeat), and what arrived.
+  void Step() {
+    if (Steady::now() >= opt_.deadline) {
+      return End(DeadlineExceededError("rendezvous did not complete before the join deadline"),
+                 false);
     }
-    if (Steady::now() - last_heard > opt.peer_timeout) {
-      *outcome = {UnavailableError("rendezvous server went silent"), true};
-      return outcome->status;
+    if (Steady::now() - last_heard_ > opt_.peer_timeout) {
+      return End(UnavailableError("rendezvous server went silent"), true);
     }
-    pollfd fds[2] = {{fd.get(), POLLIN, 0}, {opt.interrupt_fd, POLLIN, 0}};
-    const int wait = std::min(sys::MillisUntil(opt.deadline), sys::MillisUntil(next_beat));
-    int n = ::poll(fds, opt.interrupt_fd >= 0 ? 2 : 1, wait);
-    if (n < 0 && errno != EINTR) {
-      *outcome = {UnavailableError("poll failed"), true};
-      return outcome->status;
+    pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {opt_.interrupt_fd, POLLIN, 0}};
+    const int wait = std::min(net::MillisUntil(opt_.deadline), net::MillisUntil(next_beat_));
+    const int n = ::poll(fds, opt_.interrupt_fd >= 0 ? 2 : 1, wait);
+    if (n < 0 && errno != EINTR) return End(UnavailableError("poll failed"), true);
+    if (Interrupted(opt_.interrupt_fd)) {
+      return End(CancelledError("interrupted by a signal during rendezvous"), false);
     }
-    if (Interrupted(opt.interrupt_fd)) {
-      *outcome = {CancelledError("interrupted by a signal during rendezvous"), false};
-      return outcome->status;
-    }
-    if (Steady::now() >= next_beat) {
-      next_beat = Steady::now() + opt.heartbeat_interval;
-      if (joined) {
-        Status s = sys::WriteAll(fd.get(), Encode(Heartbeat{opt.attempt}), opt.deadline);
-        if (!s.ok()) {
-          *outcome = {s, true};
-          return s;
-        }
+    if (Steady::now() >= next_beat_) {
+      next_beat_ = Steady::now() + opt_.heartbeat_interval;
+      if (state_ == State::kJoined) {
+        Status s = net::WriteAll(fd_.get(), Encode(Heartbeat{opt_.attempt}), opt_.deadline);
+        if (!s.ok()) return End(std::move(s), true);
       }
     }
-    if (n <= 0 || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+    if (n <= 0 || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) return;
     std::string bytes;
-    StatusOr<sys::ReadResult> r = sys::ReadAvailable(fd.get(), &bytes);
-    if (!r.ok()) {
-      *outcome = {r.status(), true};
-      return r.status();
-    }
-    last_heard = Steady::now();
-    decoder.Append(bytes);
-    for (;;) {
-      StatusOr<std::optional<Frame>> frame = decoder.Next();
-      if (!frame.ok()) {
-        *outcome = {frame.status(), true};
-        return frame.status();
-      }
+    StatusOr<net::ReadResult> r = net::ReadAvailable(fd_.get(), &bytes);
+    if (!r.ok()) return End(r.status(), true);
+    last_heard_ = Steady::now();
+    decoder_.Append(bytes);
+    while (Waiting()) {
+      StatusOr<std::optional<Frame>> frame = decoder_.Next();
+      if (!frame.ok()) return End(frame.status(), true);
       if (!frame->has_value()) break;
-      const Frame& f = **frame;
-      switch (static_cast<MessageType>(f.type)) {
-        case MessageType::kChallenge: {
-          LS_ASSIGN_OR_RETURN(Challenge ch, DecodeChallenge(f.body));
-          Join join;
-          join.run_id = opt.run_id;
-          join.attempt = opt.attempt;
-          join.node_rank = opt.node_rank;
-          join.role = opt.role;
-          join.role_index = opt.role_index;
-          join.host = opt.host;
-          join.port = opt.port;
-          join.nproc = opt.nproc;
-          join.want_peer_table = opt.want_peer_table;
-          join.mac = JoinMac(opt.token, ch.nonce, opt.run_id, opt.attempt, opt.node_rank);
-          Status s = sys::WriteAll(fd.get(), Encode(join), opt.deadline);
-          if (!s.ok()) {
-            *outcome = {s, true};
-            return s;
-          }
-          joined = true;
-          break;
-        }
-        case MessageType::kRefuse: {
-          LS_ASSIGN_OR_RETURN(Refuse refuse, DecodeRefuse(f.body));
-          *outcome = {PermissionDeniedError(refuse.reason), false};
-          return outcome->status;
-        }
-        case MessageType::kHeartbeat:
-          break;
-        case MessageType::kAbort: {
-          LS_ASSIGN_OR_RETURN(Abort abort, DecodeAbort(f.body));
-          *outcome = {AbortedError("round aborted while gathering: " + abort.message), false};
-          return outcome->status;
-        }
-        case MessageType::kPeerTable: {
-          LS_ASSIGN_OR_RETURN(PeerTable table, DecodePeerTable(f.body));
-          result.peers = std::move(table);
-          break;
-        }
-        case MessageType::kWorld: {
-          LS_ASSIGN_OR_RETURN(result.world, DecodeWorld(f.body));
-          result.session =
-              std::make_unique<Session>(std::move(fd), std::move(decoder), opt.attempt);
-          return result;
-        }
-        default:
-          *outcome = {DataLossError("unexpected message type " + std::to_string(f.type)), true};
-          return outcome->status;
-      }
+      OnFrame(**frame);
     }
-    if (r->eof) {
-      *outcome = {UnavailableError("server closed the connection"), true};
-      return outcome->status;
+    if (Waiting() && r->eof) End(UnavailableError("server closed the connection"), true);
+  }
+
+  void OnFrame(const Frame& f) {
+    switch (static_cast<MessageType>(f.type)) {
+      case MessageType::kChallenge:
+        if (state_ != State::kAwaitingChallenge) return Unexpected(f);
+        return OnChallenge(f);
+      case MessageType::kRefuse:
+        if (StatusOr<Refuse> refuse = Decoded<Refuse>(f); refuse.ok()) {
+          End(PermissionDeniedError(refuse->reason), false);
+        }
+        return;
+      case MessageType::kHeartbeat:
+        return;
+      case MessageType::kAbort:
+        if (StatusOr<Abort> abort = Decoded<Abort>(f); abort.ok()) {
+          End(AbortedError("round aborted while gathering: " + abort->message), false);
+        }
+        return;
+      case MessageType::kPeerTable:
+        if (state_ != State::kJoined) return Unexpected(f);
+        if (StatusOr<PeerTable> table = Decoded<PeerTable>(f); table.ok()) {
+          result_.peers = std::move(*table);
+        }
+        return;
+      case MessageType::kWorld:
+        if (state_ != State::kJoined) return Unexpected(f);
+        return OnWorld(f);
+      default:
+        return Unexpected(f);
     }
   }
-}
+
+  void OnChallenge(const Frame& f) {
+    StatusOr<Challenge> ch = Decoded<Challenge>(f);
+    if (!ch.ok()) return;
+    Join join;
+    join.run_id = opt_.run_id;
+    join.attempt = opt_.attempt;
+    join.node_rank = opt_.node_rank;
+    join.role = opt_.role;
+    join.role_index = opt_.role_index;
+    join.host = opt_.host;
+    join.port = opt_.port;
+    join.nproc = opt_.nproc;
+    join.want_peer_table = opt_.want_peer_table;
+    join.mac = protocol::JoinMac(opt_.token, ch->nonce, opt_.run_id, opt_.attempt,
+                                 opt_.node_rank);
+    Status s = net::WriteAll(fd_.get(), Encode(join), opt_.deadline);
+    if (!s.ok()) return End(std::move(s), true);
+    state_ = State::kJoined;
+  }
+
+  void OnWorld(const Frame& f) {
+    StatusOr<WorldMsg> world = Decoded<WorldMsg>(f);
+    if (!world.ok()) return;
+    result_.world = std::move(*world);
+    result_.session = std::make_unique<Session>(std::move(fd_), std::move(decoder_), opt_.attempt);
+    state_ = State::kFormed;
+  }
+
+  // `M` from the frame; a body this version cannot decode ends the connection for good.
+  template <typename M>
+  StatusOr<M> Decoded(const Frame& f) {
+    StatusOr<M> m = Decode<M>(f.body);
+    if (!m.ok()) End(m.status(), false);
+    return m;
+  }
+
+  void Unexpected(const Frame& f) {
+    End(DataLossError("unexpected message type " + std::to_string(f.type)), true);
+  }
+
+  const ClientOptions& opt_;
+  UniqueFd fd_;
+  FrameDecoder decoder_;
+  State state_ = State::kAwaitingChallenge;
+  Steady::time_point next_beat_;
+  Steady::time_point last_heard_;
+  JoinResult result_;
+  Ending ending_;
+};
 
 }  // namespace
 
-Session::Session(sys::UniqueFd fd, FrameDecoder decoder, uint32_t attempt)
+Session::Session(UniqueFd fd, FrameDecoder decoder, uint32_t attempt)
     : fd_(std::move(fd)),
       decoder_(std::move(decoder)),
       attempt_(attempt),
@@ -163,7 +219,7 @@ Session::Session(sys::UniqueFd fd, FrameDecoder decoder, uint32_t attempt)
 std::vector<ServerEvent> Session::OnReadable() {
   std::vector<ServerEvent> events;
   std::string bytes;
-  StatusOr<sys::ReadResult> r = sys::ReadAvailable(fd_.get(), &bytes);
+  StatusOr<net::ReadResult> r = net::ReadAvailable(fd_.get(), &bytes);
   if (!r.ok()) {
     events.push_back({ServerEvent::Kind::kClosed, {}, r.status().ToString()});
     return events;
@@ -179,7 +235,7 @@ std::vector<ServerEvent> Session::OnReadable() {
     if (!frame->has_value()) break;
     const Frame& f = **frame;
     if (f.type == static_cast<uint8_t>(MessageType::kAbort)) {
-      StatusOr<Abort> abort = DecodeAbort(f.body);
+      StatusOr<Abort> abort = Decode<Abort>(f.body);
       if (!abort.ok()) {
         events.push_back({ServerEvent::Kind::kClosed, {}, abort.status().ToString()});
         return events;
@@ -194,13 +250,15 @@ std::vector<ServerEvent> Session::OnReadable() {
 }
 
 Status Session::Send(const std::string& bytes) {
-  return sys::WriteAll(fd_.get(), bytes, Steady::now() + milliseconds(2000));
+  return net::WriteAll(fd_.get(), bytes, Steady::now() + milliseconds(2000));
 }
 
 Status Session::SendHeartbeat() { return Send(Encode(Heartbeat{attempt_})); }
-Status Session::SendFailure(const Failure& f) { return Send(Encode(f)); }
-Status Session::SendDone(bool ends_job) { return Send(Encode(Done{attempt_, ends_job})); }
-Status Session::SendStarted() { return Send(Encode(Started{attempt_})); }
+Status Session::SendFailure(const protocol::Failure& f) { return Send(Encode(f)); }
+Status Session::SendDone(bool ends_job) {
+  return Send(Encode(protocol::Done{attempt_, ends_job}));
+}
+Status Session::SendStarted() { return Send(Encode(protocol::Started{attempt_})); }
 
 StatusOr<JoinResult> JoinRound(const ClientOptions& opt) {
   milliseconds backoff(50);
@@ -212,12 +270,13 @@ StatusOr<JoinResult> JoinRound(const ClientOptions& opt) {
     }
     const Steady::time_point connect_deadline =
         std::min(opt.deadline, Steady::now() + milliseconds(5000));
-    StatusOr<sys::UniqueFd> fd = sys::ConnectTcp(opt.endpoint, connect_deadline);
+    StatusOr<UniqueFd> fd = net::ConnectTcp(opt.endpoint, connect_deadline);
     if (fd.ok()) {
-      Outcome outcome;
-      StatusOr<JoinResult> result = RunConnection(opt, std::move(*fd), &outcome);
-      if (result.ok() || !outcome.retry) return result;
-      last = outcome.status;
+      std::variant<JoinResult, Ending> outcome = Connection(opt, std::move(*fd)).Run();
+      if (JoinResult* joined = std::get_if<JoinResult>(&outcome)) return std::move(*joined);
+      Ending& ending = std::get<Ending>(outcome);
+      if (!ending.retry) return ending.status;
+      last = ending.status;
     } else {
       last = fd.status();
     }
@@ -230,7 +289,7 @@ StatusOr<JoinResult> JoinRound(const ClientOptions& opt) {
     // Sleep, but wake at once for a signal.
     pollfd p{opt.interrupt_fd, POLLIN, 0};
     ::poll(&p, opt.interrupt_fd >= 0 ? 1 : 0,
-           static_cast<int>(std::min<int64_t>(backoff.count(), sys::MillisUntil(opt.deadline))));
+           static_cast<int>(std::min<int64_t>(backoff.count(), net::MillisUntil(opt.deadline))));
     backoff = std::min(backoff * 2, milliseconds(1000));
   }
   return DeadlineExceededError("rendezvous did not complete before the join deadline: " +

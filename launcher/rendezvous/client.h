@@ -11,16 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "common/net.h"
 #include "common/status.h"
-#include "launcher/rendezvous/frame.h"
-#include "launcher/rendezvous/messages.h"
-#include "launcher/sys/fd.h"
-#include "launcher/sys/socket.h"
+#include "common/unique_fd.h"
+#include "protocol/frame.h"
+#include "protocol/messages.h"
 
 namespace lockstep::launcher::rendezvous {
 
 struct ClientOptions {
-  sys::HostPort endpoint;
+  net::HostPort endpoint;
   std::string run_id;
   std::string token;
   uint32_t attempt = 0;
@@ -42,35 +42,35 @@ struct ClientOptions {
 struct ServerEvent {
   enum class Kind { kHeartbeat, kAbort, kClosed };
   Kind kind = Kind::kHeartbeat;
-  Abort abort;         // for kAbort
-  std::string detail;  // for kClosed
+  protocol::Abort abort;  // for kAbort
+  std::string detail;     // for kClosed
 };
 
 class Session {
  public:
-  Session(sys::UniqueFd fd, FrameDecoder decoder, uint32_t attempt);
+  Session(UniqueFd fd, protocol::FrameDecoder decoder, uint32_t attempt);
   int fd() const { return fd_.get(); }
   uint32_t attempt() const { return attempt_; }
   std::chrono::steady_clock::time_point last_heard() const { return last_heard_; }
   // Reads what is available; events in arrival order. kClosed ends the session.
   std::vector<ServerEvent> OnReadable();
   Status SendHeartbeat();
-  Status SendFailure(const Failure& f);
+  Status SendFailure(const protocol::Failure& f);
   Status SendDone(bool ends_job = false);
   // The children of this attempt were started (the operator's "running round").
   Status SendStarted();
 
  private:
   Status Send(const std::string& bytes);
-  sys::UniqueFd fd_;
-  FrameDecoder decoder_;
+  UniqueFd fd_;
+  protocol::FrameDecoder decoder_;
   uint32_t attempt_;
   std::chrono::steady_clock::time_point last_heard_;
 };
 
 struct JoinResult {
-  WorldMsg world;
-  std::optional<PeerTable> peers;  // when requested
+  protocol::WorldMsg world;
+  std::optional<protocol::PeerTable> peers;  // when requested
   std::unique_ptr<Session> session;
 };
 

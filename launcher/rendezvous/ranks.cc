@@ -19,7 +19,7 @@ StatusOr<Assignment> AssignRanks(std::vector<Member> members) {
     if (m.nproc == 0) {
       return InvalidArgumentError("node rank " + std::to_string(m.node_rank) + " has nproc 0");
     }
-    PeerEntry p;
+    protocol::PeerEntry p;
     p.group_rank = static_cast<uint32_t>(i);
     p.node_rank = m.node_rank;
     p.role = m.role;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "launcher/rendezvous/messages.h"
+#include "protocol/messages.h"
 
 namespace lockstep::launcher::rendezvous {
 
@@ -24,7 +24,7 @@ struct Member {
 };
 
 struct Assignment {
-  std::vector<PeerEntry> peers;  // indexed by group rank
+  std::vector<protocol::PeerEntry> peers;  // indexed by group rank
   uint32_t world_size = 0;
 };
 

@@ -9,16 +9,39 @@
 #include <vector>
 
 #include "common/log.h"
-#include "launcher/rendezvous/auth.h"
+#include "common/net.h"
 #include "launcher/rendezvous/ranks.h"
-#include "launcher/sys/socket.h"
+#include "protocol/auth.h"
+#include "protocol/control.h"
 
 namespace lockstep::launcher::rendezvous {
 
+using protocol::Abort;
+using protocol::Challenge;
+using protocol::ControlAck;
+using protocol::ControlKind;
+using protocol::ControlRequest;
+using protocol::ControlStatus;
+using protocol::Decode;
+using protocol::Done;
+using protocol::Encode;
+using protocol::Failure;
+using protocol::FailureReason;
+using protocol::Frame;
+using protocol::FrameDecoder;
+using protocol::Heartbeat;
+using protocol::Join;
+using protocol::MessageType;
+using protocol::PeerEntry;
+using protocol::PeerTable;
+using protocol::RefuseCode;
+using protocol::RoundFailure;
+using protocol::Started;
+using protocol::WorldMsg;
 using std::chrono::milliseconds;
 
 struct RendezvousServer::Conn {
-  sys::UniqueFd fd;
+  UniqueFd fd;
   FrameDecoder decoder;
   std::string out;
   size_t out_pos = 0;
@@ -41,14 +64,14 @@ StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(ServerOptio
   if (options.min_nodes == 0 || options.min_nodes > options.max_nodes) {
     return InvalidArgumentError("rendezvous server: need 0 < min_nodes <= max_nodes");
   }
-  sys::RaiseFileLimit();
-  LS_ASSIGN_OR_RETURN(sys::UniqueFd fd, sys::ListenTcp(port));
-  LS_ASSIGN_OR_RETURN(uint16_t bound, sys::LocalPort(fd.get()));
+  net::RaiseFileLimit();
+  LS_ASSIGN_OR_RETURN(UniqueFd fd, net::ListenTcp(port));
+  LS_ASSIGN_OR_RETURN(uint16_t bound, net::LocalPort(fd.get()));
   return std::unique_ptr<RendezvousServer>(
       new RendezvousServer(std::move(options), std::move(fd), bound));
 }
 
-RendezvousServer::RendezvousServer(ServerOptions options, sys::UniqueFd listen_fd, uint16_t port)
+RendezvousServer::RendezvousServer(ServerOptions options, UniqueFd listen_fd, uint16_t port)
     : opt_(std::move(options)),
       mac_key_(opt_.token),
       listen_fd_(std::move(listen_fd)),
@@ -126,9 +149,9 @@ void RendezvousServer::AcceptAll() {
       }
       return;
     }
-    // TCP_NODELAY comes from the listening socket (sys::ListenTcp).
+    // TCP_NODELAY comes from the listening socket (net::ListenTcp).
     auto conn = std::make_unique<Conn>();
-    conn->fd = sys::UniqueFd(fd);
+    conn->fd = UniqueFd(fd);
     conn->last_seen = opt_.clock->Now();
     StatusOr<std::string> nonce = nonces_.Next();
     if (!nonce.ok()) {
@@ -156,7 +179,7 @@ void RendezvousServer::Queue(Conn& c, std::string_view bytes) {
     // Nothing pending (the usual case): send straight from `bytes` and buffer only what the
     // socket did not take, instead of copying every challenge and world into `out` first.
     const int fd = c.fd.get();
-    StatusOr<size_t> n = sys::WriteSome(fd, bytes);
+    StatusOr<size_t> n = net::WriteSome(fd, bytes);
     if (!n.ok()) {
       CloseConn(fd, n.status().ToString());
       return;
@@ -170,7 +193,7 @@ void RendezvousServer::Queue(Conn& c, std::string_view bytes) {
 
 void RendezvousServer::OnWritable(Conn& c) {
   const int fd = c.fd.get();
-  StatusOr<size_t> n = sys::WriteSome(fd, std::string_view(c.out).substr(c.out_pos));
+  StatusOr<size_t> n = net::WriteSome(fd, std::string_view(c.out).substr(c.out_pos));
   if (!n.ok()) {
     CloseConn(fd, n.status().ToString());
     return;
@@ -189,7 +212,7 @@ void RendezvousServer::OnWritable(Conn& c) {
 void RendezvousServer::OnReadable(Conn& c) {
   const int fd = c.fd.get();
   std::string bytes;
-  StatusOr<sys::ReadResult> r = sys::ReadAvailable(fd, &bytes);
+  StatusOr<net::ReadResult> r = net::ReadAvailable(fd, &bytes);
   if (!r.ok()) {
     CloseConn(fd, r.status().ToString());
     return;
@@ -218,7 +241,7 @@ Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
   const auto type = static_cast<MessageType>(frame.type);
   if (c.state == ConnState::kAwaitJoin) {
     if (type == MessageType::kControl) {
-      StatusOr<ControlRequest> request = DecodeControlRequest(frame.body);
+      StatusOr<ControlRequest> request = Decode<ControlRequest>(frame.body);
       if (!request.ok()) {
         Refuse(c, RefuseCode::kProtocol, "bad control request: " + request.status().message());
         return Status::Ok();
@@ -227,19 +250,19 @@ Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
       return Status::Ok();
     }
     if (type != MessageType::kJoin) return DataLossError("expected a join");
-    LS_ASSIGN_OR_RETURN(Join join, DecodeJoin(frame.body));
+    LS_ASSIGN_OR_RETURN(Join join, Decode<Join>(frame.body));
     return OnJoin(c, join);
   }
   switch (type) {
     case MessageType::kHeartbeat:
-      return DecodeHeartbeat(frame.body).status();
+      return Decode<Heartbeat>(frame.body).status();
     case MessageType::kStarted: {
-      LS_ASSIGN_OR_RETURN(Started st, DecodeStarted(frame.body));
+      LS_ASSIGN_OR_RETURN(Started st, Decode<Started>(frame.body));
       if (c.state == ConnState::kMember && st.attempt == attempt_) c.started = true;
       return Status::Ok();
     }
     case MessageType::kFailure: {
-      LS_ASSIGN_OR_RETURN(Failure f, DecodeFailure(frame.body));
+      LS_ASSIGN_OR_RETURN(Failure f, Decode<Failure>(frame.body));
       if (c.state == ConnState::kMember && f.attempt == attempt_ && phase_ != Phase::kGathering) {
         RoundFailure cause;
         cause.node_rank = static_cast<int32_t>(c.join.node_rank);
@@ -255,7 +278,7 @@ Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
       return Status::Ok();
     }
     case MessageType::kDone: {
-      LS_ASSIGN_OR_RETURN(Done d, DecodeDone(frame.body));
+      LS_ASSIGN_OR_RETURN(Done d, Decode<Done>(frame.body));
       if (c.state == ConnState::kMember && d.attempt == attempt_ && phase_ == Phase::kRunning) {
         log::Info(std::string(kLogPrefix) + "a node finished; the round is finishing",
                   {{"node_rank", std::to_string(c.join.node_rank)}});
@@ -276,14 +299,14 @@ Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
 
 Status RendezvousServer::OnJoin(Conn& c, const Join& join) {
   const std::string who = "node " + std::to_string(join.node_rank);
-  if (join.version != kProtocolVersion) {
+  if (join.version != protocol::kProtocolVersion) {
     Refuse(c, RefuseCode::kProtocol, "protocol version " + std::to_string(join.version) +
                                          " unsupported (server speaks " +
-                                         std::to_string(kProtocolVersion) + ")");
+                                         std::to_string(protocol::kProtocolVersion) + ")");
     return Status::Ok();
   }
   const std::string expected = mac_key_.Mac(c.nonce, join.run_id, join.attempt, join.node_rank);
-  if (!MacEquals(expected, join.mac)) {
+  if (!protocol::MacEquals(expected, join.mac)) {
     Refuse(c, RefuseCode::kBadToken, who + ": authentication failed (wrong rendezvous token)");
     return Status::Ok();
   }
@@ -327,14 +350,14 @@ Status RendezvousServer::OnJoin(Conn& c, const Join& join) {
 }
 
 void RendezvousServer::OnControl(Conn& c, const ControlRequest& request) {
-  if (request.version != kProtocolVersion) {
+  if (request.version != protocol::kProtocolVersion) {
     Refuse(c, RefuseCode::kProtocol, "control: protocol version " +
                                          std::to_string(request.version) + " unsupported");
     return;
   }
   const std::string expected =
-      ControlMac(opt_.token, c.nonce, request.run_id, request.kind, request.reason);
-  if (!MacEquals(expected, request.mac)) {
+      protocol::ControlMac(opt_.token, c.nonce, request.run_id, request.kind, request.reason);
+  if (!protocol::MacEquals(expected, request.mac)) {
     Refuse(c, RefuseCode::kBadToken, "control: authentication failed (wrong rendezvous token)");
     return;
   }
@@ -352,7 +375,7 @@ void RendezvousServer::OnControl(Conn& c, const ControlRequest& request) {
       log::Warning(std::string(kLogPrefix) + "restart requested",
                    {{"attempt", std::to_string(attempt_)}, {"reason", request.reason}});
       ack.accepted = true;
-      AbortRound(std::string(kAbortRequested), -1, "restart requested: " + request.reason);
+      AbortRound(FailureReason::kRequested, -1, "restart requested: " + request.reason);
     } else {
       ack.message = "round " + std::to_string(attempt_) + " is " +
                     (phase_ == Phase::kGathering ? "still gathering" : "finishing") +
@@ -384,7 +407,7 @@ ControlStatus RendezvousServer::CurrentStatus() const {
 
 void RendezvousServer::Refuse(Conn& c, RefuseCode code, const std::string& reason) {
   log::Warning(std::string(kLogPrefix) + "refused a connection", {{"reason", reason}});
-  rendezvous::Refuse refuse;
+  protocol::Refuse refuse;
   refuse.code = code;
   refuse.reason = reason;
   const int fd = c.fd.get();
@@ -421,7 +444,7 @@ void RendezvousServer::CompleteRound() {
   }
   StatusOr<Assignment> assignment = AssignRanks(std::move(members));
   if (!assignment.ok()) {
-    AbortRound("rendezvous", -1, assignment.status().message());
+    AbortRound(FailureReason::kRendezvous, -1, assignment.status().message());
     return;
   }
   WorldMsg world;
@@ -480,7 +503,7 @@ void RendezvousServer::EndJob(const Conn& finished) {
   // stopping their children, so node 0 keeps serving until every one of them has left.
   Abort abort;
   abort.attempt = attempt_;
-  abort.reason = std::string(kAbortFinished);
+  abort.reason = FailureReason::kFinished;
   abort.node_rank = static_cast<int32_t>(finished.join.node_rank);
   abort.message = "node " + std::to_string(finished.join.node_rank) + " (" + finished.join.role +
                   ") finished the job";
@@ -495,12 +518,12 @@ void RendezvousServer::EndJob(const Conn& finished) {
   for (int fd : targets) Queue(*conns_.at(fd), bytes);
 }
 
-void RendezvousServer::AbortRound(const std::string& reason, int node_rank,
+void RendezvousServer::AbortRound(FailureReason reason, int node_rank,
                                   const std::string& message, std::optional<RoundFailure> cause) {
   // Only a running round's abort restarts anybody's children; a requested one costs no budget,
   // a failure one only while the launchers have budget left (they agree: all count the same).
-  const bool requested = reason == kAbortRequested;
-  const bool permanent = reason == kFailurePermanent;
+  const bool requested = reason == FailureReason::kRequested;
+  const bool permanent = reason == FailureReason::kPermanent;
   if (phase_ == Phase::kRunning) {
     if (requested) {
       ++requested_restarts_;
@@ -520,7 +543,7 @@ void RendezvousServer::AbortRound(const std::string& reason, int node_rank,
   }
   log::Warning(std::string(kLogPrefix) + "aborting round",
                {{"attempt", std::to_string(attempt_)},
-                {"reason", reason},
+                {"reason", std::string(protocol::ToString(reason))},
                 {"node_rank", std::to_string(node_rank)},
                 {"message", message}});
   Abort abort;
@@ -585,7 +608,7 @@ void RendezvousServer::CloseConn(int fd, const std::string& why) {
               {{"node_rank", std::to_string(node_rank)}, {"why", why}});
     return;
   }
-  AbortRound("peer-lost", static_cast<int>(node_rank),
+  AbortRound(FailureReason::kPeerLost, static_cast<int>(node_rank),
              "node " + std::to_string(node_rank) + " lost: " + why);
 }
 

@@ -9,9 +9,9 @@
 // member gets Abort and the server waits for attempt N+1. A member that reports Done switches the
 // round to finishing: later losses still abort, but without a restart.
 //
-// Control requests (control.h) come from the operator on their own connections: Status reports
-// the round, the in-place restarts so far and the last failure; Restart aborts a running round
-// like a failure would, with Abort::reason kAbortRequested, which no launcher charges to its
+// Control requests (protocol/control.h) come from the operator on their own connections: Status
+// reports the round, the in-place restarts so far and the last failure; Restart aborts a running
+// round like a failure would, with Abort::reason kRequested, which no launcher charges to its
 // budget. A refused or closed control connection never touches the round.
 //
 // Thread safety: Start/Stop/port from one owning thread; everything else runs on the loop thread.
@@ -29,11 +29,10 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "launcher/rendezvous/auth.h"
-#include "launcher/rendezvous/control.h"
-#include "launcher/rendezvous/frame.h"
-#include "launcher/rendezvous/messages.h"
-#include "launcher/sys/fd.h"
+#include "protocol/auth.h"
+#include "protocol/frame.h"
+#include "protocol/messages.h"
+#include "common/unique_fd.h"
 
 namespace lockstep::launcher::rendezvous {
 
@@ -73,34 +72,35 @@ class RendezvousServer {
   enum class Phase { kGathering, kRunning, kFinishing };
   struct Conn;
 
-  RendezvousServer(ServerOptions options, sys::UniqueFd listen_fd, uint16_t port);
+  RendezvousServer(ServerOptions options, UniqueFd listen_fd, uint16_t port);
   void Loop();
   void AcceptAll();
   void OnReadable(Conn& c);
   void OnWritable(Conn& c);
-  Status OnFrame(Conn& c, const Frame& frame);
-  Status OnJoin(Conn& c, const Join& join);
-  void OnControl(Conn& c, const ControlRequest& request);
-  ControlStatus CurrentStatus() const;
-  void Refuse(Conn& c, RefuseCode code, const std::string& reason);
+  Status OnFrame(Conn& c, const protocol::Frame& frame);
+  Status OnJoin(Conn& c, const protocol::Join& join);
+  void OnControl(Conn& c, const protocol::ControlRequest& request);
+  protocol::ControlStatus CurrentStatus() const;
+  void Refuse(Conn& c, protocol::RefuseCode code, const std::string& reason);
   void MaybeComplete();
   void CompleteRound();
   // A member whose success ends the job finished (Done::ends_job): the others are told to stop.
   void EndJob(const Conn& finished);
   // `cause`: what failed (recorded as the last failure); null for a requested restart.
-  void AbortRound(const std::string& reason, int node_rank, const std::string& message,
-                  std::optional<RoundFailure> cause = std::nullopt);
+  void AbortRound(protocol::FailureReason reason, int node_rank, const std::string& message,
+                  std::optional<protocol::RoundFailure> cause = std::nullopt);
   void OnTick();
   void Queue(Conn& c, std::string_view bytes);
   void CloseConn(int fd, const std::string& why);
   std::chrono::milliseconds NextTimeout() const;
 
   ServerOptions opt_;
-  JoinMacKey mac_key_;     // opt_.token, keyed once (a join's MAC check is on the hot path)
-  NonceSource nonces_{kNonceBytes};
-  sys::UniqueFd listen_fd_;
-  sys::UniqueFd epoll_fd_;
-  sys::UniqueFd wake_fd_;
+  // opt_.token, keyed once (a join's MAC check is on the hot path).
+  protocol::JoinMacKey mac_key_;
+  protocol::NonceSource nonces_{protocol::kNonceBytes};
+  UniqueFd listen_fd_;
+  UniqueFd epoll_fd_;
+  UniqueFd wake_fd_;
   uint16_t port_;
   std::thread thread_;
 
@@ -115,7 +115,7 @@ class RendezvousServer {
   // In-place restarts of running rounds so far, and the cause of the last failed round.
   uint32_t failure_restarts_ = 0;
   uint32_t requested_restarts_ = 0;
-  std::optional<RoundFailure> last_failure_;
+  std::optional<protocol::RoundFailure> last_failure_;
 };
 
 }  // namespace lockstep::launcher::rendezvous

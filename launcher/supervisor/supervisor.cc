@@ -126,7 +126,7 @@ void ForwardLines(int out_fd, std::string& partial, std::string_view data) {
 }  // namespace
 
 void Supervisor::Drain(Child& c, Steady::time_point now) {
-  for (sys::UniqueFd* fd : {&c.out, &c.err}) {
+  for (UniqueFd* fd : {&c.out, &c.err}) {
     if (!fd->valid()) continue;
     const bool is_err = fd == &c.err;
     const int out_fd = is_err ? STDERR_FILENO : STDOUT_FILENO;

@@ -70,8 +70,8 @@ class Supervisor {
   struct Child {
     ChildSpec spec;
     pid_t pid = -1;
-    sys::UniqueFd out;
-    sys::UniqueFd err;
+    UniqueFd out;
+    UniqueFd err;
     // The unfinished last line of each stream: output is passed on in whole lines so the
     // lines of two ranks never interleave mid-line in the container's log.
     std::string partial_out;

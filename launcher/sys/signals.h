@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "launcher/sys/fd.h"
+#include "common/unique_fd.h"
 
 namespace lockstep::launcher::sys {
 

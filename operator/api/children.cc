@@ -1,19 +1,18 @@
 #include "operator/api/children.h"
 
 #include <algorithm>
+#include <set>
 
 #include <openssl/evp.h>
 
-#include <set>
-
-#include "launcher/contract.h"
 #include "operator/api/failure_rules.h"
 #include "operator/api/ranks.h"
+#include "protocol/contract.h"
 
 namespace lockstep::api {
 
 using nlohmann::json;
-namespace contract = launcher::contract;
+namespace contract = protocol::contract;
 
 namespace {
 
@@ -21,7 +20,6 @@ namespace {
 struct AttemptContext {
   std::string rdzv_endpoint;  // node rank 0's DNS name and port
   std::string nnodes;         // "N", or "MIN:MAX" when elastic
-  int32_t in_place_restarts = 0;
 };
 
 std::string Base64(std::string_view in) {
@@ -60,14 +58,6 @@ AttemptContext MakeAttemptContext(const TrainingJob& job, const std::vector<PodS
   } else {
     ctx.nnodes = std::to_string(slots.size());
   }
-  // Recreate mode: the launcher must not restart in place; it exits and the operator re-places.
-  // InPlace: the launchers may restart the gang in place with what is left of maxRestarts (their
-  // restarts count as the job's failures: the operator adds the restartCount of the failed
-  // pod's termination message when the budget runs out).
-  ctx.in_place_restarts =
-      job.spec.failure_policy.restart_mode == RestartMode::kInPlace
-          ? std::max(0, job.spec.failure_policy.max_restarts - job.status.restarts.failures)
-          : 0;
   return ctx;
 }
 
@@ -92,7 +82,7 @@ json LauncherEnv(const TrainingJob& job, const PodSlot& slot, const AttemptConte
       EnvVar(contract::kEnvRdzvId, job.metadata.uid),
       EnvVar(contract::kEnvAttempt, std::to_string(options.attempt)),
       EnvVar(contract::kEnvTokenFile, std::string(kTokenDir) + "/" + std::string(kTokenKey)),
-      EnvVar(contract::kEnvMaxRestarts, std::to_string(ctx.in_place_restarts)),
+      EnvVar(contract::kEnvMaxRestarts, std::to_string(options.launcher_max_restarts)),
       EnvVar(contract::kEnvHangTimeout,
              std::to_string(job.spec.failure_policy.hang_timeout_seconds)),
       EnvVar(contract::kEnvAdvertiseAddr, PodDnsName(job, pod_name)),

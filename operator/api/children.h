@@ -12,7 +12,7 @@
 //   - init container `lockstep-launcher-install` (image --launcher-image) that copies
 //     /lockstep-launcher from its image into the emptyDir `lockstep-bin` at /lockstep/bin;
 //   - the trainer (first container) runs `/lockstep/bin/lockstep-launcher -- <command> <args>`
-//     with LOCKSTEP_* env (launcher/contract.h) and the token Secret mounted read-only at
+//     with LOCKSTEP_* env (protocol/contract.h) and the token Secret mounted read-only at
 //     /var/run/lockstep/rdzv/token. Resources are untouched.
 
 #include <cstdint>
@@ -50,6 +50,9 @@ struct ChildrenOptions {
   int32_t attempt = 0;                     // written into labels and LOCKSTEP_ATTEMPT
   // Workers in this attempt; unset: spec.replicas. An elastic restart may run smaller.
   std::optional<int32_t> worker_replicas;
+  // LOCKSTEP_MAX_RESTARTS: the in-place restarts the launchers may make (the controller's
+  // in-place policy computes it: operator/controller/inplace_policy.h).
+  int32_t launcher_max_restarts = 0;
 };
 
 // "lockstep.dev/job-name=<job>": status.selector and the Service's selector.

@@ -19,8 +19,11 @@ StatusOr<ObjectMeta> DecodeObjectMeta(const nlohmann::json& metadata);
 // strings/lists are omitted, so encode(decode(x)) is x plus the schema defaults.
 nlohmann::json EncodeTrainingJob(const TrainingJob& job);
 nlohmann::json EncodeSpec(const TrainingJobSpec& spec);
-// The status as the /status subresource stores it.
+// The status as the /status subresource stores it. Writes the derived restarts.total too.
 nlohmann::json EncodeStatus(const TrainingJobStatus& status);
+// Every restart the job went through, of any cause and mode: gang restarts (one per attempt
+// after the first) plus in-place restarts (which keep the attempt). Saturates at INT32_MAX.
+int32_t TotalRestarts(const TrainingJobStatus& status);
 nlohmann::json EncodeObjectMeta(const ObjectMeta& meta);
 nlohmann::json EncodeCondition(const Condition& condition);
 // status.capacity as the scheduler applies it (EncodeStatus leaves it out: not the controller's).

@@ -46,6 +46,12 @@ constexpr NameTable<ConditionStatus, 3> kConditionStatuses = {
     {{ConditionStatus::kTrue, "True"},
      {ConditionStatus::kFalse, "False"},
      {ConditionStatus::kUnknown, "Unknown"}}};
+constexpr NameTable<RestartRequestState, 5> kRestartRequestStates = {
+    {{RestartRequestState::kPending, "Pending"},
+     {RestartRequestState::kCompleted, "Completed"},
+     {RestartRequestState::kFellBack, "FellBack"},
+     {RestartRequestState::kRecreated, "Recreated"},
+     {RestartRequestState::kSuperseded, "Superseded"}}};
 
 template <typename E, size_t N>
 std::string_view NameOf(const NameTable<E, N>& table, E value) {
@@ -73,6 +79,7 @@ std::string_view ToString(ExitCodeOperator v) { return NameOf(kExitCodeOperators
 std::string_view ToString(SuccessOperator v) { return NameOf(kSuccessOperators, v); }
 std::string_view ToString(JobState v) { return NameOf(kJobStates, v); }
 std::string_view ToString(ConditionStatus v) { return NameOf(kConditionStatuses, v); }
+std::string_view ToString(RestartRequestState v) { return NameOf(kRestartRequestStates, v); }
 
 std::optional<Framework> ParseFramework(std::string_view s) { return ValueOf(kFrameworks, s); }
 std::optional<RestartMode> ParseRestartMode(std::string_view s) {
@@ -91,6 +98,9 @@ std::optional<SuccessOperator> ParseSuccessOperator(std::string_view s) {
 std::optional<JobState> ParseJobState(std::string_view s) { return ValueOf(kJobStates, s); }
 std::optional<ConditionStatus> ParseConditionStatus(std::string_view s) {
   return ValueOf(kConditionStatuses, s);
+}
+std::optional<RestartRequestState> ParseRestartRequestState(std::string_view s) {
+  return ValueOf(kRestartRequestStates, s);
 }
 
 std::string_view LauncherFrameworkName(Framework v) { return NameOf(kLauncherFrameworks, v); }

@@ -22,6 +22,8 @@ enum class JobState {
   kSuspended
 };
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
+// status.restartRequest.state (docs/failures.md "Requested restarts").
+enum class RestartRequestState { kPending, kCompleted, kFellBack, kRecreated, kSuperseded };
 
 // Names as the API spells them ("PyTorch", "InPlace", ...), and their inverses (nullopt for a
 // name the API does not define).
@@ -33,6 +35,7 @@ std::string_view ToString(ExitCodeOperator v);
 std::string_view ToString(SuccessOperator v);
 std::string_view ToString(JobState v);
 std::string_view ToString(ConditionStatus v);
+std::string_view ToString(RestartRequestState v);
 std::optional<Framework> ParseFramework(std::string_view s);
 std::optional<RestartMode> ParseRestartMode(std::string_view s);
 std::optional<CleanPodPolicy> ParseCleanPodPolicy(std::string_view s);
@@ -41,6 +44,7 @@ std::optional<ExitCodeOperator> ParseExitCodeOperator(std::string_view s);
 std::optional<SuccessOperator> ParseSuccessOperator(std::string_view s);
 std::optional<JobState> ParseJobState(std::string_view s);
 std::optional<ConditionStatus> ParseConditionStatus(std::string_view s);
+std::optional<RestartRequestState> ParseRestartRequestState(std::string_view s);
 
 // The launcher's --framework value for a framework ("pytorch", ..., "generic").
 std::string_view LauncherFrameworkName(Framework v);

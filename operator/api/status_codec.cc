@@ -1,6 +1,10 @@
 // TrainingJobStatus <-> JSON (see codec.h).
 
 #include "operator/api/codec.h"
+
+#include <algorithm>
+#include <limits>
+
 #include "operator/api/json_fields.h"
 #include "operator/api/time.h"
 
@@ -52,7 +56,11 @@ Status DecodeRestarts(const json& status, TrainingJobStatus* out) {
     LS_RETURN_IF_ERROR(ReadInt32(*l, "attempt", "status.lastRestart", &last.attempt));
     LS_RETURN_IF_ERROR(
         ReadInt32(*l, "backoffSeconds", "status.lastRestart", &last.backoff_seconds));
-    LS_RETURN_IF_ERROR(ReadString(*l, "mode", "status.lastRestart", &last.mode));
+    if (Member(*l, "mode") != nullptr) {
+      RestartMode mode = RestartMode::kRecreate;
+      LS_RETURN_IF_ERROR(ReadEnum(*l, "mode", "status.lastRestart", &ParseRestartMode, &mode));
+      last.mode = mode;
+    }
     LS_RETURN_IF_ERROR(ReadStringList(*l, "nodes", "status.lastRestart", &last.nodes));
     out->last_restart = std::move(last);
   }
@@ -78,8 +86,8 @@ Status DecodeInPlace(const json& status, TrainingJobStatus* out) {
     std::optional<Time> when;
     LS_RETURN_IF_ERROR(ReadOptTime(*q, "time", path, &when));
     if (when) request.time = *when;
-    LS_RETURN_IF_ERROR(ReadString(*q, "mode", path, &request.mode));
-    LS_RETURN_IF_ERROR(ReadString(*q, "state", path, &request.state));
+    LS_RETURN_IF_ERROR(ReadEnum(*q, "mode", path, &ParseRestartMode, &request.mode));
+    LS_RETURN_IF_ERROR(ReadEnum(*q, "state", path, &ParseRestartRequestState, &request.state));
     LS_RETURN_IF_ERROR(ReadInt32(*q, "attempt", path, &request.attempt));
     if (Member(*q, "round") != nullptr) {
       LS_RETURN_IF_ERROR(ReadInt32(*q, "round", path, &request.round));
@@ -164,6 +172,11 @@ json EncodeCondition(const Condition& c) {
   return out;
 }
 
+int32_t TotalRestarts(const TrainingJobStatus& s) {
+  const int64_t total = int64_t{std::max(s.attempt, 0)} + std::max(s.restarts.in_place, 0);
+  return static_cast<int32_t>(std::min<int64_t>(total, std::numeric_limits<int32_t>::max()));
+}
+
 json EncodeStatus(const TrainingJobStatus& s) {
   json out = {
       {"observedGeneration", s.observed_generation},
@@ -174,7 +187,8 @@ json EncodeStatus(const TrainingJobStatus& s) {
        {{"failures", s.restarts.failures},
         {"disruptions", s.restarts.disruptions},
         {"consecutive", s.restarts.consecutive},
-        {"inPlace", s.restarts.in_place}}}};
+        {"inPlace", s.restarts.in_place},
+        {"total", TotalRestarts(s)}}}};
   if (s.state) out["state"] = ToString(*s.state);
   if (!s.reason.empty()) out["reason"] = s.reason;
   if (!s.message.empty()) out["message"] = s.message;
@@ -191,7 +205,7 @@ json EncodeStatus(const TrainingJobStatus& s) {
                           {"message", s.last_restart->message},
                           {"attempt", s.last_restart->attempt},
                           {"backoffSeconds", s.last_restart->backoff_seconds}};
-    if (!s.last_restart->mode.empty()) out["lastRestart"]["mode"] = s.last_restart->mode;
+    if (s.last_restart->mode) out["lastRestart"]["mode"] = ToString(*s.last_restart->mode);
     if (!s.last_restart->nodes.empty()) out["lastRestart"]["nodes"] = s.last_restart->nodes;
   }
   if (s.rendezvous) {
@@ -202,8 +216,10 @@ json EncodeStatus(const TrainingJobStatus& s) {
   }
   if (s.restart_request) {
     const RestartRequestStatus& q = *s.restart_request;
-    out["restartRequest"] = {{"value", q.value},     {"time", FormatTime(q.time)},
-                             {"mode", q.mode},       {"state", q.state},
+    out["restartRequest"] = {{"value", q.value},
+                             {"time", FormatTime(q.time)},
+                             {"mode", ToString(q.mode)},
+                             {"state", ToString(q.state)},
                              {"attempt", q.attempt}};
     if (q.round >= 0) out["restartRequest"]["round"] = q.round;
   }

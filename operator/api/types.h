@@ -129,6 +129,8 @@ struct Condition {
   Time last_transition_time{};
   std::string reason;
   std::string message;
+
+  friend bool operator==(const Condition&, const Condition&) = default;
 };
 
 struct RestartCounts {
@@ -155,11 +157,11 @@ struct RendezvousStatus {
 struct RestartRequestStatus {
   std::string value;  // the annotation's value
   Time time{};        // when the operator acted on it
-  std::string mode;   // InPlace or Recreate
+  RestartMode mode = RestartMode::kInPlace;
   // InPlace: Pending (Restart sent, waiting for a complete running round), Completed,
   // FellBack (Recreate after failurePolicy.inPlaceTimeoutSeconds or a refused Restart),
   // Superseded (another gang restart came first); Recreate: Recreated.
-  std::string state;
+  RestartRequestState state = RestartRequestState::kPending;
   int32_t attempt = 0;  // the attempt whose launchers were asked
   int32_t round = -1;   // the round the Restart aborted; -1 until the launchers answered
 };
@@ -170,7 +172,7 @@ struct LastRestart {
   std::string message;
   int32_t attempt = 0;          // the attempt this restart started
   int32_t backoff_seconds = 0;  // the wait before that attempt's pods were created
-  std::string mode;             // "InPlace" or "Recreate"
+  std::optional<RestartMode> mode;  // absent in statuses written before restart modes
   std::vector<std::string> nodes;  // the nodes found lost, if any
 };
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "operator/api/enums.h"
-#include "operator/controller/plan.h"
+#include "operator/controller/plan_types.h"
 #include "operator/kube/objects.h"
 
 namespace lockstep::controller {

@@ -20,12 +20,12 @@
 
 #include "common/clock.h"
 #include "operator/controller/controller_metrics.h"
-#include "operator/controller/event_recorder.h"
 #include "operator/controller/expectations.h"
 #include "operator/controller/job_caches.h"
 #include "operator/controller/launcher_monitor.h"
 #include "operator/controller/node_health.h"
 #include "operator/controller/reconciler.h"
+#include "operator/kube/event_recorder.h"
 #include "operator/kube/metrics.h"
 #include "operator/kube/workqueue.h"
 
@@ -35,7 +35,7 @@ struct ControllerOptions {
   std::vector<std::string> namespaces;  // empty: all
   int workers = 4;
   std::string launcher_image;
-  EventRecorderOptions events;
+  kube::EventRecorderOptions events;
   NodeHealthOptions node_health;
   // Talk to the launchers' rendezvous servers (Status polls, in-place restarts on request;
   // launcher_monitor.h). Off: in-place restarts show in status only through failed pods.
@@ -74,7 +74,7 @@ class TrainingJobController {
   JobCaches caches_;
   NodeHealthMonitor node_health_;
   Expectations expectations_;
-  EventRecorder events_;
+  kube::EventRecorder events_;
   kube::WorkQueue queue_;
   std::unique_ptr<LauncherMonitor> launchers_;  // null when options_.launcher_control is off
   TrainingJobReconciler reconciler_;

@@ -4,18 +4,17 @@
 #include <array>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
-#include "launcher/contract.h"
 #include "operator/api/enums.h"
 #include "operator/api/time.h"
-#include "operator/controller/inplace_plan.h"
+#include "operator/controller/inplace_policy.h"
 #include "operator/controller/launcher_termination.h"
+#include "protocol/contract.h"
+#include "protocol/termination.h"
 
 namespace lockstep::controller {
 namespace {
 
-namespace contract = launcher::contract;
+namespace contract = protocol::contract;
 
 // Pod status reasons of a pod the node or the cluster took away (kubelet eviction, graceful node
 // shutdown, preemption), as opposed to one whose containers failed.
@@ -41,45 +40,6 @@ const kube::ContainerStatus* CulpritContainer(const kube::Pod& pod, bool* is_tra
   return first_terminated;
 }
 
-// The launcher's termination JSON (launcher/supervisor/termination.cc) as a sentence a user can
-// read in `kubectl describe`: which rank failed and how, then its last stderr lines. A message that
-// is not the launcher's JSON (another container, a plain termination message) is kept verbatim.
-std::string DescribeTermination(const std::string& message) {
-  const nlohmann::json m = ParseLauncherTermination(message);
-  if (!m.is_object() || !m.contains("stderrTail")) return message;
-  auto text = [&](const char* key) {
-    auto it = m.find(key);
-    return it != m.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  auto number = [&](const char* key) -> std::optional<int64_t> {
-    auto it = m.find(key);
-    if (it == m.end() || !it->is_number_integer()) return std::nullopt;
-    return it->get<int64_t>();
-  };
-  // The launcher's own message already says "rank R exited with code C"; build it only when absent.
-  std::string out = text("message");
-  if (out.empty()) {
-    if (std::optional<int64_t> rank = number("rank"); rank && *rank >= 0) {
-      out = "rank " + std::to_string(*rank) + " ";
-    }
-    if (std::optional<int64_t> sig = number("signal"); sig && *sig > 0) {
-      out += "killed by signal " + std::to_string(*sig);
-    } else if (std::optional<int64_t> code = number("exitCode"); code) {
-      out += "exited with code " + std::to_string(*code);
-    }
-  }
-  if (std::optional<int64_t> n = number("restartCount"); n && *n > 0) {
-    out += ", after " + std::to_string(*n) + " in-place restart" + (*n == 1 ? "" : "s");
-  }
-  std::vector<std::string> tail;
-  if (const nlohmann::json& lines = m.at("stderrTail"); lines.is_array()) {
-    for (const nlohmann::json& line : lines) {
-      if (line.is_string()) tail.push_back(line.get<std::string>());
-    }
-  }
-  return out + StderrTailForPeople(tail);
-}
-
 std::string Describe(const kube::Pod& pod, const kube::ContainerStatus* c) {
   std::string out = "pod " + pod.meta.name + " failed";
   if (!pod.node_name.empty()) out += " on node " + pod.node_name;
@@ -95,9 +55,11 @@ std::string Describe(const kube::Pod& pod, const kube::ContainerStatus* c) {
   return out;
 }
 
-// The launcher's termination message is JSON with the in-place restarts it made (launcher.md).
+// The launcher's termination message counts the in-place restarts it made (launcher.md).
 int32_t InPlaceRestarts(const kube::ContainerStatus* c) {
-  return c == nullptr ? 0 : TerminationCount(c->message, "restartCount");
+  if (c == nullptr) return 0;
+  const std::optional<protocol::TerminationMessage> m = protocol::DecodeTermination(c->message);
+  return m ? m->restart_count : 0;
 }
 
 bool Unfinished(const kube::Pod& pod) { return pod.phase != "Succeeded"; }
@@ -219,7 +181,7 @@ void ApplyBudget(const api::TrainingJob& job, FailureDecision* d) {
                   ") used up";
     d->reason = "MaxDisruptionsExceeded";
   } else if (d->kind == FailureKind::kFailure &&
-             used.failures + d->in_place_restarts >= fp.max_restarts) {
+             FailureRestartsLeft(job, d->in_place_restarts) == 0) {
     d->action = FailureAction::kFailJob;
     d->message += "; failurePolicy.maxRestarts (" + std::to_string(fp.max_restarts) +
                   ") used up";
@@ -249,7 +211,7 @@ FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kub
   if (!d) return {};
   // The in-place failures the operator recorded while the launchers ran are in
   // restarts.failures already; the termination message's restartCount counts them again.
-  d->in_place_restarts = std::max(0, d->in_place_restarts - RecordedInPlaceFailures(job.status));
+  d->in_place_restarts = UnrecordedInPlaceFailures(job.status, d->in_place_restarts);
   ApplyBudget(job, &*d);
   return *d;
 }

@@ -6,17 +6,16 @@
 #include "operator/api/enums.h"
 #include "operator/api/ranks.h"
 #include "operator/controller/elastic_policy.h"
+#include "operator/controller/inplace_policy.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/launcher_termination.h"
 #include "operator/controller/restart_plan.h"
+#include "protocol/termination.h"
 
 namespace lockstep::controller {
 namespace {
 
 using std::chrono::seconds;
-
-// lastRestart.mode and restartRequest.mode spell the restart modes as spec.failurePolicy does.
-std::string ModeName(api::RestartMode mode) { return std::string(api::ToString(mode)); }
 
 
 // The pod of node rank `node_rank` in the current attempt, by name.
@@ -29,7 +28,7 @@ std::string PodOfNode(const Pass& p, int32_t node_rank) {
   return "pod " + api::PodName(p.job.metadata.name, slot.role, slot.index);
 }
 
-std::string DescribeFailure(const Pass& p, const launcher::rendezvous::RoundFailure& f) {
+std::string DescribeFailure(const Pass& p, const protocol::RoundFailure& f) {
   std::string out;
   if (f.rank >= 0) {
     out = "rank " + std::to_string(f.rank);
@@ -41,7 +40,8 @@ std::string DescribeFailure(const Pass& p, const launcher::rendezvous::RoundFail
       out += " exited with code " + std::to_string(f.exit_code);
     }
   } else {
-    out = PodOfNode(p, f.node_rank) + ": " + (f.message.empty() ? f.reason : f.message);
+    out = PodOfNode(p, f.node_rank) + ": " +
+          (f.message.empty() ? std::string(protocol::ToString(f.reason)) : f.message);
   }
   return out + StderrTailForPeople(f.stderr_tail);
 }
@@ -73,15 +73,15 @@ std::string Quoted(const std::string& value) {
 bool PlanPendingRequest(Pass& p) {
   api::RestartRequestStatus& req = *p.status().restart_request;
   if (req.attempt != p.job.status.attempt) {
-    req.state = std::string(kRequestSuperseded);  // a Recreate restart came first
+    req.state = api::RestartRequestState::kSuperseded;  // a Recreate restart came first
     return false;
   }
   const LauncherObservation* obs = Launchers(p);
   const bool answered = obs != nullptr && obs->restart && obs->restart->request == req.value &&
                         obs->restart->answered;
   if (answered && !obs->restart->ack.accepted) {
-    req.state = std::string(kRequestFellBack);
-    req.mode = ModeName(api::RestartMode::kRecreate);
+    req.state = api::RestartRequestState::kFellBack;
+    req.mode = api::RestartMode::kRecreate;
     Recreate(p, "InPlaceRestartRefused",
              "the launchers did not restart in place (" + obs->restart->ack.message + ") for " +
                  Quoted(req.value));
@@ -90,14 +90,14 @@ bool PlanPendingRequest(Pass& p) {
   if (answered && req.round < 0) req.round = static_cast<int32_t>(obs->restart->ack.round);
   if (req.round >= 0 && obs != nullptr && obs->answered &&
       static_cast<int32_t>(obs->status.round) > req.round && obs->status.running) {
-    req.state = std::string(kRequestCompleted);
+    req.state = api::RestartRequestState::kCompleted;
     return false;
   }
   const api::Time deadline =
       req.time + seconds(p.job.spec.failure_policy.in_place_timeout_seconds);
   if (p.now >= deadline) {
-    req.state = std::string(kRequestFellBack);
-    req.mode = ModeName(api::RestartMode::kRecreate);
+    req.state = api::RestartRequestState::kFellBack;
+    req.mode = api::RestartMode::kRecreate;
     std::string why = "the launchers did not form and start a new round within " +
                       std::to_string(p.job.spec.failure_policy.in_place_timeout_seconds) +
                       "s (failurePolicy.inPlaceTimeoutSeconds)";
@@ -127,16 +127,13 @@ const kube::Pod* RendezvousPod(const api::TrainingJob& job, const std::vector<ku
   return nullptr;
 }
 
-int32_t RecordedInPlaceFailures(const api::TrainingJobStatus& status) {
-  if (!status.rendezvous || status.rendezvous->attempt != status.attempt) return 0;
-  return status.rendezvous->failure_restarts;
-}
-
-std::string InPlaceReason(const std::string& launcher_reason) {
-  if (launcher_reason == "hang") return "Hang";
-  if (launcher_reason == "peer-lost") return "PeerLost";
-  if (launcher_reason == "launcher") return "LauncherError";
-  return "RankFailed";
+std::string InPlaceReason(protocol::FailureReason launcher_reason) {
+  switch (launcher_reason) {
+    case protocol::FailureReason::kHang: return "Hang";
+    case protocol::FailureReason::kPeerLost: return "PeerLost";
+    case protocol::FailureReason::kLauncher: return "LauncherError";
+    default: return "RankFailed";
+  }
 }
 
 namespace {
@@ -145,23 +142,15 @@ namespace {
 // current attempt) that status does not hold yet. `failure`: the cause of the last failed round,
 // when known.
 void RecordInPlace(Pass& p, int32_t failures, int32_t requested, std::optional<int32_t> round,
-                   const launcher::rendezvous::RoundFailure* failure) {
+                   const protocol::RoundFailure* failure) {
   const int32_t attempt = p.job.status.attempt;
-  api::RendezvousStatus before{attempt, 0, 0, 0};
-  if (p.job.status.rendezvous && p.job.status.rendezvous->attempt == attempt) {
-    before = *p.job.status.rendezvous;
-  }
-  const int32_t new_failures = std::max(0, failures - before.failure_restarts);
-  const int32_t new_requested = std::max(0, requested - before.requested_restarts);
-  p.status().rendezvous =
-      api::RendezvousStatus{attempt, round.value_or(before.round),
-                            std::max(failures, before.failure_restarts),
-                            std::max(requested, before.requested_restarts)};
-  if (new_failures + new_requested == 0) return;
+  const InPlaceRecord record = RecordLauncherTotals(p.job.status, failures, requested, round);
+  const int32_t new_failures = record.new_failures;
+  p.status().rendezvous = record.rendezvous;
+  if (record.new_failures + record.new_requested == 0) return;
 
   api::RestartCounts& counts = p.status().restarts;
-  counts.in_place += new_failures + new_requested;
-  counts.failures += new_failures;
+  CountInPlaceRestarts(counts, record.new_failures, record.new_requested);
   const std::string now_at = round ? " (now round " + std::to_string(*round) + ")" : "";
   std::string reason = "RestartRequested";
   std::string message = "the launchers restarted the gang in place on request" + now_at;
@@ -173,15 +162,15 @@ void RecordInPlace(Pass& p, int32_t failures, int32_t requested, std::optional<i
               std::to_string(p.job.spec.failure_policy.max_restarts) + " used";
   }
   p.status().last_restart = api::LastRestart{
-      p.now, reason, message, attempt, 0, ModeName(api::RestartMode::kInPlace), {}};
+      p.now, reason, message, attempt, 0, api::RestartMode::kInPlace, {}};
   p.Event(new_failures > 0 ? "Warning" : "Normal", reason, message);
-  p.plan->restart = Plan::Restart{reason, ModeName(api::RestartMode::kInPlace), std::nullopt};
+  p.plan->restart = Plan::Restart{reason, api::RestartMode::kInPlace, std::nullopt};
 }
 
-// A field of the trainer's (the first container's) launcher termination message, or 0.
-int32_t TrainerTerminationCount(const kube::Pod& pod, const char* field) {
-  if (pod.container_statuses.empty()) return 0;
-  return TerminationCount(pod.container_statuses.front().message, field);
+// The trainer's (the first container's) launcher termination message, if it left one.
+std::optional<protocol::TerminationMessage> TrainerTermination(const kube::Pod& pod) {
+  if (pod.container_statuses.empty()) return std::nullopt;
+  return protocol::DecodeTermination(pod.container_statuses.front().message);
 }
 
 }  // namespace
@@ -189,7 +178,7 @@ int32_t TrainerTerminationCount(const kube::Pod& pod, const char* field) {
 void PlanInPlaceRecord(Pass& p) {
   const LauncherObservation* obs = Launchers(p);
   if (obs == nullptr || !obs->answered) return;
-  const LauncherStatus& st = obs->status;
+  const protocol::ControlStatus& st = obs->status;
   RecordInPlace(p, static_cast<int32_t>(st.failure_restarts),
                 static_cast<int32_t>(st.requested_restarts), static_cast<int32_t>(st.round),
                 st.last_failure ? &*st.last_failure : nullptr);
@@ -199,16 +188,22 @@ void PlanInPlaceRecordFromPods(Pass& p) {
   int32_t failures = 0, requested = 0;
   for (const kube::Pod& pod : p.pods) {
     if (pod.phase != "Succeeded" && pod.phase != "Failed") continue;
-    failures = std::max(failures, TrainerTerminationCount(pod, "restartCount"));
-    requested = std::max(requested, TrainerTerminationCount(pod, "requestedRestarts"));
+    if (std::optional<protocol::TerminationMessage> m = TrainerTermination(pod)) {
+      failures = std::max(failures, m->restart_count);
+      requested = std::max(requested, m->requested_restarts);
+    }
   }
   RecordInPlace(p, failures, requested, std::nullopt, nullptr);
 }
 
 bool PlanRestartRequest(Pass& p) {
-  if (p.status().restart_request && p.status().restart_request->state == kRequestPending) {
+  auto pending = [&p] {
+    return p.status().restart_request &&
+           p.status().restart_request->state == api::RestartRequestState::kPending;
+  };
+  if (pending()) {
     if (PlanPendingRequest(p)) return true;
-    if (p.status().restart_request->state == kRequestPending) return false;
+    if (pending()) return false;
   }
   auto it = p.job.metadata.annotations.find(std::string(api::kAnnotationRestartRequest));
   if (it == p.job.metadata.annotations.end() || it->second.empty()) return false;
@@ -220,8 +215,8 @@ bool PlanRestartRequest(Pass& p) {
   req.time = p.now;
   req.attempt = p.job.status.attempt;
   if (p.job.spec.failure_policy.restart_mode == api::RestartMode::kRecreate) {
-    req.mode = ModeName(api::RestartMode::kRecreate);
-    req.state = std::string(kRequestRecreated);
+    req.mode = api::RestartMode::kRecreate;
+    req.state = api::RestartRequestState::kRecreated;
     p.status().restart_request = req;
     Recreate(p, "RestartRequested",
              "restart requested (" + Quoted(value) + "); failurePolicy.restartMode is Recreate");
@@ -237,16 +232,16 @@ bool PlanRestartRequest(Pass& p) {
     return false;
   }
   if (!obs->answered) {
-    req.mode = ModeName(api::RestartMode::kRecreate);
-    req.state = std::string(kRequestFellBack);
+    req.mode = api::RestartMode::kRecreate;
+    req.state = api::RestartRequestState::kFellBack;
     p.status().restart_request = req;
     Recreate(p, "InPlaceRestartUnavailable",
              "restart requested (" + Quoted(value) + "), but the launchers' rendezvous server " +
                  "did not answer (" + obs->error + "); restarting by Recreate");
     return true;
   }
-  req.mode = ModeName(api::RestartMode::kInPlace);
-  req.state = std::string(kRequestPending);
+  req.mode = api::RestartMode::kInPlace;
+  req.state = api::RestartRequestState::kPending;
   p.status().restart_request = req;
   const std::string reason = "restart requested (" + Quoted(value) + ")";
   p.plan->launcher_restart = Plan::LauncherRestart{rank0->meta.name, value, reason};

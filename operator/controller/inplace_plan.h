@@ -21,29 +21,18 @@
 #include "operator/api/types.h"
 #include "operator/controller/plan_pass.h"
 #include "operator/kube/objects.h"
+#include "protocol/failure_reason.h"
 
 namespace lockstep::controller {
 
 inline constexpr std::chrono::seconds kLauncherPollInterval{10};
 inline constexpr std::chrono::seconds kLauncherPendingPollInterval{2};
 
-inline constexpr std::string_view kRequestPending = "Pending";
-inline constexpr std::string_view kRequestCompleted = "Completed";
-inline constexpr std::string_view kRequestFellBack = "FellBack";
-inline constexpr std::string_view kRequestRecreated = "Recreated";
-inline constexpr std::string_view kRequestSuperseded = "Superseded";
-
 // The current attempt's node-rank-0 pod (it hosts the rendezvous server), if it exists.
 const kube::Pod* RendezvousPod(const api::TrainingJob& job, const std::vector<kube::Pod>& pods);
 
-// In-place failure restarts of the current attempt already in status.restarts.failures: a
-// failed pod's termination message counts them again (its restartCount), so the failure policy
-// subtracts these.
-int32_t RecordedInPlaceFailures(const api::TrainingJobStatus& status);
-
-// The launchers' Failure reason ("exit", "signal", "hang", "peer-lost", ...) as a CamelCase
-// lastRestart reason.
-std::string InPlaceReason(const std::string& launcher_reason);
+// The launchers' failure reason as a CamelCase lastRestart reason.
+std::string InPlaceReason(protocol::FailureReason launcher_reason);
 
 void PlanInPlaceRecord(Pass& p);
 // The same from the finished pods' termination messages (restartCount, requestedRestarts): the

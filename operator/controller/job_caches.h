@@ -15,7 +15,7 @@
 
 #include "operator/controller/cached_job.h"
 #include "operator/controller/node_health.h"
-#include "operator/controller/plan.h"
+#include "operator/controller/plan_types.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/objects.h"
 #include "operator/kube/rest_client.h"

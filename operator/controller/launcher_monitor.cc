@@ -104,13 +104,14 @@ void LauncherMonitor::Loop() {
   }
 }
 
-StatusOr<LauncherTarget> LauncherMonitor::Target(const LauncherJob& job) {
-  const LauncherTarget base{job.pod_ip, static_cast<uint16_t>(api::kRdzvPort), job.uid, ""};
+StatusOr<protocol::ControlTarget> LauncherMonitor::Target(const LauncherJob& job) {
+  const protocol::ControlTarget base{job.pod_ip, static_cast<uint16_t>(api::kRdzvPort), job.uid,
+                                     ""};
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = tokens_.find(job.key);
     if (it != tokens_.end() && it->second.first == job.uid) {
-      LauncherTarget t = base;
+      protocol::ControlTarget t = base;
       t.token = it->second.second;
       return t;
     }
@@ -125,7 +126,7 @@ StatusOr<LauncherTarget> LauncherMonitor::Target(const LauncherJob& job) {
   if (data == nullptr || !data->contains(key) || !(*data)[key].is_string()) {
     return NotFoundError("the rendezvous Secret has no token");
   }
-  LauncherTarget t = base;
+  protocol::ControlTarget t = base;
   LS_ASSIGN_OR_RETURN(t.token, DecodeToken((*data)[key].get<std::string>()));
   std::lock_guard<std::mutex> lock(mu_);
   tokens_[job.key] = {job.uid, t.token};
@@ -133,14 +134,15 @@ StatusOr<LauncherTarget> LauncherMonitor::Target(const LauncherJob& job) {
 }
 
 void LauncherMonitor::Run(const Op& op) {
-  StatusOr<LauncherTarget> target = Target(op.job);
+  StatusOr<protocol::ControlTarget> target = Target(op.job);
   LauncherObservation result;
   result.pod_uid = op.job.pod_uid;
   std::optional<LauncherObservation::RestartAnswer> restart;
   if (op.restart) {
     restart = LauncherObservation::RestartAnswer{op.request, true, {}, ""};
-    StatusOr<LauncherAck> ack = target.ok() ? control_->Restart(*target, op.reason)
-                                            : StatusOr<LauncherAck>(target.status());
+    StatusOr<protocol::ControlAck> ack = target.ok()
+                                             ? control_->Restart(*target, op.reason)
+                                             : StatusOr<protocol::ControlAck>(target.status());
     if (ack.ok()) {
       restart->ack = *ack;
     } else {
@@ -153,8 +155,9 @@ void LauncherMonitor::Run(const Op& op) {
                {"accepted", ack.ok() && ack->accepted ? "true" : "false"},
                {"detail", ack.ok() ? ack->message : ack.status().message()}});
   } else {
-    StatusOr<LauncherStatus> status = target.ok() ? control_->GetStatus(*target)
-                                                  : StatusOr<LauncherStatus>(target.status());
+    StatusOr<protocol::ControlStatus> status =
+        target.ok() ? control_->GetStatus(*target)
+                    : StatusOr<protocol::ControlStatus>(target.status());
     if (status.ok()) {
       result.answered = true;
       result.status = std::move(*status);

@@ -24,7 +24,7 @@
 
 #include "common/clock.h"
 #include "operator/controller/launcher_control.h"
-#include "operator/controller/plan.h"
+#include "operator/controller/plan_types.h"
 #include "operator/kube/rest_client.h"
 
 namespace lockstep::controller {
@@ -68,7 +68,7 @@ class LauncherMonitor {
   };
   void Loop();
   void Run(const Op& op);
-  StatusOr<LauncherTarget> Target(const LauncherJob& job);
+  StatusOr<protocol::ControlTarget> Target(const LauncherJob& job);
 
   kube::RestClient& client_;
   std::unique_ptr<LauncherControl> control_;

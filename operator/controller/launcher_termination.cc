@@ -1,21 +1,29 @@
 #include "operator/controller/launcher_termination.h"
 
-#include <algorithm>
+#include <optional>
+
+#include "protocol/termination.h"
 
 namespace lockstep::controller {
 
-nlohmann::json ParseLauncherTermination(const std::string& message) {
-  if (message.empty() || message.front() != '{') return nullptr;
-  nlohmann::json m = nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
-  return m.is_object() ? m : nlohmann::json();
-}
-
-int32_t TerminationCount(const std::string& message, const char* field) {
-  const nlohmann::json m = ParseLauncherTermination(message);
-  if (m.is_null()) return 0;
-  auto it = m.find(field);
-  if (it == m.end() || !it->is_number_integer()) return 0;
-  return std::max(0, it->get<int32_t>());
+std::string DescribeTermination(const std::string& message) {
+  const std::optional<protocol::TerminationMessage> m = protocol::DecodeTermination(message);
+  if (!m) return message;
+  // The launcher's own message already says "rank R exited with code C"; build it only when absent.
+  std::string out = m->message;
+  if (out.empty()) {
+    if (m->rank >= 0) out = "rank " + std::to_string(m->rank) + " ";
+    if (m->signal > 0) {
+      out += "killed by signal " + std::to_string(m->signal);
+    } else {
+      out += "exited with code " + std::to_string(m->exit_code);
+    }
+  }
+  if (m->restart_count > 0) {
+    out += ", after " + std::to_string(m->restart_count) + " in-place restart" +
+           (m->restart_count == 1 ? "" : "s");
+  }
+  return out + StderrTailForPeople(m->stderr_tail);
 }
 
 std::string StderrTailForPeople(const std::vector<std::string>& tail) {

@@ -1,22 +1,18 @@
 #pragma once
-// The launcher's termination message (launcher/supervisor/termination.cc): a JSON object in the
-// trainer container's terminated state. The failure policy reads its restart count and renders it
-// for people; the in-place records read the counts of a pod that ended. Both render a failing
-// rank's stderr tail the same way.
+// The launchers' words for people: a trainer container's termination message
+// (protocol/termination.h) and a failing rank's stderr tail, rendered for the Failed condition,
+// lastRestart and the events. The failure policy renders a failed pod with it; the in-place
+// records render the rendezvous server's last failure the same way.
 
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace lockstep::controller {
 
-// The message as a JSON object, or null when it is not one (another container's plain message).
-nlohmann::json ParseLauncherTermination(const std::string& message);
-
-// An integer field of it ("restartCount", "requestedRestarts"), or 0 when absent, mistyped or
-// negative.
-int32_t TerminationCount(const std::string& message, const char* field);
+// The launcher's termination message as a sentence a user can read in `kubectl describe`: which
+// rank failed and how, the in-place restarts before, then its last stderr lines. A message that is
+// not the launcher's (another container's, a plain text) is kept verbatim.
+std::string DescribeTermination(const std::string& message);
 
 // A failing rank's last stderr lines (from the termination message or the rendezvous server's
 // Status) for a condition message: "; last stderr lines:" and the last 8 lines, indented, cut to

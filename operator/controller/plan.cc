@@ -1,6 +1,8 @@
 #include "operator/controller/plan.h"
 
 #include <set>
+#include <tuple>
+#include <utility>
 
 #include "operator/api/children.h"
 #include "operator/api/conditions.h"
@@ -10,6 +12,7 @@
 #include "operator/controller/elastic_policy.h"
 #include "operator/controller/failure_policy.h"
 #include "operator/controller/inplace_plan.h"
+#include "operator/controller/inplace_policy.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/plan_pass.h"
 #include "operator/controller/restart_plan.h"
@@ -120,6 +123,7 @@ Status PlanCreates(Pass& p) {
   opts.launcher_image = p.options.launcher_image;
   opts.attempt = p.job.status.attempt;
   if (p.job.spec.elastic) opts.worker_replicas = p.spec.replicas;
+  opts.launcher_max_restarts = LauncherRestartBudget(p.job);
   LS_ASSIGN_OR_RETURN(std::vector<nlohmann::json> desired, api::BuildPods(p.job, opts));
   std::set<std::string> present;
   for (const kube::Pod& pod : p.observed.pods) present.insert(pod.meta.name);
@@ -131,30 +135,23 @@ Status PlanCreates(Pass& p) {
   return Status::Ok();
 }
 
-void PlanScheduled(Pass& p, const PodCounts& c, int32_t desired) {
-  if (c.bound >= desired) {
-    p.Condition(api::kConditionScheduled, true, "AllPodsBound",
-                "all " + std::to_string(desired) + " pods are bound to nodes");
-    return;
-  }
-  // The gang scheduler explains a wait (e.g. the capacity it lacks) in its own Scheduled=False
-  // condition; keep its words rather than overwrite them with a vaguer one.
-  const api::Condition* sched = api::FindCondition(p.status().conditions,
+// Why the gang's pods are not all bound. The `Scheduled` condition is the gang scheduler's, its
+// one author (docs/scheduler-cycle.md): the controller never writes it, and carries it over
+// unchanged in its status writes. While the scheduler explains a wait (Scheduled=False, e.g. the
+// capacity it lacks) its words are the job's; otherwise the job waits for it.
+std::pair<std::string, std::string> WaitingForBinds(const Pass& p) {
+  const api::Condition* sched = api::FindCondition(p.plan->status.conditions,
                                                    api::kConditionScheduled);
-  if (sched != nullptr && sched->status == ConditionStatus::kFalse &&
-      sched->reason != "WaitingForScheduler") {
-    return;
+  if (sched != nullptr && sched->status == ConditionStatus::kFalse) {
+    return {sched->reason, sched->message};
   }
-  p.Condition(api::kConditionScheduled, false, "WaitingForScheduler",
-              std::to_string(c.bound) + " of " + std::to_string(desired) +
-                  " pods bound; waiting for the lockstep gang scheduler");
+  return {"WaitingForScheduler", "waiting for the gang scheduler"};
 }
 
 // Conditions, state and counters of a job that is neither finished nor suspended.
 void PlanProgress(Pass& p) {
   const PodCounts c = CountPods(p.pods);
   const int32_t desired = DesiredPodCount(p.spec);
-  PlanScheduled(p, c, desired);
   const bool running = c.running > 0 && c.running + c.succeeded >= desired;
   if (running) {
     p.Condition(api::kConditionRunning, true, "AllPodsRunning",
@@ -177,10 +174,7 @@ void PlanProgress(Pass& p) {
     reason = "CreatingPods";
     message = std::to_string(c.existing) + " of " + std::to_string(desired) + " pods created";
   } else if (c.bound < desired) {
-    const api::Condition* sched = api::FindCondition(p.status().conditions,
-                                                     api::kConditionScheduled);
-    reason = sched != nullptr ? sched->reason : "WaitingForScheduler";
-    message = sched != nullptr ? sched->message : "waiting for the gang scheduler";
+    std::tie(reason, message) = WaitingForBinds(p);
   } else {
     reason = "StartingPods";
     message = std::to_string(c.running) + " of " + std::to_string(desired) + " pods running";

@@ -10,7 +10,7 @@
 
 #include "operator/api/conditions.h"
 #include "operator/controller/job_status.h"
-#include "operator/controller/plan.h"
+#include "operator/controller/plan_types.h"
 
 namespace lockstep::controller {
 

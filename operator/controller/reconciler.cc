@@ -1,37 +1,22 @@
 #include "operator/controller/reconciler.h"
 
-#include <future>
-
-#include "common/log.h"
-#include "operator/api/children.h"
 #include "operator/api/codec.h"
 #include "operator/api/enums.h"
-#include "operator/api/token.h"
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/job_status.h"
 
 namespace lockstep::controller {
-namespace {
-
-InvolvedObject Involved(const CachedJob& job) {
-  return {std::string(api::kApiVersion), std::string(api::kKind), job.meta.namespace_,
-          job.meta.name, job.meta.uid, job.meta.resource_version};
-}
-
-std::string PodName(const nlohmann::json& pod) {
-  return pod["metadata"]["name"].get<std::string>();
-}
-
-}  // namespace
 
 TrainingJobReconciler::TrainingJobReconciler(kube::RestClient& client, const JobCaches& caches,
-                                             Expectations& expectations, EventRecorder& events,
+                                             Expectations& expectations,
+                                             kube::EventRecorder& events,
                                              ControllerMetrics* metrics, PlanOptions options,
                                              const Clock& clock)
     : client_(client),
       caches_(caches),
       expectations_(expectations),
       events_(events),
+      executor_(client, expectations, events),
       metrics_(metrics),
       options_(std::move(options)),
       clock_(clock) {}
@@ -62,10 +47,10 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
     // pods cleanPodPolicy deleted). A finished job's later passes clean its pods again.
     LS_RETURN_IF_ERROR(PersistStatus(job, plan));
     AskLaunchers(job, observed, plan);
-    LS_RETURN_IF_ERROR(Act(job, plan));
+    LS_RETURN_IF_ERROR(executor_.Act(job, plan));
     return ReconcileResult{plan.requeue_after};
   }
-  Status acted = Act(job, plan);
+  Status acted = executor_.Act(job, plan);
   if (plan.delete_job) return ReconcileResult{};
   LS_RETURN_IF_ERROR(PersistStatus(job, plan));
   AskLaunchers(job, observed, plan);
@@ -91,100 +76,6 @@ void TrainingJobReconciler::AskLaunchers(const CachedJob& job, const Observed& o
   } else if (plan.launcher_poll) {
     if (std::optional<LauncherJob> t = target(*plan.launcher_poll)) launchers_->Poll(*t);
   }
-}
-
-Status TrainingJobReconciler::Act(const CachedJob& job, const Plan& plan) {
-  if (plan.delete_job) return DeleteJob(job);
-  LS_RETURN_IF_ERROR(CreateSharedChildren(job, plan));
-  LS_RETURN_IF_ERROR(CreatePods(job, plan));
-  return DeletePods(job, plan);
-}
-
-Status TrainingJobReconciler::CreateSharedChildren(const CachedJob& job, const Plan& plan) {
-  const std::string& ns = job.meta.namespace_;
-  if (plan.create_service) {
-    StatusOr<nlohmann::json> r =
-        client_.Create(kube::resources::Services(), ns, api::BuildService(job.job));
-    if (!r.ok() && !IsAlreadyExists(r.status())) return r.status().WithContext("create service");
-  }
-  if (plan.create_secret) {
-    LS_ASSIGN_OR_RETURN(std::string token, api::GenerateRdzvToken());
-    StatusOr<nlohmann::json> r =
-        client_.Create(kube::resources::Secrets(), ns, api::BuildRdzvSecret(job.job, token));
-    // AlreadyExists: a previous pass created it; its token is the one the pods use, keep it.
-    if (!r.ok() && !IsAlreadyExists(r.status())) return r.status().WithContext("create secret");
-  }
-  return Status::Ok();
-}
-
-Status TrainingJobReconciler::CreatePods(const CachedJob& job, const Plan& plan) {
-  const std::string key = job.meta.Key();
-  const size_t total = std::min<size_t>(plan.pod_creates.size(), kMaxCreatesPerPass);
-  size_t created = 0;
-  Status first_error;
-  for (size_t start = 0, batch = 1; start < total && first_error.ok(); start += batch,
-              batch *= 2) {
-    const size_t end = std::min(total, start + batch);
-    std::vector<std::string> names;
-    for (size_t i = start; i < end; ++i) names.push_back(PodName(plan.pod_creates[i]));
-    expectations_.ExpectCreations(key, names);
-    std::vector<std::future<StatusOr<nlohmann::json>>> calls;
-    for (size_t i = start; i < end; ++i) {
-      calls.push_back(std::async(std::launch::async, [this, &job, &plan, i] {
-        return client_.Create(kube::resources::Pods(), job.meta.namespace_, plan.pod_creates[i]);
-      }));
-    }
-    for (size_t i = 0; i < calls.size(); ++i) {
-      StatusOr<nlohmann::json> r = calls[i].get();
-      if (r.ok()) {
-        ++created;
-        continue;
-      }
-      // This create will never be observed as ours: stop waiting for it.
-      expectations_.CreationObserved(key, names[i]);
-      if (first_error.ok()) first_error = r.status().WithContext("create pod " + names[i]);
-    }
-  }
-  if (created > 0) {
-    log::Info("created pods", {{"job", key}, {"count", std::to_string(created)}});
-  }
-  if (!first_error.ok() && !IsAlreadyExists(first_error)) {
-    Emit(job, {"Warning", "FailedCreate", first_error.message()});
-  }
-  return first_error;
-}
-
-Status TrainingJobReconciler::DeletePods(const CachedJob& job, const Plan& plan) {
-  const std::string key = job.meta.Key();
-  Status first_error;
-  int issued = 0;
-  for (const PodDeletion& d : plan.pod_deletes) {
-    if (issued++ >= kMaxDeletesPerPass) break;
-    expectations_.ExpectDeletions(key, {d.uid});
-    kube::DeleteOptions opts;
-    opts.precondition_uid = d.uid;
-    opts.propagation_policy = "Background";
-    opts.grace_period_seconds = d.grace_period_seconds;
-    StatusOr<nlohmann::json> r =
-        client_.Delete(kube::resources::Pods(), job.meta.namespace_, d.name, opts);
-    if (r.ok()) continue;
-    expectations_.DeletionObserved(key, d.uid);
-    if (IsNotFound(r.status()) || kube::IsConflict(r.status())) continue;  // already gone
-    first_error = r.status().WithContext("delete pod " + d.name);
-    break;
-  }
-  return first_error;
-}
-
-Status TrainingJobReconciler::DeleteJob(const CachedJob& job) {
-  kube::DeleteOptions opts;
-  opts.precondition_uid = job.meta.uid;
-  opts.propagation_policy = "Background";
-  StatusOr<nlohmann::json> r = client_.Delete(kube::resources::TrainingJobs(),
-                                              job.meta.namespace_, job.meta.name, opts);
-  if (!r.ok() && !IsNotFound(r.status())) return r.status().WithContext("delete job (TTL)");
-  log::Info("deleted finished job after its TTL", {{"job", job.meta.Key()}});
-  return Status::Ok();
 }
 
 nlohmann::json StatusPatch(const api::TrainingJobStatus& old_status,
@@ -235,7 +126,7 @@ Status TrainingJobReconciler::PersistStatus(const CachedJob& job, const Plan& pl
 }
 
 void TrainingJobReconciler::Emit(const CachedJob& job, const EventSpec& event) {
-  events_.Record(Involved(job), event.type, event.reason, event.message);
+  events_.Record(InvolvedJob(job), event.type, event.reason, event.message);
 }
 
 void TrainingJobReconciler::RecordMetrics(const CachedJob& job, const Plan& plan) {
@@ -246,13 +137,16 @@ void TrainingJobReconciler::RecordMetrics(const CachedJob& job, const Plan& plan
                              plan.outcome == Outcome::kSucceeded ? "Succeeded" : "Failed");
   }
   if (plan.restart) {
-    metrics_->ObserveRestart(job.meta.namespace_, plan.restart->reason, plan.restart->mode);
+    metrics_->ObserveRestart(job.meta.namespace_, plan.restart->reason,
+                             std::string(api::ToString(plan.restart->mode)));
     if (plan.restart->detection_delay_seconds) {
       metrics_->ObserveDetectionDelay(plan.restart->reason, *plan.restart->detection_delay_seconds);
     }
   }
   if (plan.recovery_seconds && plan.status.last_restart) {
-    metrics_->ObserveRecovery(job.meta.namespace_, plan.status.last_restart->mode,
+    const api::RestartMode mode =
+        plan.status.last_restart->mode.value_or(api::RestartMode::kRecreate);
+    metrics_->ObserveRecovery(job.meta.namespace_, std::string(api::ToString(mode)),
                               *plan.recovery_seconds);
   }
   if (plan.became_running && job.job.metadata.creation_timestamp) {

@@ -5,9 +5,9 @@
 //            settled (checked BEFORE listing pods, so a pod created meanwhile cannot sneak past),
 //            and the children it controls;
 //   plan     ComputePlan (plan.h), pure;
-//   act      bounded writes: Service and Secret, then pods in slow-start batches (1, 2, 4, ...
-//            at most kMaxCreatesPerPass) that stop at the first error; expectations raised
-//            before every create and delete;
+//   act      bounded writes (plan_executor.h): Service and Secret, then pods in slow-start
+//            batches (1, 2, 4, ... at most kMaxCreatesPerPass) that stop at the first error;
+//            expectations raised before every create and delete;
 //   persist  ONE /status write (a merge patch carrying metadata.resourceVersion, so a stale view
 //            gets Conflict instead of overwriting), then events and outcome metrics.
 // Idempotent: pod names are deterministic, so a pass repeated after a crash at any point
@@ -22,17 +22,15 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "operator/controller/controller_metrics.h"
-#include "operator/controller/event_recorder.h"
 #include "operator/controller/expectations.h"
 #include "operator/controller/job_caches.h"
 #include "operator/controller/launcher_monitor.h"
 #include "operator/controller/plan.h"
+#include "operator/controller/plan_executor.h"
+#include "operator/kube/event_recorder.h"
 #include "operator/kube/rest_client.h"
 
 namespace lockstep::controller {
-
-inline constexpr int kMaxCreatesPerPass = 500;
-inline constexpr int kMaxDeletesPerPass = 500;
 
 struct ReconcileResult {
   std::optional<std::chrono::seconds> requeue_after;
@@ -42,7 +40,7 @@ class TrainingJobReconciler {
  public:
   // `metrics` may be null.
   TrainingJobReconciler(kube::RestClient& client, const JobCaches& caches,
-                        Expectations& expectations, EventRecorder& events,
+                        Expectations& expectations, kube::EventRecorder& events,
                         ControllerMetrics* metrics, PlanOptions options,
                         const Clock& clock = RealClock::Get());
 
@@ -53,12 +51,6 @@ class TrainingJobReconciler {
   void SetLauncherMonitor(LauncherMonitor* launchers) { launchers_ = launchers; }
 
  private:
-  // Writes of the plan. Errors stop the pass after what was done is persisted.
-  Status Act(const CachedJob& job, const Plan& plan);
-  Status CreateSharedChildren(const CachedJob& job, const Plan& plan);
-  Status CreatePods(const CachedJob& job, const Plan& plan);
-  Status DeletePods(const CachedJob& job, const Plan& plan);
-  Status DeleteJob(const CachedJob& job);
   Status PersistStatus(const CachedJob& job, const Plan& plan);
   void Emit(const CachedJob& job, const EventSpec& event);
   void RecordMetrics(const CachedJob& job, const Plan& plan);
@@ -74,7 +66,9 @@ class TrainingJobReconciler {
   kube::RestClient& client_;
   const JobCaches& caches_;
   Expectations& expectations_;
-  EventRecorder& events_;
+  kube::EventRecorder& events_;
+  // The plan's writes (act). Errors stop the pass after what was done is persisted.
+  PlanExecutor executor_;
   ControllerMetrics* metrics_;
   const PlanOptions options_;
   const Clock& clock_;

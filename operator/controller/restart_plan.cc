@@ -5,13 +5,12 @@
 
 #include "operator/api/children.h"
 #include "operator/api/enums.h"
+#include "operator/controller/inplace_policy.h"
 
 namespace lockstep::controller {
 namespace {
 
 using std::chrono::seconds;
-
-constexpr std::string_view kRecreate = "Recreate";
 
 seconds Elapsed(api::Time from, api::Time to) {
   return std::chrono::duration_cast<seconds>(to - from);
@@ -38,8 +37,7 @@ void CountRestart(Pass& p, const RestartRequest& r, int32_t* backoff_seconds) {
   *backoff_seconds = 0;
   switch (r.kind) {
     case RestartRequest::Kind::kFailure:
-      if (r.counts) counts.failures += 1 + r.in_place_restarts;
-      counts.in_place += r.in_place_restarts;
+      CountFailureRestart(counts, r.in_place_restarts, r.counts);
       *backoff_seconds = static_cast<int32_t>(
           FailureBackoff(p.job.spec.failure_policy.backoff, counts.consecutive).count());
       ++counts.consecutive;
@@ -130,7 +128,7 @@ void PlanRestart(Pass& p, const RestartRequest& r, const std::vector<kube::Pod>&
   p.status().attempt = attempt;
   if (r.size) p.status().replicas = *r.size;
   p.status().last_restart = api::LastRestart{p.now,           r.reason, r.message, attempt,
-                                             backoff_seconds, std::string(kRecreate),
+                                             backoff_seconds, api::RestartMode::kRecreate,
                                              r.lost_nodes};
   ExcludeNodes(p, r);
   const std::string message = Describe(r, attempt, backoff_seconds);
@@ -150,7 +148,7 @@ void PlanRestart(Pass& p, const RestartRequest& r, const std::vector<kube::Pod>&
     }
   }
   if (backoff_seconds > 0) p.RequeueIn(seconds(backoff_seconds));
-  Plan::Restart metric{r.reason, std::string(kRecreate), std::nullopt};
+  Plan::Restart metric{r.reason, api::RestartMode::kRecreate, std::nullopt};
   // Node losses are timed by the detector when it sees them (NodeHealthMonitor); pod failures here.
   if (r.failed_at && r.lost_nodes.empty()) {
     metric.detection_delay_seconds =
@@ -163,7 +161,7 @@ bool PlanRestartWait(Pass& p, int32_t stale_left) {
   const std::optional<api::LastRestart>& last = p.job.status.last_restart;
   // An in-place restart keeps the attempt's pods: nothing to wait for.
   if (!last || last->attempt != p.job.status.attempt ||
-      last->mode == api::ToString(api::RestartMode::kInPlace)) {
+      last->mode == api::RestartMode::kInPlace) {
     return false;
   }
   const std::string previous = "attempt " + std::to_string(last->attempt - 1);

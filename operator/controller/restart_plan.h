@@ -11,9 +11,10 @@
 //                     backoff.resetAfterSeconds of healthy running the backoff streak resets.
 // Restart mode: the operator's own restarts are Recreate (a pod or node was lost, the size
 // changes, or a requested in-place restart fell back). InPlace restarts of rank failures are made
-// by the launchers of the attempt within what is left of maxRestarts (children.cc hands it to them
-// as LOCKSTEP_MAX_RESTARTS); the operator records them while they run (inplace_plan.h) and, for
-// those it missed, from the failed pod's termination message (failure_policy.h).
+// by the launchers of the attempt within what is left of maxRestarts (LOCKSTEP_MAX_RESTARTS);
+// the operator records them while they run (inplace_plan.h) and, for those it missed, from the
+// failed pod's termination message (failure_policy.h). How each is counted, and the budget, is
+// the in-place policy's (inplace_policy.h).
 
 #include <chrono>
 #include <optional>

@@ -7,7 +7,10 @@ node 0's launcher hosts instead of rank 0 hosting one.
 
 Prints one line per rank, `WEIGHTS rank=<r> sha=<sha256 of the final weights> loss=<last loss>`,
 so a test can check that every rank ends with identical weights; `RESUMED rank=<r> epoch=<e>
-attempt=<n>` when it starts from a checkpoint. Test hooks for failure runs: --crash-at-epoch,
+attempt=<n> format=<full|sharded>` when it starts from a checkpoint. With --fsdp the checkpoint
+is sharded: torch.distributed.checkpoint writes one file per rank (its shards of the weights and
+the optimizer state) into <checkpoint-dir>/dcp-epoch-<e>, and `latest` names the last complete
+one; a restarted gang loads each rank's shards back. Test hooks for failure runs: --crash-at-epoch,
 --kill-once-at-epoch (SIGKILL once, a marker in --checkpoint-dir), --exit-code (a permanent
 error on stderr), --sleep-per-epoch.
 """
@@ -87,6 +90,65 @@ def digest(state):
     return h.hexdigest()[:16]
 
 
+class FullCheckpoint:
+    """DDP: rank 0 writes the full weights and optimizer state to one file."""
+    FORMAT = "full"
+
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "checkpoint.pt")
+
+    def load(self, model, opt, device):
+        """The epoch to start from (0 without a checkpoint); every rank reads the same file."""
+        if not os.path.exists(self.path):
+            return 0
+        saved = torch.load(self.path, map_location=device)
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["optim"])
+        return saved["epoch"] + 1
+
+    def save(self, model, opt, epoch, rank):
+        if rank != 0:
+            return
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        torch.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": epoch},
+                   self.path + ".tmp")
+        os.replace(self.path + ".tmp", self.path)
+
+
+class ShardedCheckpoint:
+    """FSDP: torch.distributed.checkpoint, each rank writing and reading only its own shards."""
+    FORMAT = "sharded"
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.latest = os.path.join(directory, "latest")
+
+    def load(self, model, opt, device):
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+        if not os.path.exists(self.latest):
+            return 0
+        epoch = int(open(self.latest).read())
+        model_state, optim_state = get_state_dict(model, opt)
+        state = {"model": model_state, "optim": optim_state}
+        dcp.load(state, checkpoint_id=os.path.join(self.directory, f"dcp-epoch-{epoch}"))
+        set_state_dict(model, opt, model_state_dict=state["model"],
+                       optim_state_dict=state["optim"])
+        return epoch + 1
+
+    def save(self, model, opt, epoch, rank):
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+        model_state, optim_state = get_state_dict(model, opt)
+        dcp.save({"model": model_state, "optim": optim_state},
+                 checkpoint_id=os.path.join(self.directory, f"dcp-epoch-{epoch}"))
+        dist.barrier()  # every rank's shards are written before `latest` names them
+        if rank == 0:
+            with open(self.latest + ".tmp", "w") as f:
+                f.write(str(epoch))
+            os.replace(self.latest + ".tmp", self.latest)
+
+
 def main():
     args = parse_args()
     cuda = torch.cuda.is_available()
@@ -100,21 +162,21 @@ def main():
         sys.exit(args.exit_code)
 
     model = make_model().to(device)
-    start_epoch = 0
-    ckpt = os.path.join(args.checkpoint_dir, "checkpoint.pt") if args.checkpoint_dir else ""
-    if ckpt and os.path.exists(ckpt):
-        saved = torch.load(ckpt, map_location=device)
-        model.load_state_dict(saved["model"])
-        start_epoch = saved["epoch"] + 1
-        print(f"RESUMED rank={rank} epoch={start_epoch} attempt={attempt}", flush=True)
-
     if args.fsdp:
         from torch.distributed.fsdp import fully_shard
         fully_shard(model)
         wrapped = model
     else:
         wrapped = nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(wrapped.parameters(), lr=0.05)
+    opt = torch.optim.SGD(wrapped.parameters(), lr=0.05, momentum=0.5)
+    checkpoint = ShardedCheckpoint(args.checkpoint_dir) if args.fsdp else FullCheckpoint(
+        args.checkpoint_dir)
+    start_epoch = 0
+    if args.checkpoint_dir:
+        start_epoch = checkpoint.load(model, opt, device)
+        if start_epoch > 0:
+            print(f"RESUMED rank={rank} epoch={start_epoch} attempt={attempt} "
+                  f"format={checkpoint.FORMAT}", flush=True)
 
     loss = torch.tensor(0.0)
     for epoch in range(start_epoch, args.epochs):
@@ -129,11 +191,8 @@ def main():
             loss = nn.functional.mse_loss(wrapped(x.to(device)), y.to(device))
             loss.backward()
             opt.step()
-        state = full_state(model)
-        if ckpt and rank == 0:
-            os.makedirs(args.checkpoint_dir, exist_ok=True)
-            torch.save({"model": state, "epoch": epoch}, ckpt + ".tmp")
-            os.replace(ckpt + ".tmp", ckpt)
+        if args.checkpoint_dir:
+            checkpoint.save(model, opt, epoch, rank)
         dist.barrier()
         if args.sleep_per_epoch > 0:
             time.sleep(args.sleep_per_epoch)

@@ -23,9 +23,9 @@ bool SameAsCached(const JobInfo& job, const ScheduledCondition& c) {
 
 }  // namespace
 
-ConditionWriter::ConditionWriter(kube::RestClient& status_client, kube::RestClient& client,
+ConditionWriter::ConditionWriter(kube::RestClient& status_client, kube::EventRecorder& events,
                                  const Clock& clock)
-    : status_client_(status_client), client_(client), clock_(clock) {}
+    : status_client_(status_client), events_(events), clock_(clock) {}
 
 std::shared_ptr<ConditionWriter::JobState> ConditionWriter::StateOf(const std::string& job_uid) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -92,8 +92,8 @@ Status ConditionWriter::Write(const JobInfo& job, const ScheduledCondition& cond
     state->condition_text = text;
     state->condition = entry;
   }
-  if (condition.placed) return Status::Ok();
-  return Event(job, kEventUnschedulable, condition.message);
+  if (!condition.placed) Event(job, kEventUnschedulable, condition.message);
+  return Status::Ok();
 }
 
 Status ConditionWriter::WriteCapacity(const JobInfo& job, int32_t feasible_replicas) {
@@ -109,28 +109,11 @@ Status ConditionWriter::WriteCapacity(const JobInfo& job, int32_t feasible_repli
   return Status::Ok();
 }
 
-Status ConditionWriter::Event(const JobInfo& job, std::string_view reason,
-                              const std::string& message) {
-  const std::string now = api::FormatTime(clock_.WallNow());
-  nlohmann::json event = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata", {{"generateName", job.meta.name + "."}, {"namespace", job.meta.namespace_}}},
-      {"involvedObject",
-       {{"apiVersion", std::string(api::kApiVersion)},
-        {"kind", std::string(api::kKind)},
-        {"name", job.meta.name},
-        {"namespace", job.meta.namespace_},
-        {"uid", job.meta.uid}}},
-      {"reason", std::string(reason)},
-      {"message", message},
-      {"type", "Warning"},
-      {"source", {{"component", "lockstep-scheduler"}}},
-      {"reportingComponent", "lockstep-scheduler"},
-      {"firstTimestamp", now},
-      {"lastTimestamp", now},
-      {"count", 1}};
-  return client_.Create(kube::resources::Events(), job.meta.namespace_, event).status();
+void ConditionWriter::Event(const JobInfo& job, std::string_view reason,
+                            const std::string& message) {
+  events_.Record({std::string(api::kApiVersion), std::string(api::kKind), job.meta.namespace_,
+                  job.meta.name, job.meta.uid, job.meta.resource_version},
+                 "Warning", std::string(reason), message);
 }
 
 void ConditionWriter::Forget(const std::string& job_uid) {

@@ -9,8 +9,9 @@
 // apply carries BOTH pieces as last known (written here, else from the job cache), and applies
 // for one job are serialized (a per-job lock held across the request) so an older body never
 // lands after a newer one. A condition is written only when its text differs from both the job
-// cache and the last text written, and a change also records an Event; capacity is written only
-// when feasibleReplicas differs (or was never written). Thread-safe.
+// cache and the last text written, and a wait's change is also recorded as an Event (through the
+// scheduler's EventRecorder, kube/event_recorder.h: paced, never blocking a write); capacity is
+// written only when feasibleReplicas differs (or was never written). Thread-safe.
 
 #include <map>
 #include <memory>
@@ -20,6 +21,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "operator/kube/event_recorder.h"
 #include "operator/kube/rest_client.h"
 #include "operator/scheduler/cycle/cluster_objects.h"
 
@@ -37,10 +39,11 @@ struct ScheduledCondition {
 
 class ConditionWriter {
  public:
-  // `status_client` must apply with the scheduler's field manager; `client` creates Events.
-  ConditionWriter(kube::RestClient& status_client, kube::RestClient& client, const Clock& clock);
+  // `status_client` must apply with the scheduler's field manager; `events` records Events.
+  ConditionWriter(kube::RestClient& status_client, kube::EventRecorder& events,
+                  const Clock& clock);
 
-  // Applies the condition if it changed; emits the matching Event after a successful write.
+  // Applies the condition if it changed; records the matching Event after a successful write.
   // `cycle` is the scheduling cycle that decided it: writes run on a pool and may arrive out of
   // order (a gang's GangPlaced is written when its binds answer, possibly after a later cycle
   // found the job's next gang waiting), so a decision older than one already written is dropped.
@@ -48,7 +51,7 @@ class ConditionWriter {
   // Applies status.capacity = {feasible_replicas, now} unless that count is already stored.
   Status WriteCapacity(const JobInfo& job, int32_t feasible_replicas);
   // A Warning Event without a condition change (e.g. a bind that failed and was undone).
-  Status Event(const JobInfo& job, std::string_view reason, const std::string& message);
+  void Event(const JobInfo& job, std::string_view reason, const std::string& message);
   // Drops what is remembered about jobs that are gone.
   void Forget(const std::string& job_uid);
 
@@ -71,7 +74,7 @@ class ConditionWriter {
   Status Apply(const JobInfo& job, const nlohmann::json& body);
 
   kube::RestClient& status_client_;
-  kube::RestClient& client_;
+  kube::EventRecorder& events_;
   const Clock& clock_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<JobState>> jobs_;  // by job uid; guarded by mu_

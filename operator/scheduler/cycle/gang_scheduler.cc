@@ -38,6 +38,12 @@ kube::RestOptions StatusRestOptions(const SchedulerOptions& options) {
   return rest;
 }
 
+kube::EventRecorderOptions SchedulerEvents() {
+  kube::EventRecorderOptions options;
+  options.component = "lockstep-scheduler";
+  return options;
+}
+
 }  // namespace
 
 GangScheduler::GangScheduler(kube::RestClient& client, prometheus::Registry& registry,
@@ -51,7 +57,8 @@ GangScheduler::GangScheduler(kube::RestClient& client, prometheus::Registry& reg
           std::shared_ptr<kube::Transport>(std::shared_ptr<kube::Transport>(),
                                            &client.transport()),
           StatusRestOptions(options_))),
-      conditions_(*status_client_, client_, clock_),
+      events_(client_, SchedulerEvents(), clock_),
+      conditions_(*status_client_, events_, clock_),
       nodes_(client, kube::resources::Nodes(), "", kube::DecodeNode),
       pods_(client, kube::resources::Pods(), "", kube::DecodePod,
             WithFieldSelector(kNonTerminalPods)),
@@ -106,6 +113,8 @@ void GangScheduler::Stop() {
   binder_.reset();
   pool_.reset();
   kube::StopAll({&priority_classes_, &jobs_, &pods_, &nodes_});
+  // What the last cycles explained reaches the API before the process goes.
+  events_.Flush(std::chrono::seconds(2));
 }
 
 bool GangScheduler::HasSynced() const {
@@ -320,7 +329,7 @@ void GangScheduler::OnGangBound(const GangBind& bind, const BindOutcome& outcome
                                 std::to_string(outcome.deleted) +
                                 " pods so no partial gang holds capacity; it will be retried";
     log::Warning("gang bind failed, undone", {{"gang", bind.gang.key}, {"message", message}});
-    conditions_.Event(job, kEventBindFailed, message).IgnoreError();
+    conditions_.Event(job, kEventBindFailed, message);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -353,7 +362,7 @@ void GangScheduler::UndoLeftover(LeftoverGang leftover) {
                                 " pods bound, by a scheduler that stopped mid-bind?); deleted " +
                                 std::to_string(deleted) + " so the gang is placed whole";
     log::Warning("partial gang undone", {{"gang", leftover.key}, {"message", message}});
-    conditions_.Event(*leftover.job, kEventBindFailed, message).IgnoreError();
+    conditions_.Event(*leftover.job, kEventBindFailed, message);
     {
       std::lock_guard<std::mutex> lock(mu_);
       in_flight_.erase(leftover.key);

@@ -28,6 +28,7 @@
 #include <prometheus/registry.h>
 
 #include "common/clock.h"
+#include "operator/kube/event_recorder.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/objects.h"
 #include "operator/kube/rest_client.h"
@@ -111,6 +112,8 @@ class GangScheduler {
   // A second client on the same transport: server-side apply carries the field manager of the
   // client, and the scheduler's must differ from the controller's.
   std::unique_ptr<kube::RestClient> status_client_;
+  // The scheduler's Events (component lockstep-scheduler), paced like the controller's.
+  kube::EventRecorder events_;
   ConditionWriter conditions_;
 
   kube::Informer<kube::Node> nodes_;

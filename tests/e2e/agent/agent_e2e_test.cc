@@ -267,6 +267,52 @@ TEST_F(AgentE2eTest, ShellCommandSucceeds) {
   EXPECT_EQ(conditions.count("ContainersReady"), 1u);
 }
 
+// `kubectl logs` as a user runs it: the apiserver proxies pods/log to the agent's kubelet
+// endpoint (its address and port in the Node's status, its certificate from the cluster's
+// kubelet-serving signer, which the apiserver verifies), the agent checks the apiserver's client
+// certificate and asks it with a SubjectAccessReview, and streams the container's log file.
+TEST_F(AgentE2eTest, KubectlLogsFollowsTailsAndPicksContainersThroughTheKubeletEndpoint) {
+  StatusOr<json> node = client_->Get(kube::resources::Nodes(), "", nodes_[0]);
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_GT((*node)["status"]["daemonEndpoints"]["kubeletEndpoint"].value("Port", 0), 0);
+  // Lines before and after a pause, so `-f` must wait for the second half and end at the exit.
+  json pod = ShellPod("chatty", 0,
+                      "for i in 1 2 3; do echo line-$i; done; sleep 3; echo line-4; echo err >&2");
+  pod["spec"]["initContainers"] =
+      json::array({{{"name", "prepare"},
+                    {"image", "lockstep/examples:dev"},
+                    {"command", {"sh", "-c", "echo from-init"}},
+                    {"env", json::array({MarkerEnv()})}}});
+  Create(pod);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        StatusOr<json> p = client_->Get(kube::resources::Pods(), ns_, "chatty");
+        return p.ok() && (*p)["status"].value("phase", "") == "Running";
+      },
+      seconds(60)));
+  auto kubectl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"kubectl", "-n", ns_, "logs", "chatty"});
+    return RunHostCommand(args);
+  };
+  StatusOr<std::string> followed = kubectl({"-f", "-c", "main"});
+  ASSERT_TRUE(followed.ok()) << followed.status() << "\n" << ReadWholeFile(agent_log_);
+  EXPECT_EQ(*followed, "line-1\nline-2\nline-3\nline-4\nerr\n");
+  WaitPhase("chatty", "Succeeded");
+  StatusOr<std::string> tail = kubectl({"--tail=2", "-c", "main"});
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  EXPECT_EQ(*tail, "line-4\nerr\n");
+  StatusOr<std::string> init = kubectl({"-c", "prepare"});
+  ASSERT_TRUE(init.ok()) << init.status();
+  EXPECT_EQ(*init, "from-init\n");
+  StatusOr<std::string> limited = kubectl({"--limit-bytes=7", "-c", "main"});
+  ASSERT_TRUE(limited.ok()) << limited.status();
+  EXPECT_EQ(*limited, "line-1\n");
+  // A user the apiserver would not let read logs is refused by the apiserver itself; the
+  // agent's own check refuses any caller without a certificate of the cluster CA (TLS).
+  StatusOr<std::string> missing = kubectl({"-c", "sidecar"});
+  EXPECT_FALSE(missing.ok());
+}
+
 TEST_F(AgentE2eTest, FailureCarriesExitCodeAndTerminationMessage) {
   Create(ShellPod("bad", 1, "echo 'rank 3: bad input' > /dev/termination-log; exit 3"));
   const json pod = WaitPhase("bad", "Failed");

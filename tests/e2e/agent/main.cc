@@ -18,6 +18,7 @@
 #include "operator/kube/curl_transport.h"
 #include "operator/kube/rest_client.h"
 #include "tests/e2e/agent/agent.h"
+#include "tests/e2e/agent/oci_image_store.h"
 #include "tests/e2e/agent/options.h"
 #include "tests/e2e/agent/state_dir.h"
 
@@ -26,7 +27,21 @@ namespace {
 using lockstep::Status;
 using lockstep::StatusOr;
 
+// `--import-image DIR --state-dir S`: the store is a directory with its own lock, so this works
+// whether the agent owning S runs or not (a running one finds the image at its next container).
+int ImportImage(const lockstep::e2e::AgentOptions& options) {
+  lockstep::e2e::ImageStore store(lockstep::e2e::StateDir(options.state_dir).ImagesDir());
+  StatusOr<std::vector<std::string>> imported = store.Import(options.import_image);
+  if (!imported.ok()) {
+    std::fprintf(stderr, "lockstep-test-node-agent: %s\n", imported.status().ToString().c_str());
+    return 1;
+  }
+  for (const std::string& image : *imported) std::printf("imported %s\n", image.c_str());
+  return 0;
+}
+
 int Control(const lockstep::e2e::AgentOptions& options) {
+  if (!options.import_image.empty()) return ImportImage(options);
   const bool fail = !options.fail_node.empty();
   Status s = lockstep::e2e::RequestNodeControl(options.state_dir,
                                                fail ? options.fail_node : options.partition_node,
@@ -38,7 +53,12 @@ int Control(const lockstep::e2e::AgentOptions& options) {
   return 0;
 }
 
-StatusOr<std::unique_ptr<lockstep::kube::RestClient>> Connect(const std::string& kubeconfig) {
+struct Connection {
+  std::unique_ptr<lockstep::kube::RestClient> client;
+  std::string ca_pem;  // the cluster CA, which also signs the apiserver's kubelet client cert
+};
+
+StatusOr<Connection> Connect(const std::string& kubeconfig) {
   LS_ASSIGN_OR_RETURN(lockstep::kube::ClusterConfig config,
                       lockstep::kube::LoadDefaultConfig(kubeconfig));
   LS_ASSIGN_OR_RETURN(std::unique_ptr<lockstep::kube::Transport> transport,
@@ -46,8 +66,9 @@ StatusOr<std::unique_ptr<lockstep::kube::RestClient>> Connect(const std::string&
   lockstep::kube::RestOptions rest;
   rest.qps = 0;  // a handful of nodes and pods; the apiserver's own limits suffice
   rest.field_manager = "lockstep-test-node-agent";
-  return std::make_unique<lockstep::kube::RestClient>(
-      std::shared_ptr<lockstep::kube::Transport>(std::move(transport)), rest);
+  return Connection{std::make_unique<lockstep::kube::RestClient>(
+                        std::shared_ptr<lockstep::kube::Transport>(std::move(transport)), rest),
+                    config.ca_pem};
 }
 
 }  // namespace
@@ -61,7 +82,10 @@ int main(int argc, char** argv) {
                  lockstep::e2e::Usage().c_str());
     return 2;
   }
-  if (!options->partition_node.empty() || !options->fail_node.empty()) return Control(*options);
+  if (!options->partition_node.empty() || !options->fail_node.empty() ||
+      !options->import_image.empty()) {
+    return Control(*options);
+  }
 
   // Blocked before any thread starts, so they are delivered only to sigtimedwait below
   // (children unblock them before exec).
@@ -71,13 +95,14 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  StatusOr<std::unique_ptr<lockstep::kube::RestClient>> client = Connect(options->kubeconfig);
-  if (!client.ok()) {
-    lockstep::log::Error("cannot connect", {{"error", client.status().ToString()}});
+  StatusOr<Connection> connection = Connect(options->kubeconfig);
+  if (!connection.ok()) {
+    lockstep::log::Error("cannot connect", {{"error", connection.status().ToString()}});
     return 1;
   }
   const int heartbeat_ms = options->heartbeat_ms;
-  lockstep::e2e::Agent agent(*options, std::move(client).value());
+  lockstep::e2e::Agent agent(*options, std::move(connection->client),
+                             std::move(connection->ca_pem));
   if (Status s = agent.Start(); !s.ok()) {
     lockstep::log::Error("start failed", {{"error", s.ToString()}});
     agent.Shutdown();

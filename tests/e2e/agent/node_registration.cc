@@ -51,7 +51,7 @@ NodeResources HostResources() {
 }
 
 json BuildNode(const AgentOptions& options, const std::string& name, const std::string& host_ip,
-               const NodeResources& resources) {
+               const NodeResources& resources, int kubelet_port) {
   const std::string now = NowRfc3339();
   const json capacity = {{"cpu", std::to_string(resources.cpus)},
                          {"memory", std::to_string(resources.memory_kib) + "Ki"},
@@ -78,7 +78,7 @@ json BuildNode(const AgentOptions& options, const std::string& name, const std::
                 {"conditions", Conditions(now, now)},
                 {"addresses", json::array({{{"type", "InternalIP"}, {"address", host_ip}},
                                            {{"type", "Hostname"}, {"address", name}}})},
-                {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", 0}}}}},
+                {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", kubelet_port}}}}},
                 {"nodeInfo",
                  {{"machineID", name},
                   {"systemUUID", name},
@@ -93,11 +93,15 @@ json BuildNode(const AgentOptions& options, const std::string& name, const std::
 }
 
 NodeRegistration::NodeRegistration(kube::RestClient& client, const AgentOptions& options,
-                                   std::string name, std::string host_ip)
-    : client_(client), options_(options), name_(std::move(name)), host_ip_(std::move(host_ip)) {}
+                                   std::string name, std::string host_ip, int kubelet_port)
+    : client_(client),
+      options_(options),
+      name_(std::move(name)),
+      host_ip_(std::move(host_ip)),
+      kubelet_port_(kubelet_port) {}
 
 Status NodeRegistration::Register() {
-  const json node = BuildNode(options_, name_, host_ip_, HostResources());
+  const json node = BuildNode(options_, name_, host_ip_, HostResources(), kubelet_port_);
   registered_at_ = node["status"]["conditions"][0]["lastTransitionTime"].get<std::string>();
   std::string uid;
   StatusOr<json> existing = client_.Get(kube::resources::Nodes(), "", name_);

@@ -23,14 +23,16 @@ struct NodeResources {
 // What the host really has (cpu count, MemTotal).
 NodeResources HostResources();
 
-// The Node object to create (status included: nodes accept status on create).
+// The Node object to create (status included: nodes accept status on create). `kubelet_port`
+// is status.daemonEndpoints.kubeletEndpoint.Port, where the apiserver sends `kubectl logs`.
 nlohmann::json BuildNode(const AgentOptions& options, const std::string& name,
-                         const std::string& host_ip, const NodeResources& resources);
+                         const std::string& host_ip, const NodeResources& resources,
+                         int kubelet_port = 0);
 
 class NodeRegistration {
  public:
   NodeRegistration(kube::RestClient& client, const AgentOptions& options, std::string name,
-                   std::string host_ip);
+                   std::string host_ip, int kubelet_port);
 
   // Creates the Node (replacing a stale one left by a crashed agent; refusing one that is not
   // an agent node) and its Lease.
@@ -49,6 +51,7 @@ class NodeRegistration {
   const AgentOptions& options_;
   const std::string name_;
   const std::string host_ip_;
+  const int kubelet_port_;
   std::string registered_at_;
 };
 

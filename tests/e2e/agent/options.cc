@@ -32,9 +32,15 @@ std::string Usage() {
          "  --state-dir DIR          (default /run/lockstep-test-node-agent)\n"
          "  --bridge NAME --subnet CIDR   (default lsbr0, 10.213.0.0/16)\n"
          "  --heartbeat-ms N --lease-duration-s N   (default 2000, 10)\n"
+         "  --kubelet-port N         kubectl logs endpoint on the bridge address (default\n"
+         "                           10250; 0 = none)\n"
+         "  --image-layout DIR       repeatable; an OCI layout whose images pods run with runc\n"
+         "  --apiserver-proxy=true   pods reach the API server at the kubernetes Service's IP\n"
+         "  --schedule-namespace NS  repeatable; bind NS's default-scheduler pods to these nodes\n"
          "control a running agent (by --state-dir) and exit:\n"
          "  --partition-node NODE    stop the node's heartbeats; pods keep running\n"
-         "  --fail-node NODE         kill the node's pods and stop its heartbeats\n";
+         "  --fail-node NODE         kill the node's pods and stop its heartbeats\n"
+         "  --import-image DIR       add an OCI layout's images to the agent's image store\n";
 }
 
 StatusOr<AgentOptions> ParseOptions(const std::vector<std::string>& args) {
@@ -45,6 +51,12 @@ StatusOr<AgentOptions> ParseOptions(const std::vector<std::string>& args) {
   auto str = [](std::string* out) -> Setter {
     return [out](const std::string& v) {
       *out = v;
+      return Status::Ok();
+    };
+  };
+  auto append = [](std::vector<std::string>* out) -> Setter {
+    return [out](const std::string& v) {
+      out->push_back(v);
       return Status::Ok();
     };
   };
@@ -83,9 +95,21 @@ StatusOr<AgentOptions> ParseOptions(const std::vector<std::string>& args) {
       {"--bridge", str(&o.bridge)},
       {"--subnet", str(&o.subnet)},
       {"--heartbeat-ms", num("--heartbeat-ms", &o.heartbeat_ms)},
+      {"--kubelet-port", num("--kubelet-port", &o.kubelet_port)},
       {"--lease-duration-s", num("--lease-duration-s", &o.lease_duration_s)},
       {"--partition-node", str(&o.partition_node)},
       {"--fail-node", str(&o.fail_node)},
+      {"--image-layout", append(&o.image_layouts)},
+      {"--import-image", str(&o.import_image)},
+      {"--schedule-namespace", append(&o.schedule_namespaces)},
+      {"--apiserver-proxy",
+       [&o](const std::string& v) -> Status {
+         if (v != "true" && v != "false") {
+           return InvalidArgumentError("--apiserver-proxy wants true or false, got " + v);
+         }
+         o.apiserver_proxy = v == "true";
+         return Status::Ok();
+       }},
   };
   for (size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i];
@@ -104,7 +128,7 @@ StatusOr<AgentOptions> ParseOptions(const std::vector<std::string>& args) {
     LS_RETURN_IF_ERROR(it->second(value));
   }
   for (int64_t i = 0; i < nodes; ++i) o.node_names.push_back(prefix + std::to_string(i));
-  const bool control = !o.partition_node.empty() || !o.fail_node.empty();
+  const bool control = !o.partition_node.empty() || !o.fail_node.empty() || !o.import_image.empty();
   if (!control && o.node_names.empty()) {
     return InvalidArgumentError("no nodes: pass --node-name or --nodes");
   }
@@ -115,6 +139,7 @@ StatusOr<AgentOptions> ParseOptions(const std::vector<std::string>& args) {
   if (o.heartbeat_ms <= 0 || o.lease_duration_s <= 0) {
     return InvalidArgumentError("--heartbeat-ms and --lease-duration-s must be > 0");
   }
+  if (o.kubelet_port > 65535) return InvalidArgumentError("--kubelet-port must be <= 65535");
   if (o.state_dir.empty() || o.state_dir[0] != '/') {
     return InvalidArgumentError("--state-dir must be an absolute path");
   }

@@ -28,11 +28,22 @@ struct AgentOptions {
   std::string state_dir = "/run/lockstep-test-node-agent";
   std::string bridge = "lsbr0";
   std::string subnet = "10.213.0.0/16";
+  // Images the agent runs from its image store (docs/e2e.md, "Images"): OCI layouts imported at
+  // start (--image-layout DIR, repeatable; hack/build-images.sh writes build/images/<image>).
+  std::vector<std::string> image_layouts;
+  // --apiserver-proxy=true: pods reach the API server as in a cluster (kubernetes_service.h).
+  bool apiserver_proxy = false;
+  // --schedule-namespace NS (repeatable): the agent binds that namespace's pods that ask for the
+  // default scheduler to its nodes (pod_binder.h).
+  std::vector<std::string> schedule_namespaces;
   int heartbeat_ms = 2000;
+  // The kubelet log endpoint (kubectl logs) on the bridge address; 0 = none.
+  int kubelet_port = 10250;
   int lease_duration_s = 10;
   // Control mode: ask the agent that owns --state-dir to play node loss for one node and exit.
   std::string partition_node;  // --partition-node NODE: heartbeats stop, pods keep running
   std::string fail_node;       // --fail-node NODE: pods killed, heartbeats stop
+  std::string import_image;    // --import-image DIR: an OCI layout into --state-dir's store
 };
 
 // Parses argv (without argv[0]). INVALID_ARGUMENT names the bad flag.

@@ -31,7 +31,7 @@ json RenderContainer(const ContainerRecord& c, bool ready) {
   }
   json out = {{"name", c.name},
               {"image", c.image},
-              {"imageID", ""},
+              {"imageID", c.image_id},
               {"ready", ready},
               {"restartCount", 0},
               {"started", c.state == ContainerRecord::State::kRunning},

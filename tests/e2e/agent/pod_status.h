@@ -19,7 +19,8 @@ struct ContainerRecord {
   std::optional<int> signal;
   std::string started_at;
   std::string finished_at;
-  std::string container_id;  // agent://<pid>
+  std::string container_id;  // agent://<pid>, or runc://<id> for a container from the store
+  std::string image_id;      // <repository>@<manifest digest> for a container from the store
 };
 
 inline ContainerRecord NewContainerRecord(std::string name, std::string image) {

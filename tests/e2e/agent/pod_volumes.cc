@@ -142,7 +142,13 @@ Status PodVolumes::WriteServiceAccountToken(const std::string& dir, const json& 
 }
 
 Status PodVolumes::PrepareVolume(const json& v, const std::string& dir) {
-  if (v.contains("emptyDir")) return Status::Ok();
+  if (v.contains("emptyDir")) {
+    // World-writable as the kubelet makes it: containers may run as any user.
+    std::error_code ec;
+    fs::permissions(dir, fs::perms::all, ec);
+    if (ec) return InternalError("chmod " + dir + ": " + ec.message());
+    return Status::Ok();
+  }
   if (v.contains("secret")) {
     return WriteObjectSource(dir, "Secret", v["secret"], v["secret"].value("defaultMode", 0644));
   }
@@ -226,37 +232,46 @@ StatusOr<VolumeDirs> PodVolumes::Prepare() {
   return volume_dirs;
 }
 
-StatusOr<std::vector<BindMount>> PodVolumes::Mounts(const VolumeDirs& dirs) {
-  // One filesystem view per pod: the union of every container's volumeMounts.
+StatusOr<std::vector<BindMount>> ContainerMounts(const json& container, const VolumeDirs& dirs) {
+  std::vector<BindMount> mounts;
+  for (const json& m : Array(container, "volumeMounts")) {
+    const std::string volume = m.value("name", "");
+    auto dir = dirs.find(volume);
+    if (dir == dirs.end()) return InvalidArgumentError("volumeMount of unknown volume " + volume);
+    std::string source = dir->second;
+    const std::string sub = m.value("subPath", "");
+    if (!sub.empty()) {
+      if (sub[0] == '/' || sub.find("..") != std::string::npos) {
+        return InvalidArgumentError("bad subPath " + sub);
+      }
+      source += "/" + sub;
+      std::error_code ec;
+      if (!fs::exists(source, ec)) fs::create_directories(source, ec);
+    }
+    const std::string target = m.value("mountPath", "");
+    if (target.empty() || target[0] != '/') {
+      return InvalidArgumentError("mountPath must be absolute: " + target);
+    }
+    mounts.push_back({source, target, m.value("readOnly", false)});
+  }
+  return mounts;
+}
+
+StatusOr<std::vector<BindMount>> PodVolumes::Mounts(
+    const VolumeDirs& dirs, const std::function<bool(const json&)>& wanted) {
+  // One filesystem view per pod: the union of its host-process containers' volumeMounts.
   const json& pod = pod_;
   const json spec = pod.value("spec", json::object());
   std::map<std::string, BindMount> by_target;
   for (const char* list : {"initContainers", "containers"}) {
     for (const json& c : Array(spec, list)) {
-      for (const json& m : Array(c, "volumeMounts")) {
-        const std::string volume = m.value("name", "");
-        auto dir = dirs.find(volume);
-        if (dir == dirs.end())
-          return InvalidArgumentError("volumeMount of unknown volume " + volume);
-        std::string source = dir->second;
-        const std::string sub = m.value("subPath", "");
-        if (!sub.empty()) {
-          if (sub[0] == '/' || sub.find("..") != std::string::npos) {
-            return InvalidArgumentError("bad subPath " + sub);
-          }
-          source += "/" + sub;
-          std::error_code ec;
-          if (!fs::exists(source, ec)) fs::create_directories(source, ec);
-        }
-        const std::string target = m.value("mountPath", "");
-        if (target.empty() || target[0] != '/') {
-          return InvalidArgumentError("mountPath must be absolute: " + target);
-        }
-        BindMount mount{source, target, m.value("readOnly", false)};
-        auto [it, inserted] = by_target.emplace(target, mount);
+      if (!wanted(c)) continue;
+      LS_ASSIGN_OR_RETURN(std::vector<BindMount> own, ContainerMounts(c, dirs));
+      for (const BindMount& mount : own) {
+        auto [it, inserted] = by_target.emplace(mount.target, mount);
         if (!inserted) {
-          if (it->second.source != source) {
-            return InvalidArgumentError("two volumes mounted at " + target +
+          if (it->second.source != mount.source) {
+            return InvalidArgumentError("two volumes mounted at " + mount.target +
                                         " (the agent gives a pod one filesystem view)");
           }
           it->second.read_only = it->second.read_only && mount.read_only;

@@ -4,6 +4,7 @@
 // API objects, projected service-account tokens from the TokenRequest API) and hostPath; and the
 // pod's one filesystem view, the union of its containers' volumeMounts.
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -29,6 +30,11 @@ StatusOr<std::map<std::string, std::string>> FetchConfigData(kube::RestClient& c
 // Writes `data` to `path` with permission bits `mode`.
 Status WriteHostFile(const std::string& path, const std::string& data, int mode);
 
+// The bind mounts of one container's volumeMounts, in its order: the volume's host directory
+// (plus subPath, created when missing) at mountPath, read-only when asked.
+StatusOr<std::vector<BindMount>> ContainerMounts(const nlohmann::json& container,
+                                                 const VolumeDirs& dirs);
+
 // What the kubelet does for a hostPath's `type`: create it (DirectoryOrCreate, FileOrCreate) or
 // require it to exist as that kind of file (Directory, File). The empty type checks nothing.
 Status CheckHostPath(const std::string& path, const std::string& type);
@@ -41,9 +47,11 @@ class PodVolumes {
 
   // Creates every volume and its content.
   StatusOr<VolumeDirs> Prepare();
-  // The bind mounts for the pod's mount namespace, parents first; missing mount targets are
-  // created on the host through the state dir (which removes them again).
-  StatusOr<std::vector<BindMount>> Mounts(const VolumeDirs& dirs);
+  // The bind mounts for the pod's mount namespace, parents first, of the containers for which
+  // `wanted` holds (those run as host processes; a container from an image mounts its own);
+  // missing mount targets are created on the host through the state dir (which removes them).
+  StatusOr<std::vector<BindMount>> Mounts(const VolumeDirs& dirs,
+                                          const std::function<bool(const nlohmann::json&)>& wanted);
 
  private:
   Status PrepareVolume(const nlohmann::json& volume, const std::string& dir);

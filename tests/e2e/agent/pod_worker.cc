@@ -231,14 +231,29 @@ Status PodWorker::SetUpSandbox() {
   fs::create_directories(dir_ + "/containers", ec);
   fs::create_directories(dir_ + "/volumes", ec);
   if (ec) return InternalError("create " + dir_ + ": " + ec.message());
-  PodVolumes volumes(*ctx_.client, *ctx_.state, Snapshot(), dir_,
+  const json pod = Snapshot();
+  // Decided once: an image imported while the pod starts does not switch a container's path.
+  for (const char* list : {"initContainers", "containers"}) {
+    for (const json& c : Array(pod.value("spec", json::object()), list)) {
+      std::optional<StoredImage> image;
+      if (ctx_.image_store != nullptr) image = ctx_.image_store->Find(c.value("image", ""));
+      if (image) stored_images_.emplace(c.value("name", ""), std::move(*image));
+    }
+  }
+  PodVolumes volumes(*ctx_.client, *ctx_.state, pod, dir_,
                      PodRuntimeFields{record_.pod_ip, record_.host_ip});
-  LS_ASSIGN_OR_RETURN(VolumeDirs volume_dirs, volumes.Prepare());
-  LS_ASSIGN_OR_RETURN(std::vector<BindMount> mounts, volumes.Mounts(volume_dirs));
+  LS_ASSIGN_OR_RETURN(volume_dirs_, volumes.Prepare());
+  LS_ASSIGN_OR_RETURN(std::vector<BindMount> mounts,
+                      volumes.Mounts(volume_dirs_, [this](const json& c) {
+                        return stored_images_.count(c.value("name", "")) == 0;
+                      }));
   LS_ASSIGN_OR_RETURN(PodNet net, ctx_.network->Create());
   net_ = net;
   record_.pod_ip = net.ip;
-  const json pod = Snapshot();
+  if (ctx_.kubernetes_service != nullptr) {
+    LS_RETURN_IF_ERROR(
+        RouteKubernetesService(net.name, *ctx_.kubernetes_service, ctx_.network->host_ip()));
+  }
   HostsEntry self;
   self.ip = net.ip;
   self.hostname = Str(pod, "/spec/hostname");
@@ -270,31 +285,48 @@ void PodWorker::TearDownSandbox() {
     for (int i = 0; i < 100 && !PidsInNetns(net_->netns_path).empty(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    for (auto& [name, container] : oci_containers_) container->Remove();
+    oci_containers_.clear();
     ctx_.network->Destroy(*net_);
     net_.reset();
   }
 }
 
+Status PodWorker::FailStart(ContainerRecord* rec, const Status& s) {
+  log::Error("container did not start",
+             {{"pod", key_}, {"container", rec->name}, {"error", s.ToString()}});
+  rec->state = ContainerRecord::State::kTerminated;
+  rec->exit_code = IsNotFound(s) ? 127 : 128;
+  rec->reason = "StartError";
+  rec->message = s.message();
+  rec->finished_at = NowRfc3339();
+  return s;
+}
+
+StatusOr<EnvList> PodWorker::ContainerEnv(const json& spec) {
+  PodRuntimeFields rt{record_.pod_ip, record_.host_ip};
+  LS_ASSIGN_OR_RETURN(
+      EnvList env,
+      ResolveEnv(Snapshot(), spec, rt, [this](const std::string& kind, const std::string& name) {
+        return FetchConfigData(*ctx_.client, ns_, kind, name);
+      }));
+  if (ctx_.kubernetes_service == nullptr) return env;
+  // First, so the container's own env overrides them, as with the kubelet's service env.
+  EnvList out = KubernetesServiceEnv(*ctx_.kubernetes_service);
+  out.insert(out.end(), env.begin(), env.end());
+  return out;
+}
+
 StatusOr<pid_t> PodWorker::LaunchContainer(const json& spec, ContainerRecord* rec) {
-  auto fail = [&](const Status& s) -> Status {
-    log::Error("container did not start",
-               {{"pod", key_}, {"container", rec->name}, {"error", s.ToString()}});
-    rec->state = ContainerRecord::State::kTerminated;
-    rec->exit_code = IsNotFound(s) ? 127 : 128;
-    rec->reason = "StartError";
-    rec->message = s.message();
-    rec->finished_at = NowRfc3339();
-    return s;
-  };
+  if (auto stored = stored_images_.find(rec->name); stored != stored_images_.end()) {
+    return LaunchOciContainer(spec, rec, stored->second);
+  }
+  auto fail = [&](const Status& s) { return FailStart(rec, s); };
   const json pod = Snapshot();
   StatusOr<ResolvedCommand> cmd = ctx_.images->Resolve(
       spec.value("image", ""), Strings(spec, "command"), Strings(spec, "args"));
   if (!cmd.ok()) return fail(cmd.status());
-  PodRuntimeFields rt{record_.pod_ip, record_.host_ip};
-  StatusOr<EnvList> env =
-      ResolveEnv(pod, spec, rt, [this](const std::string& kind, const std::string& name) {
-        return FetchConfigData(*ctx_.client, ns_, kind, name);
-      });
+  StatusOr<EnvList> env = ContainerEnv(spec);
   if (!env.ok()) return fail(env.status());
 
   const char* host_path = std::getenv("PATH");
@@ -339,6 +371,55 @@ StatusOr<pid_t> PodWorker::LaunchContainer(const json& spec, ContainerRecord* re
   return pid;
 }
 
+StatusOr<pid_t> PodWorker::LaunchOciContainer(const json& spec, ContainerRecord* rec,
+                                              const StoredImage& image) {
+  auto fail = [&](const Status& s) { return FailStart(rec, s); };
+  OciContainerSpec oci;
+  StatusOr<EnvList> env = ContainerEnv(spec);
+  if (!env.ok()) return fail(env.status());
+  oci.env = std::move(env).value();
+  oci.command = Strings(spec, "command");
+  oci.args = Strings(spec, "args");
+  oci.working_dir = spec.value("workingDir", "");
+  oci.pause_pid = pause_pid_;
+  StatusOr<std::vector<BindMount>> mounts = ContainerMounts(spec, volume_dirs_);
+  if (!mounts.ok()) return fail(mounts.status());
+  oci.mounts = std::move(mounts).value();
+  oci.mounts.push_back({dir_ + "/hosts", "/etc/hosts", false});
+  const std::string base = dir_ + "/containers/" + rec->name;
+  if (Status s = WriteHostFile(base + ".termination-log", "", 0666); !s.ok()) return fail(s);
+  oci.mounts.push_back({base + ".termination-log",
+                        spec.value("terminationMessagePath", "/dev/termination-log"), false});
+  const json pod = Snapshot();
+  oci.pod_security = pod.value("spec", json::object()).value("securityContext", json());
+  oci.security = spec.value("securityContext", json());
+  auto container = std::make_unique<OciContainer>(ctx_.state->RuncDir(), base + ".oci",
+                                                  net_->name + "-" + rec->name);
+  if (Status s = container->Prepare(image, oci); !s.ok()) return fail(s);
+  ContainerSpec cs;
+  cs.pause_pid = pause_pid_;
+  cs.argv = container->RunArgv();
+  const char* host_path = std::getenv("PATH");
+  cs.env = {std::string("PATH=") + (host_path != nullptr ? host_path : "/usr/sbin:/usr/bin:/bin")};
+  cs.log_file = base + ".log";
+  cs.join_pod_mounts = false;
+  StatusOr<pid_t> pid = StartContainer(cs);
+  if (!pid.ok()) return fail(pid.status());
+  rec->state = ContainerRecord::State::kRunning;
+  rec->reason.clear();
+  rec->started_at = NowRfc3339();
+  rec->container_id = "runc://" + container->id();
+  // The repository without its tag, as runtimes report imageID.
+  const size_t tag = image.reference.rfind(':');
+  const bool tagged = tag != std::string::npos && tag > image.reference.rfind('/') + 1;
+  rec->image_id = image.reference.substr(0, tagged ? tag : std::string::npos) + "@" + image.digest;
+  log::Info(
+      "container started with runc",
+      {{"pod", key_}, {"container", rec->name}, {"image", rec->image_id}, {"id", container->id()}});
+  oci_containers_[rec->name] = std::move(container);
+  return pid;
+}
+
 void PodWorker::RecordExit(const json& spec, ContainerRecord* rec, int wstatus) {
   rec->state = ContainerRecord::State::kTerminated;
   rec->finished_at = NowRfc3339();
@@ -348,6 +429,15 @@ void PodWorker::RecordExit(const json& spec, ContainerRecord* rec, int wstatus) 
     rec->exit_code = 128 + WTERMSIG(wstatus);  // what a container runtime reports
   }
   rec->reason = rec->exit_code == 0 ? "Completed" : "Error";
+  if (auto oci = oci_containers_.find(rec->name); oci != oci_containers_.end()) {
+    // runc failed before the container's process ran (e.g. no such executable in the image).
+    if (std::string error = oci->second->RuntimeError(); !error.empty() && rec->exit_code != 0) {
+      const bool missing = error.find("not found") != std::string::npos ||
+                           error.find("no such file or directory") != std::string::npos;
+      FailStart(rec, missing ? NotFoundError(error) : InternalError(error)).IgnoreError();
+      return;
+    }
+  }
   const std::string base = dir_ + "/containers/" + rec->name;
   rec->message = ReadFileHead(base + ".termination-log", kMaxTerminationMessage);
   if (rec->message.empty() && rec->exit_code != 0 &&

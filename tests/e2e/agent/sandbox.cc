@@ -188,15 +188,17 @@ StatusOr<pid_t> StartContainer(const ContainerSpec& spec) {
     const int report = pipefd[1];
     ResetSignals();
     setpgid(0, 0);
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < (spec.join_pod_mounts ? 3 : 1); ++i) {
       if (setns(fds[i], types[i]) != 0) ChildFail(report, "setns");
     }
-    // A child mount namespace of the pod's, for this container's termination-message file.
-    if (unshare(CLONE_NEWNS) != 0) ChildFail(report, "unshare mnt");
-    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-      ChildFail(report, "make / private");
+    if (spec.join_pod_mounts) {
+      // A child mount namespace of the pod's, for this container's termination-message file.
+      if (unshare(CLONE_NEWNS) != 0) ChildFail(report, "unshare mnt");
+      if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+        ChildFail(report, "make / private");
+      }
+      BindAll(report, own_mounts);
     }
-    BindAll(report, own_mounts);
     if (chdir(workdir.c_str()) != 0) ChildFail(report, "chdir workingDir");
     const int devnull = open("/dev/null", O_RDONLY);
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) {

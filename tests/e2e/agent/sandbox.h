@@ -44,6 +44,9 @@ struct ContainerSpec {
   std::string working_dir;        // "" = /
   std::string log_file;           // stdout and stderr (appended)
   BindMount termination_log;      // the per-container file at terminationMessagePath
+  // False for a container runtime (runc, oci_runtime.h): the process joins only the pod's
+  // network namespace, so the pod's teardown finds it, and its runtime spec does the rest.
+  bool join_pod_mounts = true;
 };
 
 // Starts a container process (its own process group) inside the pod's namespaces. Returns once

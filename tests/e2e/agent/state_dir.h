@@ -1,6 +1,7 @@
 #pragma once
-// The agent's --state-dir: pod directories (volumes, logs, /etc/hosts, termination messages),
-// the list of host paths it had to create as mount targets, the control requests of
+// The agent's --state-dir: pod directories (volumes, logs, /etc/hosts, termination messages,
+// container bundles), the image store, runc's state, the list of host paths it had to create
+// as mount targets, the control requests of
 // `--fail-node` / `--partition-node`, and the owner's pid. Everything in it, and every path it
 // lists, is removed on exit and, after a crash, by the next agent's start.
 
@@ -27,6 +28,9 @@ class StateDir {
   const std::string& root() const { return root_; }
   std::string PodDir(const std::string& uid) const { return root_ + "/pods/" + uid; }
   std::string ControlDir() const { return root_ + "/control"; }
+  // The image store (oci_image_store.h) and runc's state (oci_runtime.h); Claim keeps both.
+  std::string ImagesDir() const { return root_ + "/images"; }
+  std::string RuncDir() const { return root_ + "/runc"; }
 
   // Makes sure `path` exists on the host (a directory, or an empty file when `file`), creating
   // missing components and recording each so RemoveAll can take them away again.

@@ -52,6 +52,17 @@ std::string Python() {
   return fs::exists(venv) ? venv : "/usr/bin/python3";
 }
 
+// A /24 of the test range no bridge on this host uses yet: framework binaries run side by side.
+StatusOr<std::string> FreeSubnet() {
+  LS_ASSIGN_OR_RETURN(const std::string addrs, RunHostCommand({"ip", "-o", "-4", "addr", "show"}));
+  std::random_device random;
+  for (int tries = 0; tries < 100; ++tries) {
+    const std::string prefix = "10.213." + std::to_string(random() % 250 + 1) + ".";
+    if (addrs.find(prefix) == std::string::npos) return prefix + "0/24";
+  }
+  return UnavailableError("no free /24 in 10.213.0.0/16:\n" + addrs);
+}
+
 }  // namespace
 
 std::string JobRun::state() const {
@@ -84,6 +95,14 @@ std::string FrameworkCluster::SkipReason() {
   return "";
 }
 
+std::string FrameworkCluster::HorovodSkipReason() {
+  const char* without = std::getenv("LOCKSTEP_WITHOUT_HOROVOD");
+  if (without != nullptr && std::string(without) == "1") {
+    return "LOCKSTEP_WITHOUT_HOROVOD=1: hack/setup-venv-horovod.sh built no Horovod venv";
+  }
+  return "";
+}
+
 FrameworkCluster::FrameworkCluster(ClusterOptions options) : options_(std::move(options)) {
   id_ = ::lockstep::testing::RandomSuffix(5);
   ns_ = "fw-e2e-" + id_;
@@ -112,7 +131,10 @@ Status FrameworkCluster::Start() {
   LS_RETURN_IF_ERROR(client_->Create(kube::resources::Namespaces(), "", ns).status());
   LS_RETURN_IF_ERROR(kube::testing::WaitForDefaultServiceAccount(*client_, ns_));
   fs::create_directories(work_dir_);
-  lockstep_dir_existed_ = fs::exists("/lockstep");
+  // The operator's init container copies the launcher into an emptyDir at /lockstep/bin.
+  StatusOr<SharedMountTarget> target = SharedMountTarget::Acquire("/lockstep/bin");
+  LS_RETURN_IF_ERROR(target.status());
+  mount_target_.emplace(std::move(target).value());
 
   // Step 2: the agent's Nodes, then the operator (it then sees their capacity at once).
   LS_RETURN_IF_ERROR(StartAgent());
@@ -129,9 +151,13 @@ Status FrameworkCluster::Start() {
 }
 
 Status FrameworkCluster::StartAgent() {
-  // A /24 of the test range per run, so concurrent runs on one host rarely overlap.
-  const std::string subnet = "10.213." + std::to_string(std::random_device{}() % 250 + 1) + ".0/24";
+  LS_ASSIGN_OR_RETURN(const std::string subnet, FreeSubnet());
   std::vector<std::string> args = {LOCKSTEP_AGENT_BINARY};
+  if (options_.horovod_image) {
+    LS_ASSIGN_OR_RETURN(const std::string root, MakeHorovodImage());
+    args.push_back("--image-map");
+    args.push_back("lockstep/horovod=" + root);
+  }
   for (const std::string& node : nodes_) {
     args.push_back("--node-name");
     args.push_back(node);
@@ -206,15 +232,17 @@ std::vector<std::string> FrameworkCluster::Stop() {
     }
     if (!MarkedProcesses(marker_).empty()) problems.push_back("pod processes survived the agent");
     if (fs::exists(state_dir_)) problems.push_back("the state dir " + state_dir_ + " was left");
-    if (!lockstep_dir_existed_ && fs::exists("/lockstep")) {
-      problems.push_back("the created mount target /lockstep was left");
-    }
     if (client_ != nullptr) {
       for (const std::string& node : nodes_) {
         if (!IsNotFound(client_->Get(kube::resources::Nodes(), "", node).status())) {
           problems.push_back("Node " + node + " was not deleted");
         }
       }
+    }
+  }
+  if (mount_target_.has_value()) {
+    if (std::string problem = mount_target_->Release(); !problem.empty()) {
+      problems.push_back(problem);
     }
   }
   if (client_ != nullptr) {
@@ -226,6 +254,27 @@ std::vector<std::string> FrameworkCluster::Stop() {
     if (operator_ != nullptr) fs::remove(operator_->log_path(), ec);
   }
   return problems;
+}
+
+StatusOr<std::string> FrameworkCluster::MakeHorovodImage() {
+  const std::string venv_python = std::string(LOCKSTEP_SOURCE_DIR) + "/.venv-horovod/bin/python";
+  if (!fs::exists(venv_python)) {
+    return FailedPreconditionError(venv_python +
+                                   " is missing: run hack/setup-venv-horovod.sh (or set "
+                                   "LOCKSTEP_WITHOUT_HOROVOD=1 to skip the Horovod tests)");
+  }
+  // A wrapper, not a symlink: Python finds its venv from the path it was started by.
+  const std::string root = work_dir_ + "/images/horovod";
+  fs::create_directories(root + "/bin");
+  std::ofstream(root + "/bin/python") << "#!/bin/sh\nexec " << venv_python << " \"$@\"\n";
+  fs::permissions(root + "/bin/python", fs::perms::owner_all | fs::perms::group_read |
+                                            fs::perms::group_exec | fs::perms::others_read |
+                                            fs::perms::others_exec);
+  std::error_code ec;
+  fs::create_directory_symlink(std::string(LOCKSTEP_SOURCE_DIR) + "/examples", root + "/examples",
+                               ec);
+  if (ec) return InternalError("cannot link the examples into " + root + ": " + ec.message());
+  return root;
 }
 
 void FrameworkCluster::MakeOurs(json& pod_template, const std::string& job) {

@@ -16,11 +16,13 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "operator/kube/rest_client.h"
+#include "tests/e2e/frameworks/shared_mount_target.h"
 #include "tests/integration/controller/operator_env.h"
 
 namespace lockstep::e2e {
@@ -28,6 +30,10 @@ namespace lockstep::e2e {
 struct ClusterOptions {
   int nodes = 3;
   std::vector<std::string> operator_args;  // appended to the operator's flags
+  // Maps the image `lockstep/horovod` to an image root whose bin/python runs .venv-horovod's
+  // python (real Horovod's own venv, hack/setup-venv-horovod.sh) and whose /examples is the
+  // checkout's (HorovodSkipReason says when that venv is missing).
+  bool horovod_image = false;
 };
 
 // What one finished (or timed-out) job left: its last object and each pod's container log.
@@ -50,6 +56,9 @@ class FrameworkCluster {
  public:
   // Why the tier cannot run here ("" when it can): no KUBECONFIG, not root.
   static std::string SkipReason();
+  // Why the Horovod tests do not run ("" when they can): only LOCKSTEP_WITHOUT_HOROVOD=1, the
+  // opt-out of hack/setup-venv-horovod.sh. A missing venv otherwise fails the test.
+  static std::string HorovodSkipReason();
 
   explicit FrameworkCluster(ClusterOptions options);
   ~FrameworkCluster();  // Stop() if the test did not
@@ -89,6 +98,7 @@ class FrameworkCluster {
 
  private:
   Status StartAgent();
+  StatusOr<std::string> MakeHorovodImage();
   void MakeOurs(nlohmann::json& pod_template, const std::string& job);
   // Remembers the job's pods as they are now (by uid): a clean-pod policy deletes them later.
   void Observe(const std::string& job);
@@ -98,7 +108,7 @@ class FrameworkCluster {
   std::unique_ptr<controller::testing::OperatorProcess> operator_;
   std::string id_, ns_, block_, bridge_, marker_, state_dir_, work_dir_, agent_log_;
   std::vector<std::string> nodes_;
-  bool lockstep_dir_existed_ = false;
+  std::optional<SharedMountTarget> mount_target_;  // /lockstep/bin while the agent runs
   pid_t agent_pid_ = 0;
   bool stopped_ = false;
   std::map<std::string, std::map<std::string, nlohmann::json>> seen_pods_;  // job -> uid -> pod

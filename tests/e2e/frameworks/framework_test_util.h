@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -19,12 +21,17 @@ namespace lockstep::e2e {
 
 // A test suite whose tests share one FrameworkCluster (operator + agent), started before the
 // first test and stopped, with the agent's cleanup guarantees checked, after the last one.
-// Derive a suite with `static ClusterOptions Options()` hidden by its own if it needs others.
+// A suite may hide `Options()` (3 nodes, no extra operator flags) and `SuiteSkipReason()` with
+// its own (e.g. the Horovod suite's image and opt-out).
 template <typename Suite>
 class SharedClusterTest : public ::testing::Test {
  public:
+  static ClusterOptions Options() { return ClusterOptions{}; }
+  static std::string SuiteSkipReason() { return ""; }
+
   static void SetUpTestSuite() {
     skip_ = FrameworkCluster::SkipReason();
+    if (skip_.empty()) skip_ = Suite::SuiteSkipReason();
     if (!skip_.empty()) {
       // CMakeLists.txt's SKIP_REGULAR_EXPRESSION: ctest reports the binary as Skipped.
       std::cout << "framework e2e tier skipped: " << skip_ << std::endl;
@@ -47,10 +54,12 @@ class SharedClusterTest : public ::testing::Test {
   }
 
   // Runs examples/local/<file> (after `edit`), expecting it to end in `state` within `timeout`;
-  // afterwards no process of the job may be left on the agent's nodes.
+  // afterwards no process of the job may be left on the agent's nodes. The timeout guards
+  // against a hang, it is no bound on speed: a job of ~30 s on a quiet 2-core machine took up to
+  // 260 s at load 25-30 (importing torch or TensorFlow alone took 2-2.5 min).
   template <typename Edit>
   JobRun RunExample(const std::string& file, const std::string& state, Edit edit,
-                    std::chrono::seconds timeout = std::chrono::seconds(180)) {
+                    std::chrono::seconds timeout = std::chrono::seconds(420)) {
     StatusOr<nlohmann::json> job = cluster_->LoadExample(file);
     EXPECT_TRUE(job.ok()) << job.status();
     if (!job.ok()) return {};
@@ -118,6 +127,55 @@ inline void SetFlag(nlohmann::json& job, const std::string& flag, const std::str
   }
   args.push_back(flag);
   args.push_back(value);
+}
+
+// Every pod ran on one of this agent's nodes (the gang scheduler honoured the selector), and no
+// pod exists that never ran (a pass on a stale job once recreated a finished job's pods).
+inline void ExpectOnAgentNodes(const JobRun& run, const std::vector<std::string>& nodes) {
+  const std::set<std::string> ours(nodes.begin(), nodes.end());
+  for (const JobRun::Pod& pod : run.pods) {
+    EXPECT_EQ(ours.count(pod.node), 1u) << pod.name << " (attempt " << pod.attempt
+                                        << ") ran on node '" << pod.node << "'";
+  }
+}
+
+// "... loss=<first>-><last>" with last < first.
+inline bool LossFell(const std::string& line) {
+  const std::string loss = Field(line, "loss");
+  const size_t arrow = loss.find("->");
+  if (arrow == std::string::npos) return false;
+  return std::stod(loss.substr(arrow + 2)) < std::stod(loss.substr(0, arrow));
+}
+
+// A number field of a log line ("ref_diff=2.98e-08"); NaN when absent or not a number.
+inline double NumberField(const std::string& line, const std::string& key) {
+  try {
+    return std::stod(Field(line, key));
+  } catch (const std::exception&) {
+    return std::nan("");
+  }
+}
+
+// The evidence of an in-place restart after one killed rank: the kill once, the same 2 pods,
+// every rank resumed at epoch 1 in the second round, identical final weights (the `sha=` of the
+// 4 lines starting with `weights`), and the operator's record of one in-place restart.
+inline void ExpectResumedInPlace(const JobRun& run, const std::string& killed,
+                                 const std::string& weights_prefix = "WEIGHTS ") {
+  EXPECT_EQ(run.Lines(killed).size(), 1u) << run.AllLogs();
+  EXPECT_EQ(run.pods.size(), 2u);  // nothing was recreated
+  const std::vector<std::string> resumed = run.Lines("RESUMED ");
+  ASSERT_EQ(resumed.size(), 4u) << run.AllLogs();
+  EXPECT_EQ(Fields(resumed, "rank"), (std::set<std::string>{"0", "1", "2", "3"}));
+  EXPECT_EQ(Fields(resumed, "epoch"), std::set<std::string>{"1"});    // epoch 0 was saved
+  EXPECT_EQ(Fields(resumed, "attempt"), std::set<std::string>{"1"});  // the restart count
+  const std::vector<std::string> weights = run.Lines(weights_prefix);
+  ASSERT_EQ(weights.size(), 4u) << run.AllLogs();
+  EXPECT_EQ(Fields(weights, "sha").size(), 1u) << run.AllLogs();
+  const nlohmann::json& status = run.job["status"];
+  EXPECT_EQ(status.value("restarts", nlohmann::json::object()).value("inPlace", -1), 1)
+      << status.dump(2);
+  EXPECT_EQ(status.value("lastRestart", nlohmann::json::object()).value("mode", ""), "InPlace")
+      << status.dump(2);
 }
 
 // The job's condition of `type` (an empty object if absent).

@@ -1,4 +1,4 @@
-// Fuzz target for the rendezvous framing decoder and message codecs (launcher/rendezvous/).
+// Fuzz target for the rendezvous framing decoder and message codecs (protocol/).
 // The input is split into chunks at arbitrary points (driven by its first byte) so partial-frame
 // handling is exercised; every complete frame is decoded as the message its type names. The only
 // acceptable outcomes are frames or error values: no crash, no leak, no unbounded buffering.
@@ -7,11 +7,11 @@
 #include <string_view>
 
 #include "common/check.h"
-#include "launcher/rendezvous/frame.h"
-#include "launcher/rendezvous/messages.h"
+#include "protocol/frame.h"
+#include "protocol/messages.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace lockstep::launcher::rendezvous;
+  using namespace lockstep::protocol;
   if (size == 0) return 0;
   const size_t chunk = 1 + data[0] % 64;
   std::string_view input(reinterpret_cast<const char*>(data + 1), size - 1);

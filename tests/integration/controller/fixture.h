@@ -12,16 +12,14 @@
 
 namespace lockstep::controller::testing {
 
-class OperatorTest : public ::testing::Test {
+class OperatorTest : public kube::testing::NamespaceTest {
  protected:
+  OperatorTest() : NamespaceTest("ctrl") {}
+
   void SetUp() override {
-    LS_REQUIRE_CLUSTER();
-    StatusOr<kube::testing::Cluster> c = kube::testing::Connect();
-    ASSERT_TRUE(c.ok()) << c.status();
-    cluster_ = std::move(c).value();
+    NamespaceTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(InstallCrd().ok());
-    ns_ = std::make_unique<kube::testing::TestNamespace>(*cluster_.client, "ctrl");
-    ASSERT_TRUE(ns_->status().ok()) << ns_->status();
     op_ = std::make_unique<OperatorProcess>(std::vector<std::string>{ns_->name()});
     ASSERT_TRUE(op_->Start().ok());
     ASSERT_TRUE(op_->WaitReady(std::chrono::seconds(30))) << "log: " << op_->log_path();
@@ -33,10 +31,8 @@ class OperatorTest : public ::testing::Test {
       EXPECT_EQ(op_->last_exit(), 0) << "the operator did not shut down cleanly; log: "
                                      << op_->log_path();
     }
+    NamespaceTest::TearDown();
   }
-
-  kube::RestClient& client() { return *cluster_.client; }
-  const std::string& ns() const { return ns_->name(); }
 
   nlohmann::json CreateJob(const nlohmann::json& job) {
     StatusOr<nlohmann::json> r = client().Create(kube::resources::TrainingJobs(), ns(), job);
@@ -57,8 +53,6 @@ class OperatorTest : public ::testing::Test {
         limit, std::chrono::milliseconds(100));
   }
 
-  kube::testing::Cluster cluster_;
-  std::unique_ptr<kube::testing::TestNamespace> ns_;
   std::unique_ptr<OperatorProcess> op_;
 };
 

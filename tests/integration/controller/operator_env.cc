@@ -1,10 +1,7 @@
 #include "tests/integration/controller/operator_env.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +12,7 @@
 #include <thread>
 
 #include "tests/integration/kube/test_env.h"
+#include "tests/testing/loopback.h"
 
 namespace lockstep::controller::testing {
 
@@ -53,31 +51,11 @@ Status InstallCrd() {
 }
 
 StatusOr<std::string> HttpGet(int port, const std::string& path) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return UnavailableError("connect to port " + std::to_string(port) + " failed");
+  const lockstep::testing::HttpReply reply = lockstep::testing::LoopbackHttp(port, "GET", path);
+  if (reply.status != 200) {
+    return UnavailableError("HTTP " + std::to_string(reply.status) + " for " + path);
   }
-  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) < 0) {
-    ::close(fd);
-    return UnavailableError("send failed");
-  }
-  std::string resp;
-  char buf[8192];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) resp.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  const size_t head_end = resp.find("\r\n\r\n");
-  if (head_end == std::string::npos) return UnavailableError("no HTTP response");
-  if (resp.rfind("HTTP/1.1 200", 0) != 0) {
-    return UnavailableError("HTTP " + resp.substr(9, 3) + " for " + path);
-  }
-  return resp.substr(head_end + 4);
+  return reply.body;
 }
 
 int LeaderStatus(int port) {

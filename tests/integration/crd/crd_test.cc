@@ -62,7 +62,8 @@ class CrdTest : public ::testing::Test {
     s.restarts = {1, 1, 1};
     s.start_time = *api::ParseTime("2026-11-29T10:00:00Z");
     s.last_restart = api::LastRestart{*api::ParseTime("2026-11-29T10:05:00Z"), "PodFailed",
-                                      "pod x-worker-1 exited with code 1", 2, 10, "Recreate",
+                                      "pod x-worker-1 exited with code 1", 2, 10,
+                                      api::RestartMode::kRecreate,
                                       {"gpu-node-3"}};
     s.excluded_nodes.push_back(
         api::ExcludedNode{"gpu-node-3", "NodeLeaseExpired", *api::ParseTime("2026-11-29T10:10:00Z")});
@@ -170,11 +171,13 @@ TEST_F(CrdTest, ShortNameCategoriesAndPrinterColumns) {
   ASSERT_TRUE(get.ok()) << get.output;
   EXPECT_THAT(get.output,
               ::testing::ContainsRegex("NAME +FRAMEWORK +STATE +WORKERS +RESTARTS +AGE\n"
-                                       "pytorch-ddp +PyTorch +Running +3/4 +1 +[0-9]+s"));
+                                       "pytorch-ddp +PyTorch +Running +3/4 +2 +[0-9]+s"));
   const KubectlResult wide = Kubectl({"get", "tj", "-n", ns_.name(), "-o", "wide"});
   ASSERT_TRUE(wide.ok()) << wide.output;
-  EXPECT_THAT(wide.output, ::testing::ContainsRegex("AGE +ATTEMPT +DISRUPTIONS +REASON\n"));
-  EXPECT_THAT(wide.output, ::testing::ContainsRegex("s +2 +1 +AllRanksJoined"));
+  // RESTARTS is the total (gang attempts + in-place); wide splits it by cause.
+  EXPECT_THAT(wide.output, ::testing::ContainsRegex(
+                               "AGE +ATTEMPT +FAILURES +DISRUPTIONS +INPLACE +REASON\n"));
+  EXPECT_THAT(wide.output, ::testing::ContainsRegex("s +2 +1 +1 +0 +AllRanksJoined"));
 
   for (const char* category : {"lockstep", "all"}) {
     const KubectlResult r = Kubectl({"get", category, "-n", ns_.name(), "-o", "name"});

@@ -29,22 +29,9 @@ json PendingPod(const std::string& name) {
                                          {"resources", {{"requests", {{"cpu", "250m"}}}}}}})}}}};
 }
 
-class CrudTest : public ::testing::Test {
+class CrudTest : public testing::NamespaceTest {
  protected:
-  void SetUp() override {
-    LS_REQUIRE_CLUSTER();
-    auto cluster = testing::Connect();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = std::move(cluster).value();
-    ns_ = std::make_unique<testing::TestNamespace>(client(), "kube-crud");
-    ASSERT_TRUE(ns_->status().ok()) << ns_->status();
-  }
-  void TearDown() override { ns_.reset(); }
-  RestClient& client() { return *cluster_.client; }
-  const std::string& ns() { return ns_->name(); }
-
-  testing::Cluster cluster_;
-  std::unique_ptr<testing::TestNamespace> ns_;
+  CrudTest() : NamespaceTest("kube-crud") {}
 };
 
 TEST_F(CrudTest, ConfigMapLifecycleWithConflictsAndPreconditions) {

@@ -51,16 +51,9 @@ pid_t Spawn(const std::vector<std::string>& args) {
   return pid;
 }
 
-class LeaderTest : public ::testing::Test {
+class LeaderTest : public testing::NamespaceTest {
  protected:
-  void SetUp() override {
-    LS_REQUIRE_CLUSTER();
-    auto cluster = testing::Connect();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = std::move(cluster).value();
-    ns_ = std::make_unique<testing::TestNamespace>(*cluster_.client, "kube-leader");
-    ASSERT_TRUE(ns_->status().ok()) << ns_->status();
-  }
+  LeaderTest() : NamespaceTest("kube-leader") {}
   std::string Holder(const std::string& lease) {
     auto got = cluster_.client->Get(resources::Leases(), ns_->name(), lease);
     if (!got.ok()) return "";
@@ -77,9 +70,6 @@ class LeaderTest : public ::testing::Test {
     c.retry_period = milliseconds(500);
     return c;
   }
-
-  testing::Cluster cluster_;
-  std::unique_ptr<testing::TestNamespace> ns_;
 };
 
 TEST_F(LeaderTest, TwoProcessesExactlyOneLeadsAndSigkillHandsOver) {

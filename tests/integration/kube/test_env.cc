@@ -38,6 +38,15 @@ Status WaitForDefaultServiceAccount(RestClient& client, const std::string& ns) {
   return Status::Ok();
 }
 
+void NamespaceTest::SetUp() {
+  LS_REQUIRE_CLUSTER();
+  StatusOr<Cluster> cluster = Connect();
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  cluster_ = std::move(cluster).value();
+  ns_ = std::make_unique<TestNamespace>(client(), prefix_);
+  ASSERT_TRUE(ns_->status().ok()) << ns_->status();
+}
+
 TestNamespace::~TestNamespace() {
   // The namespace controller removes everything inside; nothing waits for it.
   client_.Delete(resources::Namespaces(), "", name_).status().IgnoreError();

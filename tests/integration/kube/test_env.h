@@ -54,6 +54,26 @@ class TestNamespace {
   Status status_;
 };
 
+// The one fixture of a test that runs in a namespace of its own against the cluster in
+// $KUBECONFIG (skipped without one): SetUp connects with admin credentials and creates
+// "<prefix>-<random>", ready for pods; TearDown deletes it. A derived fixture that adds to
+// SetUp calls NamespaceTest::SetUp() first and returns when IsSkipped() or HasFatalFailure().
+class NamespaceTest : public ::testing::Test {
+ protected:
+  explicit NamespaceTest(std::string prefix) : prefix_(std::move(prefix)) {}
+  void SetUp() override;
+  void TearDown() override { ns_.reset(); }
+
+  RestClient& client() { return *cluster_.client; }
+  const std::string& ns() const { return ns_->name(); }
+
+  Cluster cluster_;
+  std::unique_ptr<TestNamespace> ns_;
+
+ private:
+  std::string prefix_;
+};
+
 // Polls `done` every `poll` until it returns true or `timeout` passes.
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
              std::chrono::milliseconds poll = std::chrono::milliseconds(50));

@@ -70,18 +70,9 @@ class Model {
   int tombstones_ = 0;
 };
 
-class WatchTest : public ::testing::Test {
+class WatchTest : public testing::NamespaceTest {
  protected:
-  void SetUp() override {
-    LS_REQUIRE_CLUSTER();
-    auto cluster = testing::Connect();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = std::move(cluster).value();
-    ns_ = std::make_unique<testing::TestNamespace>(client(), "kube-watch");
-    ASSERT_TRUE(ns_->status().ok()) << ns_->status();
-  }
-  RestClient& client() { return *cluster_.client; }
-  const std::string& ns() { return ns_->name(); }
+  WatchTest() : NamespaceTest("kube-watch") {}
 
   // The server's current view: name -> resourceVersion.
   std::map<std::string, std::string> ServerState() {
@@ -100,9 +91,6 @@ class WatchTest : public ::testing::Test {
     m.erase("kube-root-ca.crt");
     return m;
   }
-
-  testing::Cluster cluster_;
-  std::unique_ptr<testing::TestNamespace> ns_;
 };
 
 TEST_F(WatchTest, SurvivesApiserverRestartAndRelistsExactlyAfterGone) {

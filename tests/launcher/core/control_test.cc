@@ -1,4 +1,4 @@
-// Control requests against real launcher processes (launcher/rendezvous/control.h): Status
+// Control requests against real launcher processes (protocol/control.h): Status
 // reports rounds, restarts and the last failure; Restart restarts the gang in place without
 // charging --max-restarts; a request with the wrong token is refused and the round goes on.
 #include <signal.h>
@@ -9,13 +9,13 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
-#include "launcher/rendezvous/control.h"
+#include "protocol/control_client.h"
 
 namespace lockstep::launcher::testing {
 namespace {
 
-using rendezvous::ControlKind;
-using rendezvous::ControlStatus;
+using protocol::ControlKind;
+using protocol::ControlStatus;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Steady = std::chrono::steady_clock;
@@ -47,12 +47,12 @@ class ControlTest : public ::testing::Test {
     for (const auto& l : launchers_) out += l->Log();
     return out;
   }
-  rendezvous::ControlTarget Target(std::string token = kToken) const {
+  protocol::ControlTarget Target(std::string token = kToken) const {
     return {"127.0.0.1", static_cast<uint16_t>(port_), kRunId, std::move(token)};
   }
   StatusOr<ControlStatus> GetStatus() const {
-    LS_ASSIGN_OR_RETURN(rendezvous::ControlReply r,
-                        rendezvous::ControlCall(Target(), ControlKind::kStatus, "", seconds(1)));
+    LS_ASSIGN_OR_RETURN(protocol::ControlReply r,
+                        protocol::ControlCall(Target(), ControlKind::kStatus, "", seconds(1)));
     if (!r.status) return DataLossError("no status in the reply");
     return *r.status;
   }
@@ -87,8 +87,8 @@ TEST_F(ControlTest, RequestedRestartIsNotChargedAndTheChildrenSeeTheNextRound) {
   EXPECT_EQ(before->requested_restarts, 0u);
   EXPECT_FALSE(before->last_failure.has_value());
 
-  StatusOr<rendezvous::ControlReply> reply =
-      rendezvous::ControlCall(Target(), ControlKind::kRestart, "unit test", seconds(1));
+  StatusOr<protocol::ControlReply> reply =
+      protocol::ControlCall(Target(), ControlKind::kRestart, "unit test", seconds(1));
   ASSERT_TRUE(reply.ok()) << reply.status();
   ASSERT_TRUE(reply->ack.has_value());
   EXPECT_TRUE(reply->ack->accepted) << reply->ack->message;
@@ -118,17 +118,17 @@ TEST_F(ControlTest, WrongTokenIsRefusedAndTheRoundContinues) {
   StartGang(2, 1, {"--forever"}, {"--max-restarts", "3"});
   ASSERT_TRUE(WaitForFiles(dir_.path(), "env.0.", 2, seconds(30))) << Logs();
   for (ControlKind kind : {ControlKind::kStatus, ControlKind::kRestart}) {
-    StatusOr<rendezvous::ControlReply> r =
-        rendezvous::ControlCall(Target("wrong-token"), kind, "intruder", seconds(1));
+    StatusOr<protocol::ControlReply> r =
+        protocol::ControlCall(Target("wrong-token"), kind, "intruder", seconds(1));
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status();
     EXPECT_NE(r.status().message().find("authentication failed"), std::string::npos);
   }
   // Another run's id is refused too, even with the right token.
-  rendezvous::ControlTarget other = Target();
+  protocol::ControlTarget other = Target();
   other.run_id = "another-run";
-  StatusOr<rendezvous::ControlReply> r =
-      rendezvous::ControlCall(other, ControlKind::kRestart, "intruder", seconds(1));
+  StatusOr<protocol::ControlReply> r =
+      protocol::ControlCall(other, ControlKind::kRestart, "intruder", seconds(1));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status();
 
@@ -153,13 +153,13 @@ TEST_F(ControlTest, StatusNamesTheFailedRankOfAnInPlaceRestart) {
   EXPECT_EQ(st->failure_restarts, 1u);
   EXPECT_EQ(st->requested_restarts, 0u);
   ASSERT_TRUE(st->last_failure.has_value());
-  const rendezvous::RoundFailure& f = *st->last_failure;
+  const protocol::RoundFailure& f = *st->last_failure;
   EXPECT_EQ(f.round, 0u);
   EXPECT_EQ(f.node_rank, 0);
   EXPECT_EQ(f.rank, 1);
   EXPECT_EQ(f.local_rank, 1);
   EXPECT_EQ(f.exit_code, 3);
-  EXPECT_EQ(f.reason, "exit");
+  EXPECT_EQ(f.reason, protocol::FailureReason::kExit);
   std::string tail;
   for (const std::string& line : f.stderr_tail) tail += line + "\n";
   EXPECT_NE(tail.find("failing with code 3 on purpose"), std::string::npos) << tail;
@@ -178,8 +178,8 @@ TEST_F(ControlTest, RestartWhileGatheringIsDeclined) {
   ASSERT_TRUE(st.ok()) << st.status() << Logs();
   EXPECT_FALSE(st->complete);
   EXPECT_FALSE(st->running);
-  StatusOr<rendezvous::ControlReply> r =
-      rendezvous::ControlCall(Target(), ControlKind::kRestart, "too early", seconds(1));
+  StatusOr<protocol::ControlReply> r =
+      protocol::ControlCall(Target(), ControlKind::kRestart, "too early", seconds(1));
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(r->ack.has_value());
   EXPECT_FALSE(r->ack->accepted);

@@ -1,5 +1,6 @@
-"""Plays one Horovod process's Gloo rendezvous exactly as horovod/common/gloo does it, for
-machines where Horovod itself cannot be built.
+"""Plays one Horovod process's Gloo rendezvous exactly as horovod/common/gloo does it: the
+launcher tier's protocol-level check of the launcher's Gloo KV server, in the main venv, where
+Horovod itself cannot be built (real Horovod has its own venv and runs in the e2e tier).
 
 Horovod's GlooContext::Initialize builds three Gloo contexts, each through an HTTPStore on
 http://HOROVOD_GLOO_RENDEZVOUS_ADDR:PORT/<scope>/: "global" (rank HOROVOD_RANK of

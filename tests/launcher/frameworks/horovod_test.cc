@@ -1,11 +1,12 @@
-// Horovod through the adapter: per-slot HOROVOD_* variables and node 0's Gloo HTTP KV server.
-// With Horovod installed in the venv, the real example trains; otherwise (Horovod 0.28.1 does not
-// build against this torch, see hack/setup-venv.sh) a client that performs Horovod's Gloo
-// rendezvous request for request (horovod_protocol_client.py) builds all three meshes.
+// Horovod through the adapter at the protocol level: per-slot HOROVOD_* variables and node 0's
+// Gloo HTTP KV server, exercised by a client that performs Horovod's Gloo rendezvous request for
+// request (horovod_protocol_client.py) and builds all three meshes. Real Horovod needs a torch of
+// its own (hack/setup-venv-horovod.sh) and runs end to end in framework_horovod_e2e_test.
 
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 
 #include "tests/launcher/frameworks/pod_driver.h"
 
@@ -14,28 +15,15 @@ namespace {
 
 // 2 pods x 2 processes: global scope of 4, two local scopes of 2, two cross scopes of 2.
 TEST(Horovod, TwoPodsTimesTwoProcsRendezvousThroughTheLaunchersKvServer) {
-  const bool real = VenvHasModule("horovod.torch");
   JobSpec spec;
   spec.framework = "horovod";
   spec.pods = {{"worker", 0, 2}, {"worker", 1, 2}};
   spec.extra = {{"horovod.iface", "lo"}};
   spec.command = {VenvPython(),
-                  real ? RepoRoot() + "/examples/frameworks/horovod/train.py"
-                       : RepoRoot() + "/tests/launcher/frameworks/horovod_protocol_client.py"};
+                  RepoRoot() + "/tests/launcher/frameworks/horovod_protocol_client.py"};
   JobResult job = RunJob(spec);
   ASSERT_FALSE(job.timed_out) << job.AllOutput();
   for (const ChildResult& c : job.children) EXPECT_EQ(c.exit_code, 0) << job.AllOutput();
-  if (real) {
-    std::vector<std::string> lines = job.Lines("HVD rank=");
-    ASSERT_EQ(lines.size(), 4u) << job.AllOutput();
-    std::set<std::string> digests;
-    for (const std::string& l : lines) {
-      EXPECT_NE(l.find("size=4 sum=10 "), std::string::npos) << l;
-      digests.insert(l.substr(l.find("sha=")));
-    }
-    EXPECT_EQ(digests.size(), 1u);
-    return;
-  }
   EXPECT_EQ(job.Lines("HVD_PROTO_OK").size(), 4u) << job.AllOutput();
   // global: 1+2+3+4. local (ranks 0,1 | 2,3): 3 | 7. cross (ranks 0,2 | 1,3): 4 | 6.
   std::multiset<std::string> sums;

@@ -2,10 +2,7 @@
 // processes) for the TCPStore-compatible server, and Horovod's HTTP KV protocol for the Gloo
 // rendezvous server.
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,11 +12,13 @@
 #include "launcher/stores/gloo_kv_server.h"
 #include "launcher/stores/tcp_store_server.h"
 #include "tests/launcher/frameworks/pod_driver.h"
+#include "tests/testing/loopback.h"
 
 namespace lockstep::launcher::testing {
 namespace {
 
 using frameworks::ChildProcess;
+using ::lockstep::testing::LoopbackHttp;
 
 // 4 torch clients (is_master=False) exercise every store operation against each other, then
 // build a gloo process group over the store and all-reduce.
@@ -68,48 +67,23 @@ TEST(TcpStoreServer, TorchClientsUseEveryOperationAndBuildAProcessGroup) {
   }
 }
 
-// One HTTP request per connection, as Horovod's C++ client (HTTPRequest) makes them.
-std::pair<int, std::string> Http(int port, const std::string& method, const std::string& path,
-                                 const std::string& body = "") {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return {-1, ""};
-  }
-  const std::string req = method + " " + path +
-                          " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
-                          "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-  std::string resp;
-  char buf[4096];
-  ssize_t n = 0;
-  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) resp.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  // The server closes after one response (HTTP/1.0), so reading to EOF yields all of it.
-  if (resp.size() < 12) return {-1, resp};
-  const size_t body_at = resp.find("\r\n\r\n");
-  return {std::stoi(resp.substr(9, 3)),
-          body_at == std::string::npos ? "" : resp.substr(body_at + 4)};
-}
-
 TEST(GlooKvServer, ServesHorovodsProtocolOverLoopback) {
   stores::GlooKvServer server({{"global", 2}});
   StatusOr<int> port = server.Start(0);
   ASSERT_TRUE(port.ok()) << port.status();
-  EXPECT_EQ(Http(*port, "GET", "/global/rank_1").first, 404);
-  EXPECT_EQ(Http(*port, "PUT", "/global/rank_1", std::string("addr\0bytes", 10)).first, 200);
-  auto got = Http(*port, "GET", "/global/rank_1");
-  EXPECT_EQ(got.first, 200);
-  EXPECT_EQ(got.second, std::string("addr\0bytes", 10));
-  EXPECT_EQ(Http(*port, "GET", "/bad").first, 400);
-  EXPECT_EQ(Http(*port, "DELETE", "/global/0").first, 200);
-  EXPECT_EQ(Http(*port, "GET", "/global/rank_1").first, 200);  // rank 1 not finished yet
-  EXPECT_EQ(Http(*port, "DELETE", "/global/1").first, 200);
-  EXPECT_EQ(Http(*port, "GET", "/global/rank_1").first, 404);  // scope cleared for the next init
+  EXPECT_EQ(LoopbackHttp(*port, "GET", "/global/rank_1").status, 404);
+  EXPECT_EQ(LoopbackHttp(*port, "PUT", "/global/rank_1", std::string("addr\0bytes", 10)).status,
+            200);
+  auto got = LoopbackHttp(*port, "GET", "/global/rank_1");
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, std::string("addr\0bytes", 10));
+  EXPECT_EQ(LoopbackHttp(*port, "GET", "/bad").status, 400);
+  EXPECT_EQ(LoopbackHttp(*port, "DELETE", "/global/0").status, 200);
+  // Rank 1 has not finished yet.
+  EXPECT_EQ(LoopbackHttp(*port, "GET", "/global/rank_1").status, 200);
+  EXPECT_EQ(LoopbackHttp(*port, "DELETE", "/global/1").status, 200);
+  // The scope is cleared for the next init.
+  EXPECT_EQ(LoopbackHttp(*port, "GET", "/global/rank_1").status, 404);
 }
 
 // Many clients at once on the one loop thread: 64 concurrent PUT/GET pairs all answered.
@@ -122,9 +96,9 @@ TEST(GlooKvServer, ManyConcurrentClients) {
   for (int i = 0; i < 64; ++i) {
     threads.emplace_back([&, i] {
       const std::string key = "/scope/k" + std::to_string(i);
-      if (Http(*port, "PUT", key, std::to_string(i * i)).first != 200) return;
-      auto got = Http(*port, "GET", key);
-      if (got.first == 200 && got.second == std::to_string(i * i)) ok++;
+      if (LoopbackHttp(*port, "PUT", key, std::to_string(i * i)).status != 200) return;
+      auto got = LoopbackHttp(*port, "GET", key);
+      if (got.status == 200 && got.body == std::to_string(i * i)) ok++;
     });
   }
   for (auto& t : threads) t.join();

@@ -74,7 +74,9 @@ TEST(ChildrenTest, FourWorkerPyTorchPods) {
   job.spec.failure_policy.hang_timeout_seconds = 900;
   job.spec.pod_template["spec"]["containers"][0]["resources"] = {
       {"limits", {{"nvidia.com/gpu", "8"}}}};
-  const std::vector<json> pods = Pods(job, Options(2));
+  ChildrenOptions options = Options(2);
+  options.launcher_max_restarts = 3;
+  const std::vector<json> pods = Pods(job, options);
   ASSERT_EQ(pods.size(), 4u);
   for (int i = 0; i < 4; ++i) {
     const json& pod = pods[static_cast<size_t>(i)];
@@ -157,21 +159,16 @@ TEST(ChildrenTest, ElasticNnodesIsARangeAndAttemptSizeIsHonoured) {
 }
 
 // InPlace: the launchers get what is left of maxRestarts (their restarts count as failures).
-TEST(ChildrenTest, InPlaceRestartsGetWhatIsLeftOfMaxRestarts) {
-  TrainingJob job = testing::MinimalJob();
-  job.spec.failure_policy.max_restarts = 5;
-  auto max_restarts = [&job] {
-    return EnvOf(Pods(job)[0]["spec"]["containers"][0]).at("LOCKSTEP_MAX_RESTARTS");
-  };
-  EXPECT_EQ(max_restarts(), "5");
-  job.status.restarts.failures = 2;
-  EXPECT_EQ(max_restarts(), "3");
-  job.status.restarts.disruptions = 4;  // disruptions do not consume maxRestarts
-  EXPECT_EQ(max_restarts(), "3");
-  job.status.restarts.failures = 5;
-  EXPECT_EQ(max_restarts(), "0");
-  job.status.restarts.failures = 7;  // past the budget (an ignored rule's restarts): never < 0
-  EXPECT_EQ(max_restarts(), "0");
+// The budget is the controller's to compute (operator/controller/inplace_policy.h); the pods
+// carry what they are given, and no in-place restart when nothing is given.
+TEST(ChildrenTest, TheLaunchersGetTheRestartBudgetTheyAreGiven) {
+  const TrainingJob job = testing::MinimalJob();
+  EXPECT_EQ(EnvOf(Pods(job)[0]["spec"]["containers"][0]).at("LOCKSTEP_MAX_RESTARTS"), "0");
+  ChildrenOptions options = Options();
+  options.launcher_max_restarts = 4;
+  for (const json& pod : Pods(job, options)) {
+    EXPECT_EQ(EnvOf(pod["spec"]["containers"][0]).at("LOCKSTEP_MAX_RESTARTS"), "4");
+  }
 }
 
 // The launchers learn which trainer exit codes end the job, so they spend no in-place restart on
@@ -198,12 +195,6 @@ TEST(ChildrenTest, TensorFlowPodsReserveTheTaskPort) {
   EXPECT_EQ(EnvOf(Pods(job)[0]["spec"]["containers"][0]).count("LOCKSTEP_FRAMEWORK_PORT"), 0u);
   job.spec.framework = Framework::kTensorFlow;
   EXPECT_EQ(EnvOf(Pods(job)[0]["spec"]["containers"][0]).at("LOCKSTEP_FRAMEWORK_PORT"), "2222");
-}
-
-TEST(ChildrenTest, RecreateModeDisablesInPlaceRestarts) {
-  TrainingJob job = testing::MinimalJob();
-  job.spec.failure_policy.restart_mode = RestartMode::kRecreate;
-  EXPECT_EQ(EnvOf(Pods(job)[0]["spec"]["containers"][0]).at("LOCKSTEP_MAX_RESTARTS"), "0");
 }
 
 TEST(ChildrenTest, KeepsUserFieldsAndLetsTheContractWin) {

@@ -173,7 +173,7 @@ TEST(CodecTest, StatusRoundTrip) {
   s.restarts = {1, 1, 1};
   s.start_time = *ParseTime("2026-11-29T10:00:00Z");
   s.last_restart = LastRestart{*ParseTime("2026-11-29T10:05:00Z"), "PodFailed", "exit 1", 2, 10,
-                               "Recreate", {}};
+                               RestartMode::kRecreate, {}};
   s.conditions.push_back(Condition{"Running", ConditionStatus::kFalse, 4,
                                    *ParseTime("2026-11-29T10:05:00Z"), "Restarting", "m"});
   const json encoded = EncodeStatus(s);
@@ -187,6 +187,26 @@ TEST(CodecTest, StatusRoundTrip) {
   EXPECT_EQ(EncodeStatus(*decoded), encoded);
 }
 
+// restarts.total, the RESTARTS column: every gang restart (the attempt number) plus every
+// in-place restart, whatever caused them; the demo's job, restarted once when its node died,
+// shows 1 where restarts.failures showed 0.
+TEST(CodecTest, TotalRestartsCountsGangAndInPlaceRestartsOfEveryCause) {
+  struct Case {
+    int32_t attempt, failures, disruptions, in_place, want;
+  };
+  for (const Case& c : {Case{0, 0, 0, 0, 0}, Case{1, 0, 1, 0, 1}, Case{0, 2, 0, 2, 2},
+                        Case{3, 1, 2, 4, 7}, Case{INT32_MAX, 0, 0, 5, INT32_MAX},
+                        Case{-1, 0, 0, 1, 1}}) {
+    TrainingJobStatus s;
+    s.attempt = c.attempt;
+    s.restarts.failures = c.failures;
+    s.restarts.disruptions = c.disruptions;
+    s.restarts.in_place = c.in_place;
+    EXPECT_EQ(TotalRestarts(s), c.want) << "attempt " << c.attempt << " inPlace " << c.in_place;
+    EXPECT_EQ(EncodeStatus(s)["restarts"]["total"], c.want);
+  }
+}
+
 // The failure-handling fields of issue 6: restarts.consecutive, lastRestart.{attempt,
 // backoffSeconds,mode,nodes}, excludedNodes, and capacity (the scheduler's, written apart).
 TEST(CodecTest, RestartStatusFieldsRoundTrip) {
@@ -198,13 +218,14 @@ TEST(CodecTest, RestartStatusFieldsRoundTrip) {
                                "node n-7: lease not renewed for 23s",
                                3,
                                0,
-                               "Recreate",
+                               RestartMode::kRecreate,
                                {"n-7", "n-9"}};
   s.excluded_nodes = {{"n-7", "NodeLeaseExpired", *ParseTime("2026-11-29T10:10:00Z")},
                       {"n-9", "NodeNotReady", *ParseTime("2026-11-29T10:11:00Z")}};
   const json encoded = EncodeStatus(s);
   EXPECT_EQ(encoded["restarts"],
-            json::parse(R"({"failures": 2, "disruptions": 5, "consecutive": 1, "inPlace": 4})"));
+            json::parse(R"({"failures": 2, "disruptions": 5, "consecutive": 1, "inPlace": 4,
+                            "total": 7})"));
   EXPECT_EQ(encoded["lastRestart"], json::parse(R"({"time": "2026-11-29T10:05:00Z",
       "reason": "NodeLeaseExpired", "message": "node n-7: lease not renewed for 23s",
       "attempt": 3, "backoffSeconds": 0, "mode": "Recreate", "nodes": ["n-7", "n-9"]})"));
@@ -216,7 +237,7 @@ TEST(CodecTest, RestartStatusFieldsRoundTrip) {
   EXPECT_EQ(decoded->restarts.consecutive, 1);
   ASSERT_TRUE(decoded->last_restart.has_value());
   EXPECT_EQ(decoded->last_restart->attempt, 3);
-  EXPECT_EQ(decoded->last_restart->mode, "Recreate");
+  EXPECT_EQ(decoded->last_restart->mode, RestartMode::kRecreate);
   EXPECT_EQ(decoded->last_restart->nodes, (std::vector<std::string>{"n-7", "n-9"}));
   ASSERT_EQ(decoded->excluded_nodes.size(), 2u);
   EXPECT_EQ(decoded->excluded_nodes[1].name, "n-9");
@@ -230,7 +251,8 @@ TEST(CodecTest, InPlaceFieldsRoundTrip) {
   TrainingJobStatus s;
   s.rendezvous = RendezvousStatus{2, 5, 1, 3};
   s.restart_request = RestartRequestStatus{"1732900000", *ParseTime("2026-11-29T10:05:00Z"),
-                                           "InPlace", "Pending", 2, -1};
+                                           RestartMode::kInPlace,
+                                           RestartRequestState::kPending, 2, -1};
   json encoded = EncodeStatus(s);
   EXPECT_EQ(encoded["rendezvous"], json::parse(R"({"attempt": 2, "round": 5,
       "failureRestarts": 1, "requestedRestarts": 3})"));
@@ -285,7 +307,7 @@ TEST(CodecTest, StatusWithoutTheRestartFieldsDecodes) {
   EXPECT_EQ(s->restarts.consecutive, 0);
   EXPECT_EQ(s->last_restart->attempt, 0);
   EXPECT_EQ(s->last_restart->backoff_seconds, 0);
-  EXPECT_TRUE(s->last_restart->mode.empty());
+  EXPECT_FALSE(s->last_restart->mode.has_value());
   EXPECT_TRUE(s->last_restart->nodes.empty());
   EXPECT_TRUE(s->excluded_nodes.empty());
   EXPECT_FALSE(s->capacity.has_value());

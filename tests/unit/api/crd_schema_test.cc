@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "operator/api/enums.h"
 #include "tests/unit/api/test_util.h"
 
 namespace lockstep::api {
@@ -82,6 +83,24 @@ TEST(CrdSchemaTest, KeyedListsAreListMaps) {
           << path << ": key " << key << " is not required";
     }
   });
+}
+
+// The restart fields the controller writes are typed (enums.h); the CRD admits exactly their
+// names, so a status the operator wrote always decodes.
+TEST(CrdSchemaTest, RestartModeAndRequestStateEnumsAreTheApiNames) {
+  const json status = Schema()["properties"]["status"]["properties"];
+  const json modes = {std::string(ToString(RestartMode::kInPlace)),
+                      std::string(ToString(RestartMode::kRecreate))};
+  EXPECT_EQ(status["lastRestart"]["properties"]["mode"]["enum"], modes);
+  EXPECT_EQ(status["restartRequest"]["properties"]["mode"]["enum"], modes);
+  json states = json::array();
+  for (RestartRequestState s : {RestartRequestState::kPending, RestartRequestState::kCompleted,
+                                RestartRequestState::kFellBack, RestartRequestState::kRecreated,
+                                RestartRequestState::kSuperseded}) {
+    states.push_back(std::string(ToString(s)));
+    EXPECT_EQ(ParseRestartRequestState(ToString(s)), s);
+  }
+  EXPECT_EQ(status["restartRequest"]["properties"]["state"]["enum"], states);
 }
 
 }  // namespace

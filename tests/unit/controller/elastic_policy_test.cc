@@ -25,7 +25,8 @@ api::TrainingJob Elastic() {
   api::TrainingJob job = testing::Job(8).job;
   job.spec.elastic = api::ElasticPolicy{4, 8, 60};
   job.status.attempt = 1;
-  job.status.last_restart = api::LastRestart{T0(), "NodeLeaseExpired", "m", 1, 0, "Recreate", {}};
+  job.status.last_restart = api::LastRestart{T0(), "NodeLeaseExpired", "m", 1, 0,
+                                             api::RestartMode::kRecreate, {}};
   return job;
 }
 
@@ -173,7 +174,8 @@ TEST(ElasticPlanTest, ScaleDownRestartsAtTheFeasibleSize) {
   cached.job.status.start_time = T0();
   cached.job.status.attempt = 1;
   cached.job.status.last_restart =
-      api::LastRestart{T0(), "NodeLeaseExpired", "m", 1, 0, "Recreate", {"node-9"}};
+      api::LastRestart{T0(), "NodeLeaseExpired", "m", 1, 0,
+                       api::RestartMode::kRecreate, {"node-9"}};
   cached.job.status.restarts = {0, 1, 0};
   cached.job.status.capacity = Capacity(6);
   std::vector<kube::Pod> pods;

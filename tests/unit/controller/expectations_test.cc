@@ -2,15 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/testing/fake_clock.h"
+
 namespace lockstep::controller {
 namespace {
 
-class FakeClock final : public Clock {
- public:
-  Steady Now() const override { return now; }
-  Wall WallNow() const override { return Wall(); }
-  Steady now{};
-};
+using ::lockstep::testing::FakeClock;
 
 TEST(ExpectationsTest, CreationsAreSatisfiedOnlyByTheirOwnPods) {
   FakeClock clock;
@@ -40,9 +37,9 @@ TEST(ExpectationsTest, ExpireAfterTheTtlSoALostEventCannotWedgeAJob) {
   FakeClock clock;
   Expectations e(clock, std::chrono::minutes(5));
   e.ExpectCreations("ns/a", {"p"});
-  clock.now += std::chrono::minutes(4);
+  clock.Advance(std::chrono::minutes(4));
   EXPECT_FALSE(e.Satisfied("ns/a"));
-  clock.now += std::chrono::minutes(1);
+  clock.Advance(std::chrono::minutes(1));
   EXPECT_TRUE(e.Satisfied("ns/a"));
 }
 

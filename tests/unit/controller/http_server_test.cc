@@ -1,33 +1,15 @@
 #include "operator/app/http_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+
+#include "tests/testing/loopback.h"
 
 namespace lockstep::app {
 namespace {
 
-// The raw response to `request` sent to 127.0.0.1:port.
+// The raw response to `request` sent to 127.0.0.1:port; "" when nothing answers.
 std::string Exchange(int port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return "";
-  }
-  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string out;
-  char buf[1024];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
+  return ::lockstep::testing::LoopbackExchange(port, request).value_or("");
 }
 
 TEST(HttpServerTest, RoutesGetRequestsAndRejectsTheRest) {

@@ -90,15 +90,16 @@ TEST(InPlacePlanTest, PollsNodeZerosLauncherWhileTheGangRuns) {
 
 TEST(InPlacePlanTest, AFailureRestartIsRecordedOnceWithTheRankThatFailed) {
   LauncherObservation obs = Answer(1, true, 1);
-  launcher::rendezvous::RoundFailure f;
-  f.round = 0;
-  f.node_rank = 1;
-  f.rank = 3;
-  f.local_rank = 1;
-  f.exit_code = 7;
-  f.reason = "exit";
-  f.stderr_tail = {"Traceback", "RuntimeError: boom"};
-  obs.status.last_failure = f;
+  obs.status.last_failure =
+      protocol::RoundFailure{.round = 0,
+                             .node_rank = 1,
+                             .rank = 3,
+                             .local_rank = 1,
+                             .exit_code = 7,
+                             .signal = 0,
+                             .reason = protocol::FailureReason::kExit,
+                             .message = "",
+                             .stderr_tail = {"Traceback", "RuntimeError: boom"}};
   const api::Time now = T0() + seconds(30);
   const Plan plan = RunPass(RunningJob(), RunningPods(), now, obs);
 
@@ -107,7 +108,7 @@ TEST(InPlacePlanTest, AFailureRestartIsRecordedOnceWithTheRankThatFailed) {
   EXPECT_EQ(plan.status.restarts.failures, 1);
   ASSERT_TRUE(plan.status.last_restart.has_value());
   const api::LastRestart& last = *plan.status.last_restart;
-  EXPECT_EQ(last.mode, "InPlace");
+  EXPECT_EQ(last.mode, api::RestartMode::kInPlace);
   EXPECT_EQ(last.reason, "RankFailed");
   EXPECT_EQ(last.attempt, 0);
   EXPECT_EQ(last.time, now);
@@ -123,7 +124,7 @@ TEST(InPlacePlanTest, AFailureRestartIsRecordedOnceWithTheRankThatFailed) {
   EXPECT_EQ(plan.events[0].type, "Warning");
   EXPECT_EQ(plan.events[0].reason, "RankFailed");
   ASSERT_TRUE(plan.restart.has_value());
-  EXPECT_EQ(plan.restart->mode, "InPlace");
+  EXPECT_EQ(plan.restart->mode, api::RestartMode::kInPlace);
   EXPECT_TRUE(plan.pod_deletes.empty());
   EXPECT_EQ(plan.status.state, api::JobState::kRunning);
 
@@ -181,7 +182,7 @@ TEST(InPlacePlanTest, ASucceededJobRecordsRestartsFromTheTerminationMessages) {
   EXPECT_EQ(plan.status.restarts.in_place, 1);
   EXPECT_EQ(plan.status.restarts.failures, 1);
   ASSERT_TRUE(plan.status.last_restart.has_value());
-  EXPECT_EQ(plan.status.last_restart->mode, "InPlace");
+  EXPECT_EQ(plan.status.last_restart->mode, api::RestartMode::kInPlace);
 }
 
 CachedJob Requested(const std::string& value) {
@@ -199,8 +200,8 @@ TEST(InPlacePlanTest, ARestartRequestAsksTheLaunchersOnce) {
   ASSERT_TRUE(plan.status.restart_request.has_value());
   const api::RestartRequestStatus& req = *plan.status.restart_request;
   EXPECT_EQ(req.value, "1");
-  EXPECT_EQ(req.mode, "InPlace");
-  EXPECT_EQ(req.state, "Pending");
+  EXPECT_EQ(req.mode, api::RestartMode::kInPlace);
+  EXPECT_EQ(req.state, api::RestartRequestState::kPending);
   EXPECT_EQ(req.attempt, 0);
   EXPECT_EQ(req.time, now);
   EXPECT_EQ(Reasons(plan), std::vector<std::string>{"RestartRequested"});
@@ -212,7 +213,7 @@ TEST(InPlacePlanTest, ARestartRequestAsksTheLaunchersOnce) {
   const Plan again =
       RunPass(After(Requested("1"), plan), RunningPods(), now + seconds(1), std::nullopt);
   EXPECT_FALSE(again.launcher_restart.has_value());
-  EXPECT_EQ(again.status.restart_request->state, "Pending");
+  EXPECT_EQ(again.status.restart_request->state, api::RestartRequestState::kPending);
   EXPECT_TRUE(again.events.empty());
 }
 
@@ -235,12 +236,12 @@ TEST(InPlacePlanTest, APendingRequestCompletesWhenALaterRoundRuns) {
   obs.restart = LauncherObservation::RestartAnswer{"1", true, {true, 0, ""}, ""};
   const Plan done = RunPass(After(Requested("1"), first), RunningPods(), sent + seconds(3), obs);
   ASSERT_TRUE(done.status.restart_request.has_value());
-  EXPECT_EQ(done.status.restart_request->state, "Completed");
+  EXPECT_EQ(done.status.restart_request->state, api::RestartRequestState::kCompleted);
   EXPECT_EQ(done.status.restart_request->round, 0);
   EXPECT_EQ(done.status.restarts.in_place, 1);
   EXPECT_EQ(done.status.restarts.failures, 0);  // requested: not the job's failure
   ASSERT_TRUE(done.status.last_restart.has_value());
-  EXPECT_EQ(done.status.last_restart->mode, "InPlace");
+  EXPECT_EQ(done.status.last_restart->mode, api::RestartMode::kInPlace);
   EXPECT_EQ(done.status.last_restart->reason, "RestartRequested");
   EXPECT_EQ(done.status.attempt, 0);
   EXPECT_TRUE(done.pod_deletes.empty());
@@ -254,17 +255,17 @@ TEST(InPlacePlanTest, APendingRequestFallsBackToRecreateAfterTheBound) {
   LauncherObservation stuck = Answer(1, false, 0, 1);  // the new round never completes
   stuck.restart = LauncherObservation::RestartAnswer{"1", true, {true, 0, ""}, ""};
   const Plan waiting = RunPass(After(job, first), RunningPods(), sent + seconds(19), stuck);
-  EXPECT_EQ(waiting.status.restart_request->state, "Pending");
+  EXPECT_EQ(waiting.status.restart_request->state, api::RestartRequestState::kPending);
   EXPECT_EQ(waiting.status.attempt, 0);
   ASSERT_TRUE(waiting.requeue_after.has_value());
   EXPECT_LE(*waiting.requeue_after, seconds(2));
 
   const Plan late = RunPass(After(job, waiting), RunningPods(), sent + seconds(20), stuck);
-  EXPECT_EQ(late.status.restart_request->state, "FellBack");
-  EXPECT_EQ(late.status.restart_request->mode, "Recreate");
+  EXPECT_EQ(late.status.restart_request->state, api::RestartRequestState::kFellBack);
+  EXPECT_EQ(late.status.restart_request->mode, api::RestartMode::kRecreate);
   EXPECT_EQ(late.status.attempt, 1);
   ASSERT_TRUE(late.status.last_restart.has_value());
-  EXPECT_EQ(late.status.last_restart->mode, "Recreate");
+  EXPECT_EQ(late.status.last_restart->mode, api::RestartMode::kRecreate);
   EXPECT_EQ(late.status.last_restart->reason, "InPlaceRestartTimeout");
   EXPECT_NE(late.status.last_restart->message.find("inPlaceTimeoutSeconds"), std::string::npos);
   EXPECT_EQ(late.status.restarts.failures, 0);
@@ -281,7 +282,7 @@ TEST(InPlacePlanTest, ARefusedRestartFallsBackAtOnce) {
       LauncherObservation::RestartAnswer{"1", true, {false, 0, "round 0 is finishing"}, ""};
   const Plan plan = RunPass(After(Requested("1"), first), RunningPods(), T0() + seconds(1),
                             refused);
-  EXPECT_EQ(plan.status.restart_request->state, "FellBack");
+  EXPECT_EQ(plan.status.restart_request->state, api::RestartRequestState::kFellBack);
   EXPECT_EQ(plan.status.attempt, 1);
   EXPECT_EQ(plan.status.last_restart->reason, "InPlaceRestartRefused");
 }
@@ -293,7 +294,7 @@ TEST(InPlacePlanTest, UnreachableLaunchersMeanRecreate) {
   const Plan plan = RunPass(Requested("1"), RunningPods(), T0(), down);
   EXPECT_EQ(plan.status.attempt, 1);
   EXPECT_EQ(plan.status.last_restart->reason, "InPlaceRestartUnavailable");
-  EXPECT_EQ(plan.status.restart_request->state, "FellBack");
+  EXPECT_EQ(plan.status.restart_request->state, api::RestartRequestState::kFellBack);
   EXPECT_NE(plan.status.last_restart->message.find("connection refused"), std::string::npos);
 }
 
@@ -303,11 +304,11 @@ TEST(InPlacePlanTest, WithRestartModeRecreateARequestRecreatesTheGang) {
   const Plan plan = RunPass(job, RunningPods(), T0(), std::nullopt);
   EXPECT_FALSE(plan.launcher_restart.has_value());
   EXPECT_EQ(plan.status.attempt, 1);
-  EXPECT_EQ(plan.status.last_restart->mode, "Recreate");
+  EXPECT_EQ(plan.status.last_restart->mode, api::RestartMode::kRecreate);
   EXPECT_EQ(plan.status.last_restart->reason, "RestartRequested");
   EXPECT_EQ(plan.status.last_restart->backoff_seconds, 0);
   EXPECT_EQ(plan.status.restarts.failures, 0);
-  EXPECT_EQ(plan.status.restart_request->state, "Recreated");
+  EXPECT_EQ(plan.status.restart_request->state, api::RestartRequestState::kRecreated);
   EXPECT_EQ(plan.pod_deletes.size(), 2u);
   EXPECT_EQ(plan.events[0].type, "Normal");
   // Handled once.
@@ -316,11 +317,13 @@ TEST(InPlacePlanTest, WithRestartModeRecreateARequestRecreatesTheGang) {
 }
 
 TEST(InPlacePlanTest, LauncherReasonsMapToCamelCase) {
-  EXPECT_EQ(InPlaceReason("exit"), "RankFailed");
-  EXPECT_EQ(InPlaceReason("signal"), "RankFailed");
-  EXPECT_EQ(InPlaceReason("hang"), "Hang");
-  EXPECT_EQ(InPlaceReason("peer-lost"), "PeerLost");
-  EXPECT_EQ(InPlaceReason("launcher"), "LauncherError");
+  using protocol::FailureReason;
+  EXPECT_EQ(InPlaceReason(FailureReason::kExit), "RankFailed");
+  EXPECT_EQ(InPlaceReason(FailureReason::kSignal), "RankFailed");
+  EXPECT_EQ(InPlaceReason(FailureReason::kUnknown), "RankFailed");
+  EXPECT_EQ(InPlaceReason(FailureReason::kHang), "Hang");
+  EXPECT_EQ(InPlaceReason(FailureReason::kPeerLost), "PeerLost");
+  EXPECT_EQ(InPlaceReason(FailureReason::kLauncher), "LauncherError");
 }
 
 }  // namespace

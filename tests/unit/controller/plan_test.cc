@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
 
 // Table rows leave their trailing expectation fields at the defaults on purpose.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -66,7 +67,8 @@ std::vector<Case> Cases() {
     started(c);
     c.job.status.attempt = 1;
     c.job.status.restarts = {1, 0, 1};
-    c.job.status.last_restart = api::LastRestart{T0(), "PodFailed", "m", 1, 10, "Recreate", {}};
+    c.job.status.last_restart = api::LastRestart{T0(), "PodFailed", "m", 1, 10,
+                                                 api::RestartMode::kRecreate, {}};
     c.job.status.conditions.push_back(Cond(api::kConditionRestarting, true, "PodFailed"));
   };
   kube::Pod evicted = Pod("worker", 0, "Failed");
@@ -243,9 +245,9 @@ TEST(PlanDetailTest, StatusCarriesCountsSelectorAndGeneration) {
   EXPECT_EQ(plan.status.workers_ready, "1/2");
   EXPECT_EQ(plan.status.start_time, T0());
   EXPECT_TRUE(api::IsConditionTrue(plan.status.conditions, "Reconciling"));
-  const api::Condition* sched = api::FindCondition(plan.status.conditions, "Scheduled");
-  ASSERT_NE(sched, nullptr);
-  EXPECT_EQ(sched->message, "1 of 2 pods bound; waiting for the lockstep gang scheduler");
+  EXPECT_EQ(plan.status.reason, "WaitingForScheduler");
+  // Scheduled is the gang scheduler's to write, never the controller's.
+  EXPECT_EQ(api::FindCondition(plan.status.conditions, "Scheduled"), nullptr);
 }
 
 TEST(PlanDetailTest, KeepsTheSchedulersExplanationOfAWait) {
@@ -258,6 +260,26 @@ TEST(PlanDetailTest, KeepsTheSchedulersExplanationOfAWait) {
   const Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
   EXPECT_EQ(plan.status.reason, "InsufficientCapacity");
   EXPECT_EQ(plan.status.message, c.message);
+  EXPECT_EQ(*api::FindCondition(plan.status.conditions, "Scheduled"), c);  // carried unchanged
+}
+
+// The scheduler's GangPlaced stays as it wrote it: all pods bound adds no controller words, and
+// a gang not bound yet (a later attempt's) does not read "GangPlaced" as its state's reason.
+TEST(PlanDetailTest, TheSchedulersGangPlacedIsNeitherOverwrittenNorTakenAsAWait) {
+  CachedJob job = Job(2);
+  api::Condition placed = Cond(api::kConditionScheduled, true, "GangPlaced");
+  placed.message = "placed 2 pods on 2 nodes in rack a";
+  job.job.status.conditions.push_back(placed);
+  const Observed bound{{Pod("worker", 0, "Running"), Pod("worker", 1, "Running")}, true, true};
+  EXPECT_EQ(*api::FindCondition(ComputePlan(job, bound, T0(), true, PlanOptions{"l"})
+                                    .status.conditions,
+                                "Scheduled"),
+            placed);
+  const Observed unbound{{Pod("worker", 0, "Pending", ""), Pod("worker", 1, "Pending", "")},
+                         true, true};
+  const Plan waiting = ComputePlan(job, unbound, T0(), true, PlanOptions{"l"});
+  EXPECT_EQ(waiting.status.reason, "WaitingForScheduler");
+  EXPECT_EQ(*api::FindCondition(waiting.status.conditions, "Scheduled"), placed);
 }
 
 TEST(PlanDetailTest, FailureMessageNamesPodExitCodeAndRule) {
@@ -314,6 +336,26 @@ TEST(PlanDetailTest, SharedChildrenAreCreatedWhenMissingEvenIfUnsettled) {
   EXPECT_TRUE(plan.create_service);
   EXPECT_TRUE(plan.create_secret);
   EXPECT_TRUE(plan.pod_creates.empty());
+}
+
+// The pods of an attempt carry what is left of the budget (inplace_policy.h), none in Recreate.
+TEST(PlanDetailTest, NewPodsCarryTheInPlaceRestartBudget) {
+  auto budget_in_pods = [](CachedJob job) {
+    const Plan plan = ComputePlan(job, Observed{{}, true, true}, T0(), true, PlanOptions{"l"});
+    std::set<std::string> values;
+    for (const nlohmann::json& pod : plan.pod_creates) {
+      for (const nlohmann::json& e : pod["spec"]["containers"][0]["env"]) {
+        if (e["name"] == "LOCKSTEP_MAX_RESTARTS") values.insert(e["value"].get<std::string>());
+      }
+    }
+    return values;
+  };
+  CachedJob job = Job(2);
+  job.job.spec.failure_policy.max_restarts = 5;
+  job.job.status.restarts.failures = 2;
+  EXPECT_EQ(budget_in_pods(job), std::set<std::string>{"3"});
+  job.job.spec.failure_policy.restart_mode = api::RestartMode::kRecreate;
+  EXPECT_EQ(budget_in_pods(job), std::set<std::string>{"0"});
 }
 
 TEST(PlanDetailTest, ChiefSuccessStopsParameterServersEvenWithCleanPodPolicyNone) {

@@ -103,7 +103,7 @@ TEST(RestartPlanTest, PodFailureStartsTheNextAttempt) {
   EXPECT_NE(last.message.find("job-worker-1"), std::string::npos);
   EXPECT_EQ(last.attempt, 1);
   EXPECT_EQ(last.backoff_seconds, 10);
-  EXPECT_EQ(last.mode, "Recreate");
+  EXPECT_EQ(last.mode, api::RestartMode::kRecreate);
   EXPECT_TRUE(last.nodes.empty());
   EXPECT_TRUE(plan.status.excluded_nodes.empty());
 
@@ -129,7 +129,7 @@ TEST(RestartPlanTest, PodFailureStartsTheNextAttempt) {
 
   ASSERT_TRUE(plan.restart.has_value());
   EXPECT_EQ(plan.restart->reason, "PodFailed");
-  EXPECT_EQ(plan.restart->mode, "Recreate");
+  EXPECT_EQ(plan.restart->mode, api::RestartMode::kRecreate);
   ASSERT_TRUE(plan.restart->detection_delay_seconds.has_value());
   EXPECT_DOUBLE_EQ(*plan.restart->detection_delay_seconds, 2.0);
 }
@@ -138,7 +138,8 @@ TEST(RestartPlanTest, InPlaceRestartsOfTheFailedLauncherAreAddedToFailures) {
   CachedJob job = Started();
   job.job.spec.failure_policy.max_restarts = 5;
   kube::Pod failed = FailedPod("worker", 0, 78);
-  failed.container_statuses[0].message = R"({"reason":"JoinTimeout","restartCount":2})";
+  failed.container_statuses[0].message =
+      R"({"reason":"timeout","restartCount":2,"stderrTail":[]})";
   const Plan plan = RunPass(job, {failed, Pod("worker", 1, "Running")}, T0());
   EXPECT_EQ(plan.status.attempt, 1);
   EXPECT_EQ(plan.status.restarts.failures, 3);  // 2 in place + this one
@@ -340,7 +341,8 @@ TEST(RestartPlanTest, FromFailureToRecoveredGang) {
 TEST(RestartPlanTest, PodsOfAnOlderAttemptAreNeverCountedInTheCurrentOne) {
   CachedJob job = Started();
   job.job.status.attempt = 1;
-  job.job.status.last_restart = api::LastRestart{T0(), "PodFailed", "m", 1, 0, "Recreate", {}};
+  job.job.status.last_restart = api::LastRestart{T0(), "PodFailed", "m", 1, 0,
+                                                 api::RestartMode::kRecreate, {}};
   // A straggler of attempt 0 that failed: not a failure of attempt 1, just deleted.
   const Plan plan =
       RunPass(job, {FailedPod("worker", 0, 1), InAttempt(Pod("worker", 1, "Running"), 1)},

@@ -11,31 +11,11 @@ export LOCKSTEP_CACHE; LOCKSTEP_CACHE="$(mktemp -d)"
 trap 'rm -rf "$LOCKSTEP_CACHE"' EXIT
 source "$REPO/hack/build-tools.sh"
 
-declare -A KEYS RECIPES
-tool() {
-  local name="$1" version="$2" recipe="$3"; shift 3
-  local helpers=()
-  while [[ "$1" != "--" ]]; do helpers+=("$1"); shift; done
-  KEYS[$name]="$(recipe_key "$recipe" "${helpers[@]}" -- "$name" "$version")"
-  RECIPES[$name]="$recipe ${helpers[*]}"
-}
-log() { :; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# expect_changed FN_CHANGED: each tool whose recipe or helpers name FN_CHANGED has a new key.
-expect_changed() {
-  local t
-  for t in "${!KEYS[@]}"; do
-    if [[ " ${RECIPES[$t]} " == *" $1 "* ]]; then
-      [[ "${KEYS[$t]}" != "${BEFORE[$t]}" ]] || fail "editing $1 did not change $t's key"
-    else
-      [[ "${KEYS[$t]}" == "${BEFORE[$t]}" ]] || fail "editing $1 changed $t's key"
-    fi
-  done
-}
+source "$REPO/tests/unit/hack/recipe_key_recorder.sh"
 
 main
 (( ${#KEYS[@]} >= 4 )) || fail "found ${#KEYS[@]} tools in build-tools.sh: ${!KEYS[*]}"
-declare -A BEFORE; for t in "${!KEYS[@]}"; do BEFORE[$t]="${KEYS[$t]}"; done
+for t in "${!KEYS[@]}"; do BEFORE[$t]="${KEYS[$t]}"; done
 main
 for t in "${!KEYS[@]}"; do [[ "${KEYS[$t]}" == "${BEFORE[$t]}" ]] || fail "$t's key is not stable"; done
 
@@ -48,7 +28,7 @@ eval "$original"
 
 # The wrapper-module helper: every tool built through it (etcd, kubernetes), no other.
 original="$(declare -f wrapper_module_build)"
-eval "$(sed 's/go mod tidy;/go mod tidy -e;/' <<<"$original")"
+eval "$(sed 's/go mod tidy || exit 1/go mod tidy -e || exit 1/' <<<"$original")"
 [[ "$(declare -f wrapper_module_build)" != "$original" ]] || fail "the test's edit did not apply"
 main; expect_changed wrapper_module_build
 eval "$original"

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/unit/kube/fake_clock.h"
+#include "tests/testing/fake_clock.h"
 
 namespace lockstep::kube {
 namespace {

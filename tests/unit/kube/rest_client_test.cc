@@ -1,45 +1,17 @@
-// The retry policy and request encoding of RestClient, with a scripted transport. Behaviour
-// against the API server itself is covered by tests/integration/kube.
+// The retry policy and request encoding of RestClient, with a scripted transport
+// (tests/testing/fake_transport.h). Behaviour against the API server itself is covered by
+// tests/integration/kube.
 #include "operator/kube/rest_client.h"
 
 #include <gtest/gtest.h>
 
-#include <deque>
-#include <mutex>
+#include "tests/testing/fake_transport.h"
 
 namespace lockstep::kube {
 namespace {
 
+using ::lockstep::testing::FakeTransport;
 using nlohmann::json;
-
-class ScriptedTransport final : public Transport {
- public:
-  void Push(StatusOr<Response> r) { script_.push_back(std::move(r)); }
-  StatusOr<Response> Do(const Request& request) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    requests.push_back(request);
-    if (script_.empty()) return InternalError("script exhausted");
-    auto r = std::move(script_.front());
-    script_.pop_front();
-    return r;
-  }
-  StatusOr<Response> Stream(const Request& request, const StreamOptions&,
-                            const LineHandler& on_line) override {
-    requests.push_back(request);
-    for (const auto& line : stream_lines) {
-      if (!on_line(line)) return CancelledError("stopped");
-    }
-    return Response{200, "", ""};
-  }
-  std::string Host() const override { return "test:443"; }
-
-  std::vector<Request> requests;
-  std::vector<std::string> stream_lines;
-
- private:
-  std::mutex mu_;
-  std::deque<StatusOr<Response>> script_;
-};
 
 RestOptions FastRetries() {
   RestOptions o;
@@ -71,7 +43,7 @@ TEST(RestClientTest, ParseDropsManagedFields) {
 }
 
 TEST(RestClientTest, RetriesThrottlingAndServerErrorsForGet) {
-  auto t = std::make_shared<ScriptedTransport>();
+  auto t = std::make_shared<FakeTransport>();
   t->Push(Response{429, R"({"kind":"Status","reason":"TooManyRequests","code":429})", "0"});
   t->Push(Response{503, "", ""});
   t->Push(UnavailableError("connect: refused"));
@@ -79,63 +51,63 @@ TEST(RestClientTest, RetriesThrottlingAndServerErrorsForGet) {
   RestClient client(t, FastRetries());
   auto got = client.Get(resources::ConfigMaps(), "ns", "c");
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(t->requests.size(), 4u);
-  EXPECT_EQ(t->requests[0].path, "/api/v1/namespaces/ns/configmaps/c");
+  EXPECT_EQ(t->requests().size(), 4u);
+  EXPECT_EQ(t->requests()[0].path, "/api/v1/namespaces/ns/configmaps/c");
 }
 
 TEST(RestClientTest, NeverRetriesOtherClientErrors) {
-  auto t = std::make_shared<ScriptedTransport>();
+  auto t = std::make_shared<FakeTransport>();
   t->Push(Response{409, R"({"kind":"Status","reason":"Conflict","message":"stale","code":409})",
                    ""});
   RestClient client(t, FastRetries());
   auto r = client.Update(resources::ConfigMaps(), "ns", "c", json::parse(kConfigMap));
   EXPECT_TRUE(IsConflict(r.status()));
-  EXPECT_EQ(t->requests.size(), 1u);
+  EXPECT_EQ(t->requests().size(), 1u);
 }
 
 TEST(RestClientTest, CreateRetriesOnlyWhenNotSentOrThrottled) {
-  auto t = std::make_shared<ScriptedTransport>();
+  auto t = std::make_shared<FakeTransport>();
   t->Push(UnavailableError("connect: refused"));  // never sent: retry
   t->Push(Response{429, "", ""});                  // rejected before processing: retry
   t->Push(Response{500, "", ""});                  // may have been processed: give up
   RestClient client(t, FastRetries());
   auto r = client.Create(resources::ConfigMaps(), "ns", json::parse(kConfigMap));
   EXPECT_TRUE(IsUnavailable(r.status())) << r.status();
-  EXPECT_EQ(t->requests.size(), 3u);
+  EXPECT_EQ(t->requests().size(), 3u);
 
-  auto t2 = std::make_shared<ScriptedTransport>();
+  auto t2 = std::make_shared<FakeTransport>();
   t2->Push(InternalError("connection reset after send"));
   RestClient client2(t2, FastRetries());
   EXPECT_FALSE(client2.Create(resources::ConfigMaps(), "ns", json::parse(kConfigMap)).ok());
-  EXPECT_EQ(t2->requests.size(), 1u);
+  EXPECT_EQ(t2->requests().size(), 1u);
 }
 
 TEST(RestClientTest, GivesUpAfterMaxRetries) {
-  auto t = std::make_shared<ScriptedTransport>();
+  auto t = std::make_shared<FakeTransport>();
   for (int i = 0; i < 10; ++i) t->Push(Response{503, "", ""});
   RestClient client(t, FastRetries());
   EXPECT_TRUE(IsUnavailable(client.Get(resources::Pods(), "ns", "p").status()));
-  EXPECT_EQ(t->requests.size(), 4u);  // 1 + max_retries
+  EXPECT_EQ(t->requests().size(), 4u);  // 1 + max_retries
 }
 
 TEST(RestClientTest, EncodesVerbs) {
-  auto t = std::make_shared<ScriptedTransport>();
+  auto t = std::make_shared<FakeTransport>();
   for (int i = 0; i < 4; ++i) t->Push(Response{200, kConfigMap, ""});
   RestClient client(t, FastRetries());
   ASSERT_TRUE(client.Apply(resources::ConfigMaps(), "ns", "c", json::parse(kConfigMap), true).ok());
-  EXPECT_EQ(t->requests[0].method, "PATCH");
-  EXPECT_EQ(t->requests[0].content_type, "application/apply-patch+yaml");
-  EXPECT_EQ(t->requests[0].path,
+  EXPECT_EQ(t->requests()[0].method, "PATCH");
+  EXPECT_EQ(t->requests()[0].content_type, "application/apply-patch+yaml");
+  EXPECT_EQ(t->requests()[0].path,
             "/api/v1/namespaces/ns/configmaps/c?fieldManager=lockstep&force=true");
   ASSERT_TRUE(client.MergePatch(resources::Pods(), "ns", "p", {{"a", 1}}, "status").ok());
-  EXPECT_EQ(t->requests[1].content_type, "application/merge-patch+json");
-  EXPECT_EQ(t->requests[1].path, "/api/v1/namespaces/ns/pods/p/status");
+  EXPECT_EQ(t->requests()[1].content_type, "application/merge-patch+json");
+  EXPECT_EQ(t->requests()[1].path, "/api/v1/namespaces/ns/pods/p/status");
   DeleteOptions del;
   del.precondition_uid = "u";
   del.propagation_policy = "Foreground";
   del.grace_period_seconds = 0;
   ASSERT_TRUE(client.Delete(resources::Pods(), "ns", "p", del).ok());
-  const json body = json::parse(t->requests[2].body);
+  const json body = json::parse(t->requests()[2].body);
   EXPECT_EQ(body["preconditions"]["uid"], "u");
   EXPECT_EQ(body["propagationPolicy"], "Foreground");
   EXPECT_EQ(body["gracePeriodSeconds"], 0);
@@ -147,11 +119,11 @@ TEST(RestClientTest, EncodesVerbs) {
 }
 
 TEST(RestClientTest, WatchDecodesEventsAndErrors) {
-  auto t = std::make_shared<ScriptedTransport>();
-  t->stream_lines = {
+  auto t = std::make_shared<FakeTransport>();
+  t->SetStreamLines({
       R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"2"}}})",
       R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"3"}}})",
-      R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}})"};
+      R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}})"});
   RestClient client(t, FastRetries());
   std::vector<WatchEventType> types;
   WatchOptions options;
@@ -163,9 +135,9 @@ TEST(RestClientTest, WatchDecodesEventsAndErrors) {
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(types, (std::vector<WatchEventType>{WatchEventType::kAdded, WatchEventType::kBookmark,
                                                 WatchEventType::kError}));
-  EXPECT_EQ(t->requests[0].path,
+  EXPECT_EQ(t->requests()[0].path,
             "/api/v1/namespaces/ns/pods?watch=1&resourceVersion=1&allowWatchBookmarks=true");
-  t->stream_lines = {"not json"};
+  t->SetStreamLines({"not json"});
   EXPECT_TRUE(IsInvalidArgument(
       client.Watch(resources::Pods(), "ns", options, [](WatchEvent&&) { return true; })));
 }

@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "tests/unit/kube/fake_clock.h"
+#include "tests/testing/fake_clock.h"
 
 namespace lockstep::kube {
 namespace {

@@ -7,10 +7,12 @@
 #include <map>
 #include <set>
 
-#include "launcher/contract.h"
+#include "protocol/contract.h"
 
 namespace lockstep::launcher {
 namespace {
+
+namespace contract = protocol::contract;
 
 EnvLookup Env(std::map<std::string, std::string> vars) {
   return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {

@@ -18,8 +18,8 @@ LauncherConfig Config() {
   return c;
 }
 
-rendezvous::WorldMsg Msg() {
-  rendezvous::WorldMsg m;
+protocol::WorldMsg Msg() {
+  protocol::WorldMsg m;
   m.attempt = 4;
   m.group_rank = 1;
   m.nnodes = 3;
@@ -86,7 +86,7 @@ TEST(WorldBuilderTest, PyTorchRoleRanksComeFromTheCompactWorld) {
 }
 
 TEST(WorldBuilderTest, PeerTableFillsEveryPeer) {
-  rendezvous::PeerTable t;
+  protocol::PeerTable t;
   for (uint32_t i = 0; i < 3; ++i) {
     t.peers.push_back({i, i, "worker", i, "h" + std::to_string(i), 100 + i, 4, 4 * i});
   }
@@ -99,7 +99,7 @@ TEST(WorldBuilderTest, PeerTableFillsEveryPeer) {
 TEST(ChildPlanTest, EnvPerLocalRankWithoutToken) {
   LauncherConfig c = Config();
   c.heartbeat_file = "/tmp/hb";
-  rendezvous::PeerTable t;
+  protocol::PeerTable t;
   for (uint32_t i = 0; i < 3; ++i) {
     t.peers.push_back({i, i, "worker", i, "h" + std::to_string(i), 100 + i, 4, 4 * i});
   }

@@ -9,6 +9,7 @@
 
 #include "operator/scheduler/feasibility.h"
 #include "operator/scheduler/fragmentation.h"
+#include "tests/testing/fake_clock.h"
 #include "tests/unit/scheduler/builders.h"
 
 namespace lockstep::scheduler {
@@ -19,15 +20,7 @@ using testing::Cluster;
 using testing::Gang;
 using ::testing::HasSubstr;
 
-// A fake steady clock: tests move time by hand.
-class FakeClock {
- public:
-  std::chrono::steady_clock::time_point Now() const { return now_; }
-  void Advance(std::chrono::steady_clock::duration d) { now_ += d; }
-
- private:
-  std::chrono::steady_clock::time_point now_{seconds(1000)};
-};
+using ::lockstep::testing::FakeClock;
 
 GangRequest Job(std::string key, int pods, int64_t gpus, int32_t priority, int created_at) {
   GangRequest gang = Gang(std::move(key), pods, gpus);

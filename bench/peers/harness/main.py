@@ -1,0 +1,173 @@
+"""bench/peers: Lockstep and its peers side by side, on one kwok cluster, in one invocation
+(bench/peers/README.md). Run through bench/peers/run, which prepares the tools, the peers, the
+release build and the bench venv first."""
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+from . import charts, report, runs, workload as wl
+from .cluster import Cluster, log
+from .systems.jobset_kueue import JobSetKueue
+from .systems.kuberay import KubeRay
+from .systems.lockstep import Lockstep
+from .systems.trainer import Trainer
+from .systems.training_operator import TrainingOperator
+
+ALL = ["L", "TO", "KU", "TR"]
+
+
+def parse():
+    p = argparse.ArgumentParser(prog="bench/peers/run")
+    p.add_argument("--quick", action="store_true",
+                   help="50 nodes, 20 burst jobs, one node loss per system (peers tuned), < 10 min")
+    p.add_argument("--nodes", type=int, default=1000)
+    p.add_argument("--jobs", type=int, default=500, help="burst jobs (x 8 pods x 1 GPU)")
+    p.add_argument("--contention-nodes", type=int, default=100)
+    p.add_argument("--contention-jobs", type=int, default=50)
+    p.add_argument("--finish-after", type=float, default=30.0)
+    p.add_argument("--systems", default=",".join(ALL))
+    p.add_argument("--workloads", default="burst,contention,nodeloss,ray")
+    p.add_argument("--node-loss-cap", type=float, default=600.0)
+    p.add_argument("--ray-reps", type=int, default=3)
+    p.add_argument("--cluster", default="i16-peers")
+    p.add_argument("--keep-cluster", action="store_true")
+    p.add_argument("--lockstep-build", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--charts-dir", default="", help="also write the PNG charts here")
+    a = p.parse_args()
+    if a.quick:
+        # Peers' node loss tuned only (their defaults take > 5 min), dead nodes not brought back.
+        a.nodes, a.jobs, a.workloads, a.node_loss_cap = 50, 20, "burst,nodeloss", 75.0
+    return a
+
+
+def make(key, cluster, out, args, tuned=False):
+    if key == "L":
+        return Lockstep(cluster, out, args.lockstep_build)
+    if key == "TO":
+        return TrainingOperator(cluster, out)
+    if key == "KU":
+        return JobSetKueue(cluster, out, tuned_kueue=tuned)
+    if key == "TR":
+        return Trainer(cluster, out)
+    if key == "KR":
+        return KubeRay(cluster, out)
+    raise SystemExit(f"unknown system {key}")
+
+
+def load():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def main():
+    args = parse()
+    os.makedirs(args.out, exist_ok=True)
+    keys = [k for k in args.systems.split(",") if k]
+    works = set(args.workloads.split(","))
+    res = {"command": " ".join(["bench/peers/run"] + sys.argv[1:]),
+           "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+           "machine": f"{os.cpu_count()} CPUs, {platform.node()}", "load": [],
+           "nodes": args.nodes, "quick": args.quick, "systems": {}, "ceiling": {}, "titles": {}}
+    cluster = Cluster(args.cluster, args.nodes, args.out)
+    t_start = time.time()
+    log(f"cluster {args.cluster}: {args.nodes} nodes")
+    cluster.up()
+    try:
+        if "contention" in works:
+            cluster.label_pool(wl.CONTENTION_POOL, args.contention_nodes)
+        burst = wl.burst(args.nodes, args.jobs)
+        timeout = max(300, args.jobs * 3)
+        if "burst" in works:
+            res["ceiling"]["RAW"] = [runs.ceiling(cluster, burst, False, timeout)]
+            res["ceiling"]["RAW1"] = [runs.ceiling(cluster, burst, True, timeout)]
+        for key in keys:
+            res["load"].append((key, load()))
+            res["systems"][key] = run_system(cluster, key, args, works, burst, timeout)
+            res["titles"][key] = make(key, cluster, args.out, args).title
+            save(res, args.out)
+        if "burst" in works and not args.quick:
+            res["ceiling"]["RAW"].append(runs.ceiling(cluster, burst, False, timeout))
+        if "ray" in works:
+            res["ray"] = run_ray(cluster, args)
+            res["titles"]["KR"] = KubeRay.title
+        res["load"].append(("end", load()))
+        res["seconds"] = round(time.time() - t_start)
+        save(res, args.out)
+        charts.draw(res, args.out, args.charts_dir)
+        with open(os.path.join(args.out, "tables.md"), "w") as f:
+            f.write(f"`{res['command']}`, {res['started']}, load {res['load']}\n\n"
+                    + report.tables(res) + "\n")
+        print(report.lines(res))
+    finally:
+        if not args.keep_cluster:
+            cluster.down()
+
+
+def run_system(cluster, key, args, works, burst, timeout):
+    out = {}
+    system = make(key, cluster, args.out, args)
+    log(f"== {key}: {system.title}")
+    t = time.time()
+    try:
+        system.install()
+        out["install_s"] = round(time.time() - t, 1)
+        if "burst" in works:
+            out["burst"] = runs.burst(cluster, system, burst, timeout)
+        if "contention" in works:
+            cont = wl.contention(args.contention_nodes, args.contention_jobs, args.finish_after)
+            out["contention"] = runs.contention(cluster, system, cont, stall_timeout=120,
+                                                hard_timeout=1800)
+        if "nodeloss" in works:
+            loss = wl.node_loss(args.nodes)
+            if not args.quick or key == "L":
+                out["nodeloss_default"] = runs.node_loss(cluster, system, loss, False,
+                                                         args.node_loss_cap, not args.quick)
+        if "nodeloss" in works and key != "L" and (key != "KU" or args.quick):
+            out["nodeloss_tuned"] = runs.node_loss(cluster, system, loss, True, args.node_loss_cap,
+                                                   not args.quick)
+    finally:
+        system.uninstall()
+    if "nodeloss" in works and key == "KU" and not args.quick:
+        # Kueue's tuning is in its Configuration (recoveryTimeout): a second install.
+        system = make(key, cluster, args.out, args, tuned=True)
+        try:
+            system.install()
+            out["nodeloss_tuned"] = runs.node_loss(cluster, system, wl.node_loss(args.nodes),
+                                                   True, args.node_loss_cap)
+        finally:
+            system.uninstall()
+    out["tuned_note"] = system.tuned_note
+    return out
+
+
+def run_ray(cluster, args):
+    """5: Lockstep and KubeRay installed together (their pods never meet: Lockstep binds its
+    own, kube-scheduler the rest), alternating repetitions."""
+    systems = [make("L", cluster, args.out, args), make("KR", cluster, args.out, args)]
+    times = {s.key: [] for s in systems}
+    try:
+        for s in systems:
+            s.install()
+        for _ in range(args.ray_reps):
+            for s in systems:
+                times[s.key].append(runs.ray_cluster(cluster, s, wl.ray(args.nodes), 300))
+                log(f"{s.key} ray: {runs.fmt(times[s.key][-1])} s")
+    finally:
+        for s in systems:
+            s.uninstall()
+    return times
+
+
+def save(res, out):
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

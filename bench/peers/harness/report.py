@@ -1,0 +1,108 @@
+"""The figures as text: one line per system (what `run` prints) and the markdown tables that go
+into bench/RESULTS.md."""
+from .runs import fmt, median
+
+
+def ratio(peer, ours):
+    if peer is None or ours in (None, 0):
+        return "-"
+    return f"{peer / ours:.2f}x"
+
+
+def lines(res):
+    out = []
+    summary = []
+    for key, r in res["systems"].items():
+        b = r.get("burst", {})
+        parts = [f"{key:3s}"]
+        if b:
+            parts.append(f"burst p50 {fmt(b['p50'])} s p95 {fmt(b['p95'])} s max {fmt(b['max'])} s"
+                         f" all {fmt(b['all_running_s'])} s ({b['jobs_running']}/{b['jobs']})")
+            cost = b.get("cost", {})
+            parts.append("cost " + ", ".join(f"{n} {c['cpu_s']} CPU-s {c['peak_rss_mb']} MB"
+                                             for n, c in cost.items()))
+        for v in ("nodeloss_default", "nodeloss_tuned"):
+            if v in r and "recovery_s" in r[v]:
+                got = r[v]["recovery_s"]
+                parts.append(f"node loss {v.split('_')[1]} "
+                             + (f"{got:.1f} s" if got is not None else f"> {r[v]['cap_s']:.0f} s"))
+        c = r.get("contention")
+        if c:
+            parts.append(f"contention makespan {fmt(c['makespan_s'])} s partial GPU-s "
+                         f"{c['partial_gpu_s']} deadlocked {c['deadlocked']} peak partial "
+                         f"{c['peak_partial']}")
+        out.append(" | ".join(parts))
+        summary.append(f"{key} {fmt(b.get('p50')) if b else '-'}")
+    for key, runs in res.get("ceiling", {}).items():
+        out.append(f"{key:4s} ceiling: " + "; ".join(
+            f"p50 {fmt(c['p50'])} s all {fmt(c['all_running_s'])} s {fmt(c['pods_per_s'])} pods/s"
+            for c in runs))
+        summary.append(f"{key} {fmt(median([c['p50'] for c in runs]))}")
+    if "ray" in res:
+        out.append("ray: " + ", ".join(f"{k} median {fmt(median(v))} s ({len(v)} reps)"
+                                       for k, v in res["ray"].items()))
+    if summary:
+        out.append(("quick: " if res.get("quick") else "summary: ") + " ".join(summary))
+    return "\n".join(out)
+
+
+def tables(res):
+    """Markdown tables per workload, ratios to Lockstep (L)."""
+    s, t = res["systems"], []
+    L = s.get("L", {})
+    if any("burst" in r for r in s.values()):
+        lb = L.get("burst", {})
+        t += ["| system | p50 s | p95 s | max s | all running s | jobs running | p50 / L's |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+        for k, r in s.items():
+            b = r.get("burst")
+            if b:
+                t.append(f"| {k} | {fmt(b['p50'])} | {fmt(b['p95'])} | {fmt(b['max'])} | "
+                         f"{fmt(b['all_running_s'])} | {b['jobs_running']}/{b['jobs']} | "
+                         f"{ratio(b['p50'], lb.get('p50'))} |")
+        for k, runs in res.get("ceiling", {}).items():
+            for c in runs:
+                t.append(f"| {k} ceiling | {fmt(c['p50'])} | {fmt(c['p95'])} | {fmt(c['max'])} | "
+                         f"{fmt(c['all_running_s'])} | {c['jobs_running']} | "
+                         f"{ratio(c['p50'], lb.get('p50'))} |")
+        t.append("")
+        t += ["| system | process | CPU-s over burst | peak RSS MB |", "|---|---|---:|---:|"]
+        for k, r in s.items():
+            for n, c in r.get("burst", {}).get("cost", {}).items():
+                t.append(f"| {k} | {n} | {c['cpu_s']} | {c['peak_rss_mb']} |")
+        t.append("")
+    if any("contention" in r for r in s.values()):
+        t += ["| system | makespan s | finished | deadlocked | partial-gang GPU-s | peak partial gangs |"
+              " makespan / L's |", "|---|---:|---:|---:|---:|---:|---:|"]
+        lc = L.get("contention", {})
+        for k, r in s.items():
+            c = r.get("contention")
+            if c:
+                t.append(f"| {k} | {fmt(c['makespan_s'])} | {c['finished']}/{c['jobs']} | "
+                         f"{c['deadlocked']} | {c['partial_gpu_s']} | {c['peak_partial']} | "
+                         f"{ratio(c['makespan_s'], lc.get('makespan_s'))} |")
+        t.append("")
+    if any("nodeloss_default" in r or "nodeloss_tuned" in r for r in s.values()):
+        ld = L.get("nodeloss_default", {}).get("recovery_s")
+        t += ["| system | variant | last heartbeat -> job Running again s | / L's |",
+              "|---|---|---:|---:|"]
+        for k, r in s.items():
+            for v in ("nodeloss_default", "nodeloss_tuned"):
+                n = r.get(v)
+                if not n or "recovery_s" not in n:
+                    continue
+                got = n["recovery_s"]
+                name = "default" if v.endswith("default") else "tuned: " + r.get("tuned_note", "")
+                shown = fmt(got) if got is not None else f"> {n['cap_s']:.0f} (not recovered)"
+                t.append(f"| {k} | {name} | {shown} | "
+                         f"{ratio(got if got is not None else n['cap_s'], ld)}"
+                         f"{'+' if got is None else ''} |")
+        t.append("")
+    if "ray" in res:
+        lr = median(res["ray"].get("L", []))
+        t += ["| system | Ray cluster (1 head + 7 workers) Running, median s | repetitions s | / L's |",
+              "|---|---:|---|---:|"]
+        for k, v in res["ray"].items():
+            t.append(f"| {k} | {fmt(median(v))} | {', '.join(fmt(x) for x in v)} | "
+                     f"{ratio(median(v), lr)} |")
+    return "\n".join(t)

@@ -1,0 +1,87 @@
+#pragma once
+// One attempt on this node — the children of one rendezvous round, from their start to the end
+// of the round — as an explicit state machine (the shape of supervisor::Supervisor):
+//
+//   kRunning --first of: a signal, the server's Abort, the server lost, a child failed, a hang,
+//              every child succeeded--> kStopping
+//   kStopping --every child reaped--> kAwaitingAbort when this node's own failure could be
+//              restarted in place but the server's Abort (which names the round to rejoin) has
+//              not come yet; else kEnded
+//   kAwaitingAbort --the Abort, the session's end, or the peer timeout--> kEnded
+//
+// The end's cause is decided once, on leaving kRunning. Later events still act (a signal stops
+// the children with that signal; the Abort is kept, since a restart rejoins the round after it)
+// but never replace the cause. A local failure is reported to the server (Failure) when it is
+// decided. Single-threaded: Run() owns the loop until kEnded.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/config/config.h"
+#include "launcher/rendezvous/client.h"
+#include "launcher/supervisor/supervisor.h"
+#include "launcher/sys/signals.h"
+#include "launcher/world.h"
+#include "protocol/messages.h"
+
+namespace lockstep::launcher {
+
+// How an attempt ended.
+struct AttemptEnd {
+  enum class Kind { kSuccess, kChildFailed, kHang, kAborted, kServerLost, kSignal, kInternal };
+  Kind kind = Kind::kSuccess;
+  int exit_code = 0;
+  int signal = 0;
+  std::string message;
+  std::optional<supervisor::ChildFailure> failure;
+  std::optional<protocol::Abort> abort;  // the server's abort of this round, if it came
+  std::vector<std::string> tail;         // the failing child's last stderr lines
+};
+
+class Attempt {
+ public:
+  enum class State { kRunning, kStopping, kAwaitingAbort, kEnded };
+
+  // `children` runs the attempt's children already; `can_restart`: a local failure may be
+  // restarted in place (budget left), so the end waits for the server's Abort.
+  Attempt(const LauncherConfig& config, const World& world, rendezvous::Session& session,
+          supervisor::Supervisor& children, sys::SignalFd& signals, bool can_restart);
+
+  AttemptEnd Run();
+  State state() const { return state_; }
+
+ private:
+  using Steady = std::chrono::steady_clock;
+
+  // One wait on the signals, the session and the children's output, and what it brought.
+  void Step();
+  void OnSignals();
+  void OnServer();
+  void Heartbeat(Steady::time_point now);
+  void CheckChildren(Steady::time_point now);
+  // kRunning -> kStopping with this cause; later calls change nothing.
+  bool Decide(AttemptEnd::Kind kind, std::string message);
+  // Tells the server this node failed; its Abort is then awaited up to the peer timeout.
+  void ReportFailure(protocol::FailureReason reason, int rank, int code, int sig);
+  void SessionLost();
+  // kStopping -> kAwaitingAbort or kEnded once every child is reaped; kAwaitingAbort -> kEnded.
+  void Advance(Steady::time_point now);
+  bool WaitsForAbort(Steady::time_point now) const;
+
+  const LauncherConfig& config_;
+  const World& world_;
+  rendezvous::Session& session_;
+  supervisor::Supervisor& children_;
+  sys::SignalFd& signals_;
+  const bool can_restart_;
+
+  State state_ = State::kRunning;
+  AttemptEnd end_;
+  bool session_alive_ = true;
+  Steady::time_point next_beat_;
+  std::optional<Steady::time_point> abort_wait_until_;
+};
+
+}  // namespace lockstep::launcher

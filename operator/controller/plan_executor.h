@@ -1,0 +1,48 @@
+#pragma once
+// PlanExecutor: the "act" of a reconcile pass (reconciler.h): it carries out a Plan's writes and
+// nothing else. Bounded: the Service and the rendezvous Secret, then pods in slow-start batches
+// (1, 2, 4, ... at most kMaxCreatesPerPass, parallel within a batch) that stop at the first error,
+// then deletes with a uid precondition (at most kMaxDeletesPerPass) that stop at the first error
+// other than "already gone". Expectations are raised before every create and delete and lowered
+// for each write that failed, so a pod that will never be observed does not hold the job back.
+// A failed create is reported as a FailedCreate event. The TTL deletion of a finished job
+// replaces all of it.
+//
+// Thread-compatible: one pass at a time per job (the work queue's guarantee); creates within a
+// batch run on their own threads.
+
+#include "common/status.h"
+#include "operator/controller/cached_job.h"
+#include "operator/controller/expectations.h"
+#include "operator/controller/plan_types.h"
+#include "operator/kube/event_recorder.h"
+#include "operator/kube/rest_client.h"
+
+namespace lockstep::controller {
+
+inline constexpr int kMaxCreatesPerPass = 500;
+inline constexpr int kMaxDeletesPerPass = 500;
+
+class PlanExecutor {
+ public:
+  PlanExecutor(kube::RestClient& client, Expectations& expectations, kube::EventRecorder& events)
+      : client_(client), expectations_(expectations), events_(events) {}
+
+  // The plan's writes; the first error stops them and is returned (what was done stays done).
+  Status Act(const CachedJob& job, const Plan& plan);
+
+ private:
+  Status CreateSharedChildren(const CachedJob& job, const Plan& plan);
+  Status CreatePods(const CachedJob& job, const Plan& plan);
+  Status DeletePods(const CachedJob& job, const Plan& plan);
+  Status DeleteJob(const CachedJob& job);
+
+  kube::RestClient& client_;
+  Expectations& expectations_;
+  kube::EventRecorder& events_;
+};
+
+// The job as an event's involved object.
+kube::InvolvedObject InvolvedJob(const CachedJob& job);
+
+}  // namespace lockstep::controller

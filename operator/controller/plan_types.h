@@ -1,0 +1,110 @@
+#pragma once
+// What one ComputePlan pass (plan.h) sees and decides: the job's observed children (Observed),
+// the plan of writes and status (Plan) and the operator options it reads (PlanOptions). Data
+// only: the plan's steps (restart_plan, inplace_plan, ...) share it with ComputePlan through
+// plan_pass.h, and the reconciler carries a Plan out (plan_executor.h, reconciler.h).
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "operator/api/types.h"
+#include "operator/controller/launcher_control.h"
+#include "operator/controller/node_health.h"
+#include "operator/kube/objects.h"
+
+namespace lockstep::controller {
+
+// What the operator last heard from a job's launchers (launcher_monitor.h), for the current
+// attempt's worker-0 pod.
+struct LauncherObservation {
+  std::string pod_uid;
+  bool answered = false;  // the last Status request was answered (else `error` says why)
+  std::string error;
+  protocol::ControlStatus status;
+  // The last Restart sent to this pod (status.restartRequest.value), and its answer once known.
+  struct RestartAnswer {
+    std::string request;
+    bool answered = false;
+    protocol::ControlAck ack;
+    std::string error;  // no answer: why
+  };
+  std::optional<RestartAnswer> restart;
+};
+
+// What the informer caches hold of the job's children (only objects it controls), and the
+// health of the nodes its pods are bound to.
+struct Observed {
+  std::vector<kube::Pod> pods;
+  bool service_exists = false;
+  bool secret_exists = false;
+  // The lost nodes among those the pods are bound to (NodeHealthMonitor::Assess), by name.
+  std::map<std::string, NodeVerdict> lost_nodes;
+  // Node 0's launcher of the current attempt, when the operator has heard from it.
+  std::optional<LauncherObservation> launchers = std::nullopt;
+};
+
+struct PodDeletion {
+  std::string name;
+  std::string uid;  // a precondition: never delete a newer pod of the same name
+  // 0: force (a pod on a lost node: no kubelet will ever confirm it, so it would stay
+  // Terminating); unset: the pod's own grace period.
+  std::optional<int64_t> grace_period_seconds;
+};
+
+struct EventSpec {
+  std::string type;  // "Normal" or "Warning"
+  std::string reason;
+  std::string message;
+  friend bool operator==(const EventSpec&, const EventSpec&) = default;
+};
+
+enum class Outcome { kNone, kSucceeded, kFailed };
+
+struct Plan {
+  bool create_service = false;
+  bool create_secret = false;
+  std::vector<nlohmann::json> pod_creates;  // full Pod objects, in node-rank order
+  std::vector<PodDeletion> pod_deletes;
+  bool delete_job = false;  // TTL after finished expired
+
+  // The status to persist (written only if it differs from the stored one).
+  api::TrainingJobStatus status;
+  // Emitted only after the status write succeeded.
+  std::vector<EventSpec> events;
+  // Reconcile again after this long even without an event (deadline, TTL).
+  std::optional<std::chrono::seconds> requeue_after;
+
+  // Transitions of this pass, for metrics (recorded after the status write).
+  bool became_running = false;  // the first attempt's gang is running
+  Outcome outcome = Outcome::kNone;
+  struct Restart {
+    std::string reason;
+    api::RestartMode mode = api::RestartMode::kRecreate;
+    std::optional<double> detection_delay_seconds;  // failure -> this decision, when known
+  };
+  std::optional<Restart> restart;         // a gang restart was decided
+  std::optional<double> recovery_seconds;  // a restarted gang runs again: detection -> now
+
+  // Launcher control (inplace_plan.h), carried out after the status write: ask node 0's launcher
+  // for its Status (the name of the pod to ask), and send it Restart for a request.
+  std::optional<std::string> launcher_poll;
+  struct LauncherRestart {
+    std::string pod;      // worker-0 pod's name
+    std::string request;  // the annotation value
+    std::string reason;
+  };
+  std::optional<LauncherRestart> launcher_restart;
+};
+
+struct PlanOptions {
+  std::string launcher_image;
+  // How long the nodes a job lost stay out of its placements (status.excludedNodes).
+  std::chrono::seconds node_exclusion{300};
+};
+
+}  // namespace lockstep::controller

@@ -1,0 +1,402 @@
+#pragma once
+// Every message of the rendezvous protocol, in one place: its type byte, its fields and their
+// wire order. Pure. How to add one, and when to bump kProtocolVersion: README.md.
+//
+// A launcher's session: the server sends Challenge on accept; the client answers Join (with an
+// HMAC over the nonce, auth.h); the server answers Refuse and closes, or, when the round
+// completes, an optional PeerTable then World. While children run, both sides send Heartbeat
+// every interval; a client reports Started (its children run), Failure or Done; the server sends
+// Abort to end the round for everyone.
+// The operator's control session (control.h): it answers the Challenge with Control instead of
+// Join; the server answers ControlStatus or ControlAck (or Refuse) and closes.
+//
+// Each message lists its body once, in `Fields(io, m)`, run by a WireWriter to encode and by a
+// WireReader to decode (wire.h); a message whose fields must also agree with each other says
+// how in `Check()`, which the decoder runs.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "common/status.h"
+#include "protocol/failure_reason.h"
+#include "protocol/frame.h"
+#include "protocol/wire.h"
+
+namespace lockstep::protocol {
+
+// 2: World carries the member's role rank and role size (so PyTorch needs no peer table).
+// 3: Started, Failure's stderr tail, and the control messages (control.h).
+// Join, Challenge and Control carry it; the server refuses another version with a reason that
+// names it (a launcher of another version never fails to decode instead).
+inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr size_t kNonceBytes = 32;
+inline constexpr size_t kMacBytes = 32;  // HMAC-SHA256
+inline constexpr size_t kNcclIdBytes = 128;
+inline constexpr uint32_t kMaxPeers = 1u << 17;
+
+enum class MessageType : uint8_t {
+  kChallenge = 1,
+  kJoin = 2,
+  kRefuse = 3,
+  kPeerTable = 4,
+  kWorld = 5,
+  kHeartbeat = 6,
+  kFailure = 7,
+  kDone = 8,
+  kAbort = 9,
+  kStarted = 10,
+  kControl = 11,
+  kControlStatus = 12,
+  kControlAck = 13,
+};
+
+struct Challenge {
+  static constexpr MessageType kType = MessageType::kChallenge;
+  uint32_t version = kProtocolVersion;
+  std::string nonce;  // kNonceBytes
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.version);
+    io.Fixed(m.nonce, kNonceBytes);
+  }
+  friend bool operator==(const Challenge&, const Challenge&) = default;
+};
+
+struct Join {
+  static constexpr MessageType kType = MessageType::kJoin;
+  uint32_t version = kProtocolVersion;
+  std::string run_id;
+  uint32_t attempt = 0;
+  uint32_t node_rank = 0;  // the launcher's --node-rank (pod index)
+  std::string role;
+  uint32_t role_index = 0;
+  std::string host;
+  uint32_t port = 0;
+  uint32_t nproc = 1;
+  bool want_peer_table = false;
+  std::string mac;  // kMacBytes
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.version);
+    io.String(m.run_id);
+    io.U32(m.attempt);
+    io.U32(m.node_rank);
+    io.String(m.role);
+    io.U32(m.role_index);
+    io.String(m.host);
+    io.U32(m.port);
+    io.U32(m.nproc);
+    io.Bool(m.want_peer_table);
+    io.Fixed(m.mac, kMacBytes);
+  }
+  friend bool operator==(const Join&, const Join&) = default;
+};
+
+// Why the server refused a join or a control request. Every refusal is final for that launcher.
+enum class RefuseCode : uint8_t {
+  kBadToken = 1,
+  kOtherRun = 2,
+  kStaleAttempt = 3,
+  kBadNodeRank = 4,
+  kDuplicateNode = 5,
+  kProtocol = 6,
+  kRoundClosed = 7,
+};
+
+struct Refuse {
+  static constexpr MessageType kType = MessageType::kRefuse;
+  RefuseCode code = RefuseCode::kProtocol;
+  std::string reason;
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.Enum(m.code, RefuseCode::kBadToken, RefuseCode::kRoundClosed, "refuse code");
+    io.String(m.reason);
+  }
+  friend bool operator==(const Refuse&, const Refuse&) = default;
+};
+
+struct PeerEntry {
+  uint32_t group_rank = 0;  // position in the round (0..nnodes-1), follows node rank
+  uint32_t node_rank = 0;   // the launcher's --node-rank
+  std::string role;
+  uint32_t role_index = 0;
+  std::string host;
+  uint32_t port = 0;
+  uint32_t nproc = 1;
+  uint32_t first_rank = 0;
+
+  // At least this many bytes on the wire (six u32 and two empty strings' lengths).
+  static constexpr size_t kMinBytes = 32;
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.group_rank);
+    io.U32(m.node_rank);
+    io.String(m.role);
+    io.U32(m.role_index);
+    io.String(m.host);
+    io.U32(m.port);
+    io.U32(m.nproc);
+    io.U32(m.first_rank);
+  }
+  friend bool operator==(const PeerEntry&, const PeerEntry&) = default;
+};
+
+struct PeerTable {
+  static constexpr MessageType kType = MessageType::kPeerTable;
+  std::vector<PeerEntry> peers;  // indexed by group rank
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.List(m.peers, kMaxPeers, PeerEntry::kMinBytes,
+            [](auto& sub, auto& peer) { PeerEntry::Fields(sub, peer); });
+  }
+  friend bool operator==(const PeerTable&, const PeerTable&) = default;
+};
+
+// What each launcher needs to start its children; O(1) in the world size so a round of
+// thousands costs the server one small frame per client. The full table is opt-in (PeerTable).
+struct WorldMsg {
+  static constexpr MessageType kType = MessageType::kWorld;
+  uint32_t attempt = 0;
+  uint32_t group_rank = 0;
+  uint32_t nnodes = 0;
+  uint32_t world_size = 0;
+  uint32_t first_rank = 0;
+  uint32_t nproc = 1;
+  std::string master_host;  // group rank 0's advertised host
+  std::string nccl_id;      // empty, or kNcclIdBytes
+  // Processes of members sharing this member's role: those in lower group ranks (the global
+  // rank of its local rank 0 within the role), and all of them. PyTorch's ROLE_RANK and
+  // ROLE_WORLD_SIZE without the O(W) peer table.
+  uint32_t role_first_rank = 0;
+  uint32_t role_world_size = 0;
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.attempt);
+    io.U32(m.group_rank);
+    io.U32(m.nnodes);
+    io.U32(m.world_size);
+    io.U32(m.first_rank);
+    io.U32(m.nproc);
+    io.String(m.master_host);
+    io.String(m.nccl_id, kNcclIdBytes);
+    io.U32(m.role_first_rank);
+    io.U32(m.role_world_size);
+  }
+  // Ranks inside the round, the world and the role; an NCCL id of the right size.
+  Status Check() const;
+  friend bool operator==(const WorldMsg&, const WorldMsg&) = default;
+};
+
+// A message whose body is the sender's attempt (round) alone.
+template <MessageType T>
+struct AttemptMessage {
+  static constexpr MessageType kType = T;
+  uint32_t attempt = 0;
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.attempt);
+  }
+  friend bool operator==(const AttemptMessage&, const AttemptMessage&) = default;
+};
+
+// Both ways, every --heartbeat-interval: a silent peer is a lost one.
+using Heartbeat = AttemptMessage<MessageType::kHeartbeat>;
+// Sent once the member's children for `attempt` were started: the operator's "running round".
+using Started = AttemptMessage<MessageType::kStarted>;
+
+struct Failure {
+  static constexpr MessageType kType = MessageType::kFailure;
+  uint32_t attempt = 0;
+  int32_t rank = -1;  // global rank of the first failing child, -1 if none (e.g. hang)
+  int32_t exit_code = 0;
+  int32_t signal = 0;
+  // kExit, kSignal, kHang, kPermanent (a --fail-exit-codes code) or kLauncher.
+  FailureReason reason = FailureReason::kExit;
+  std::string message;
+  // The failing child's last stderr lines (at most kMaxTailLines, each cut to kMaxTailLineBytes),
+  // so the server can tell the operator why without the pod's termination message.
+  std::vector<std::string> stderr_tail = {};
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.attempt);
+    io.I32(m.rank);
+    io.I32(m.exit_code);
+    io.I32(m.signal);
+    io.Reason(m.reason);
+    io.String(m.message);
+    io.Tail(m.stderr_tail);
+  }
+  friend bool operator==(const Failure&, const Failure&) = default;
+};
+
+struct Done {
+  static constexpr MessageType kType = MessageType::kDone;
+  uint32_t attempt = 0;
+  // The sender's success ends the job for everyone (a TensorFlow chief beside ps and worker
+  // servers that never exit by themselves): the server tells the other members to stop their
+  // children and leave with success (Abort::reason kFinished).
+  bool ends_job = false;
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.attempt);
+    io.Bool(m.ends_job);
+  }
+  friend bool operator==(const Done&, const Done&) = default;
+};
+
+// The server ends the round for every member. `reason`: the Failure's reason, kPeerLost (a
+// member silent or gone), kRendezvous (ranks could not be assigned), kRequested (the operator's
+// Restart: every launcher rejoins the next round and none charges it to its --max-restarts), or
+// kFinished (a member whose success ends the job finished: the others stop their children and
+// exit 0). A kPermanent failure's abort is not restartable and costs no budget.
+struct Abort {
+  static constexpr MessageType kType = MessageType::kAbort;
+  uint32_t attempt = 0;
+  FailureReason reason = FailureReason::kPeerLost;
+  int32_t node_rank = -1;  // the launcher that failed or was lost
+  std::string message;
+  bool restartable = true;  // false once a node finished: the gang cannot re-form in place
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.attempt);
+    io.Reason(m.reason);
+    io.I32(m.node_rank);
+    io.String(m.message);
+    io.Bool(m.restartable);
+  }
+  friend bool operator==(const Abort&, const Abort&) = default;
+};
+
+// --- The operator's control session (control.h). ---
+
+enum class ControlKind : uint8_t {
+  kStatus = 1,
+  kRestart = 2,
+};
+
+struct ControlRequest {
+  static constexpr MessageType kType = MessageType::kControl;
+  uint32_t version = kProtocolVersion;
+  std::string run_id;
+  ControlKind kind = ControlKind::kStatus;
+  std::string reason;  // kRestart: why (the operator's words, logged); kStatus: empty
+  std::string mac;     // kMacBytes, ControlMac()
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.version);
+    io.String(m.run_id);
+    io.Enum(m.kind, ControlKind::kStatus, ControlKind::kRestart, "control kind");
+    io.String(m.reason);
+    io.String(m.mac, kMacBytes);
+  }
+  friend bool operator==(const ControlRequest&, const ControlRequest&) = default;
+};
+
+// The cause of the most recent round abort that was not requested.
+struct RoundFailure {
+  uint32_t round = 0;      // the round it ended
+  int32_t node_rank = -1;  // the launcher that reported or was lost
+  int32_t rank = -1;       // global rank of the failing child, -1 when none (hang, lost peer)
+  int32_t local_rank = -1;
+  int32_t exit_code = 0;
+  int32_t signal = 0;
+  FailureReason reason = FailureReason::kExit;  // the abort's reason
+  std::string message;
+  std::vector<std::string> stderr_tail;
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.round);
+    io.I32(m.node_rank);
+    io.I32(m.rank);
+    io.I32(m.local_rank);
+    io.I32(m.exit_code);
+    io.I32(m.signal);
+    io.Reason(m.reason);
+    io.String(m.message);
+    io.Tail(m.stderr_tail);
+  }
+  friend bool operator==(const RoundFailure&, const RoundFailure&) = default;
+};
+
+// What the server knows. Counters cover the server's lifetime (one pod of node 0 = one operator
+// attempt): every in-place restart the launchers made, charged (failures) or requested.
+struct ControlStatus {
+  static constexpr MessageType kType = MessageType::kControlStatus;
+  uint32_t round = 0;     // the round (launcher attempt) gathering or running now
+  bool complete = false;  // the round completed (World sent) and is running or finishing
+  bool running = false;   // complete, and every member reported Started
+  uint32_t members = 0;   // members of the round
+  uint32_t failure_restarts = 0;
+  uint32_t requested_restarts = 0;
+  std::optional<RoundFailure> last_failure;
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.round);
+    io.Bool(m.complete);
+    io.Bool(m.running);
+    io.U32(m.members);
+    io.U32(m.failure_restarts);
+    io.U32(m.requested_restarts);
+    io.Optional(m.last_failure, [](auto& sub, auto& f) { RoundFailure::Fields(sub, f); });
+  }
+  friend bool operator==(const ControlStatus&, const ControlStatus&) = default;
+};
+
+struct ControlAck {
+  static constexpr MessageType kType = MessageType::kControlAck;
+  bool accepted = false;
+  uint32_t round = 0;   // the round the request aborted (accepted), or the current one
+  std::string message;  // why not, when refused
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.Bool(m.accepted);
+    io.U32(m.round);
+    io.String(m.message);
+  }
+  friend bool operator==(const ControlAck&, const ControlAck&) = default;
+};
+
+// Every message, for DecodeAny and the tests that check each one round-trips.
+using AllMessages = std::tuple<Challenge, Join, Refuse, PeerTable, WorldMsg, Heartbeat, Failure,
+                               Started, Done, Abort, ControlRequest, ControlStatus, ControlAck>;
+
+// The frame carrying `m`.
+template <typename M>
+std::string Encode(const M& m) {
+  WireWriter w;
+  M::Fields(w, m);
+  return EncodeFrame(static_cast<uint8_t>(M::kType), w.data());
+}
+
+// `M` from a frame's body (its type already checked). Trailing bytes are an error.
+template <typename M>
+StatusOr<M> Decode(std::string_view body) {
+  WireReader r(body);
+  M m;
+  M::Fields(r, m);
+  LS_RETURN_IF_ERROR(r.Finish());
+  if constexpr (requires { m.Check(); }) LS_RETURN_IF_ERROR(m.Check());
+  return m;
+}
+
+// Decodes any frame's body by its type; used by the fuzz target. Unknown types are errors.
+Status DecodeAny(const Frame& frame);
+
+}  // namespace lockstep::protocol

@@ -1,0 +1,94 @@
+#include "protocol/termination.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+namespace lockstep::protocol {
+namespace {
+
+using nlohmann::json;
+
+// The keys, named once for the encoder and the decoder.
+constexpr const char* kVersion = "version";
+constexpr const char* kReason = "reason";
+constexpr const char* kAttempt = "attempt";
+constexpr const char* kRestartCount = "restartCount";
+constexpr const char* kRequestedRestarts = "requestedRestarts";
+constexpr const char* kNodeRank = "nodeRank";
+constexpr const char* kRank = "rank";
+constexpr const char* kExitCode = "exitCode";
+constexpr const char* kSignal = "signal";
+constexpr const char* kMessage = "message";
+constexpr const char* kStderrTail = "stderrTail";
+
+constexpr size_t kMaxMessageBytes = 1024;
+
+json ToJson(const TerminationMessage& m, const std::string& message,
+            const std::vector<std::string>& tail) {
+  json j = {{kVersion, m.version},         {kReason, std::string(ToString(m.reason))},
+            {kAttempt, m.attempt},         {kRestartCount, m.restart_count},
+            {kNodeRank, m.node_rank},      {kRank, m.rank},
+            {kExitCode, m.exit_code},      {kSignal, m.signal},
+            {kMessage, message},           {kStderrTail, tail}};
+  // Absent unless the operator asked: most jobs never do.
+  if (m.requested_restarts > 0) j[kRequestedRestarts] = m.requested_restarts;
+  return j;
+}
+
+void ReadInt(const json& j, const char* key, int* out) {
+  auto it = j.find(key);
+  if (it != j.end() && it->is_number_integer()) *out = it->get<int>();
+}
+
+void ReadString(const json& j, const char* key, std::string* out) {
+  auto it = j.find(key);
+  if (it != j.end() && it->is_string()) *out = it->get<std::string>();
+}
+
+}  // namespace
+
+std::string EncodeTermination(const TerminationMessage& m) {
+  std::vector<std::string> tail = m.stderr_tail;
+  std::string message = m.message.substr(0, kMaxMessageBytes);
+  for (;;) {
+    std::string out = ToJson(m, message, tail)
+                          .dump(-1, ' ', false, json::error_handler_t::replace);
+    if (out.size() <= kMaxTerminationBytes) return out;
+    if (!tail.empty()) {
+      tail.erase(tail.begin());
+    } else {
+      message.resize(message.size() / 2);
+    }
+  }
+}
+
+std::optional<TerminationMessage> DecodeTermination(std::string_view text) {
+  if (text.empty() || text.front() != '{') return std::nullopt;
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains(kStderrTail)) return std::nullopt;
+  TerminationMessage m;
+  m.version = 1;  // absent: written before the field existed, with version 1's keys
+  ReadInt(j, kVersion, &m.version);
+  std::string reason;
+  ReadString(j, kReason, &reason);
+  m.reason = ParseFailureReason(reason);
+  ReadInt(j, kAttempt, &m.attempt);
+  ReadInt(j, kRestartCount, &m.restart_count);
+  ReadInt(j, kRequestedRestarts, &m.requested_restarts);
+  m.restart_count = std::max(0, m.restart_count);
+  m.requested_restarts = std::max(0, m.requested_restarts);
+  ReadInt(j, kNodeRank, &m.node_rank);
+  ReadInt(j, kRank, &m.rank);
+  ReadInt(j, kExitCode, &m.exit_code);
+  ReadInt(j, kSignal, &m.signal);
+  ReadString(j, kMessage, &m.message);
+  if (const json& lines = j.at(kStderrTail); lines.is_array()) {
+    for (const json& line : lines) {
+      if (line.is_string()) m.stderr_tail.push_back(line.get<std::string>());
+    }
+  }
+  return m;
+}
+
+}  // namespace lockstep::protocol

@@ -1,0 +1,209 @@
+// LauncherMonitor (operator/controller/launcher_monitor.h) with a scripted LauncherControl and
+// a scripted transport for the job's Secret: which launcher it asks with which token, what it
+// remembers per pod, when it tells the controller, and when it fetches the token again. The
+// protocol itself runs against real launchers in tests/launcher/core/control_test.cc, the whole
+// loop against the real apiserver in tests/integration/inplace.
+#include "operator/controller/launcher_monitor.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "tests/testing/fake_transport.h"
+
+namespace lockstep::controller {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr char kSecretPath[] = "/api/v1/namespaces/ns/secrets/job-rdzv";
+
+// Answers from a script, in order; records what it was asked.
+class ScriptedControl final : public LauncherControl {
+ public:
+  struct Call {
+    protocol::ControlTarget target;
+    bool restart = false;
+    std::string reason;
+  };
+  void PushStatus(StatusOr<protocol::ControlStatus> s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    statuses_.push_back(std::move(s));
+  }
+  void PushAck(StatusOr<protocol::ControlAck> a) {
+    std::lock_guard<std::mutex> lock(mu_);
+    acks_.push_back(std::move(a));
+  }
+  StatusOr<protocol::ControlStatus> GetStatus(const protocol::ControlTarget& target) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.push_back({target, false, ""});
+    if (statuses_.empty()) return UnavailableError("no answer scripted");
+    StatusOr<protocol::ControlStatus> s = std::move(statuses_.front());
+    statuses_.pop_front();
+    return s;
+  }
+  StatusOr<protocol::ControlAck> Restart(const protocol::ControlTarget& target,
+                                         const std::string& reason) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.push_back({target, true, reason});
+    if (acks_.empty()) return UnavailableError("no answer scripted");
+    StatusOr<protocol::ControlAck> a = std::move(acks_.front());
+    acks_.pop_front();
+    return a;
+  }
+  std::vector<Call> calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::deque<StatusOr<protocol::ControlStatus>> statuses_;
+  std::deque<StatusOr<protocol::ControlAck>> acks_;
+  std::vector<Call> calls_;
+};
+
+protocol::ControlStatus Round(uint32_t round, bool running, uint32_t failures = 0) {
+  protocol::ControlStatus s;
+  s.round = round;
+  s.complete = running;
+  s.running = running;
+  s.members = 2;
+  s.failure_restarts = failures;
+  return s;
+}
+
+LauncherJob Target(const std::string& pod_uid = "pod-uid-0") {
+  return {"ns/job", "ns", "job", "uid-1", pod_uid, "10.0.0.7"};
+}
+
+class LauncherMonitorTest : public ::lockstep::testing::FakeKubeTest {
+ protected:
+  void SetUp() override {
+    transport_->SetHandler([](const kube::Request& r) -> StatusOr<kube::Response> {
+      if (r.method == "GET" && r.path == kSecretPath) {
+        return Json(200, {{"data", {{"token", "c2VjcmV0LXRva2Vu"}}}});  // secret-token
+      }
+      return ApiStatus(404, "NotFound");
+    });
+    monitor_.SetChangedHandler([this](const std::string& key) {
+      std::lock_guard<std::mutex> lock(mu_);
+      changed_.push_back(key);
+      cv_.notify_all();
+    });
+    monitor_.Start();
+  }
+
+  // Waits until the changed handler has run `n` times in all.
+  bool WaitForChanges(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, seconds(10), [&] { return changed_.size() >= n; });
+  }
+  size_t SecretReads() const { return transport_->RequestsTo("GET", kSecretPath).size(); }
+
+  // Declared before the monitor, whose thread calls the handler until it is destroyed.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> changed_;
+  ScriptedControl* control_ = new ScriptedControl;  // owned by monitor_
+  LauncherMonitor monitor_{client_, std::unique_ptr<LauncherControl>(control_)};
+};
+
+TEST_F(LauncherMonitorTest, AsksWorkerZeroWithTheJobsTokenAndKeepsTheAnswerForThatPod) {
+  control_->PushStatus(Round(0, true));
+  monitor_.Poll(Target());
+  ASSERT_TRUE(WaitForChanges(1));
+  const std::vector<ScriptedControl::Call> calls = control_->calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].target.host, "10.0.0.7");
+  EXPECT_EQ(calls[0].target.port, 29400);
+  EXPECT_EQ(calls[0].target.run_id, "uid-1");
+  EXPECT_EQ(calls[0].target.token, "secret-token");
+
+  std::optional<LauncherObservation> seen = monitor_.Latest("ns/job", "pod-uid-0");
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_TRUE(seen->answered);
+  EXPECT_TRUE(seen->status.running);
+  // A new attempt's worker-0 is another pod: nothing is known about its server yet.
+  EXPECT_FALSE(monitor_.Latest("ns/job", "pod-uid-of-attempt-1").has_value());
+  monitor_.Forget("ns/job");
+  EXPECT_FALSE(monitor_.Latest("ns/job", "pod-uid-0").has_value());
+}
+
+// The controller is told when an answer would change the plan, not at every poll; the token is
+// read from the Secret once per job.
+TEST_F(LauncherMonitorTest, TellsTheControllerOnlyOfChangesAndReadsTheTokenOnce) {
+  control_->PushStatus(Round(0, true));
+  control_->PushStatus(Round(0, true));
+  control_->PushStatus(Round(1, true, 1));
+  monitor_.Poll(Target());
+  ASSERT_TRUE(WaitForChanges(1));
+  monitor_.Poll(Target());  // the same answer
+  // Requests run in order on one thread, so once the third poll's change is reported the second
+  // was handled; a poll is only queued again after the queued one was taken.
+  while (control_->calls().size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  monitor_.Poll(Target());  // round 1 after an in-place restart
+  ASSERT_TRUE(WaitForChanges(2));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EXPECT_EQ(changed_, (std::vector<std::string>{"ns/job", "ns/job"}));
+  }
+  EXPECT_EQ(monitor_.Latest("ns/job", "pod-uid-0")->status.failure_restarts, 1u);
+  EXPECT_EQ(SecretReads(), 1u);
+}
+
+TEST_F(LauncherMonitorTest, ARefusedMacFetchesTheTokenAgain) {
+  control_->PushStatus(PermissionDeniedError("control: authentication failed (wrong token)"));
+  control_->PushStatus(Round(0, true));
+  monitor_.Poll(Target());
+  ASSERT_TRUE(WaitForChanges(1));
+  std::optional<LauncherObservation> refused = monitor_.Latest("ns/job", "pod-uid-0");
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_FALSE(refused->answered);
+  EXPECT_NE(refused->error.find("authentication failed"), std::string::npos);
+  monitor_.Poll(Target());
+  ASSERT_TRUE(WaitForChanges(2));
+  EXPECT_EQ(SecretReads(), 2u);
+}
+
+TEST_F(LauncherMonitorTest, ARestartIsPendingUntilAnsweredAndForgetsTheOldRound) {
+  control_->PushStatus(Round(0, true));
+  monitor_.Poll(Target());
+  ASSERT_TRUE(WaitForChanges(1));
+  control_->PushAck(protocol::ControlAck{true, 0, ""});
+  monitor_.Restart(Target(), "restart-1", "restart requested (lockstep.dev/restart-request=1)");
+  // At once: the old round's status is gone and the request waits for its answer.
+  std::optional<LauncherObservation> pending = monitor_.Latest("ns/job", "pod-uid-0");
+  ASSERT_TRUE(pending.has_value());
+  EXPECT_FALSE(pending->answered);
+  ASSERT_TRUE(pending->restart.has_value());
+  EXPECT_EQ(pending->restart->request, "restart-1");
+  ASSERT_TRUE(WaitForChanges(2));
+  std::optional<LauncherObservation> answered = monitor_.Latest("ns/job", "pod-uid-0");
+  ASSERT_TRUE(answered->restart.has_value());
+  EXPECT_TRUE(answered->restart->answered);
+  EXPECT_TRUE(answered->restart->ack.accepted);
+  const std::vector<ScriptedControl::Call> calls = control_->calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_TRUE(calls[1].restart);
+  EXPECT_EQ(calls[1].reason, "restart requested (lockstep.dev/restart-request=1)");
+}
+
+TEST_F(LauncherMonitorTest, ASecretWithoutATokenIsAnAnswerlessPoll) {
+  transport_->SetHandler([](const kube::Request&) -> StatusOr<kube::Response> {
+    return Json(200, {{"data", {{"other", "eA=="}}}});
+  });
+  monitor_.Poll(Target());
+  ASSERT_TRUE(WaitForChanges(1));
+  std::optional<LauncherObservation> seen = monitor_.Latest("ns/job", "pod-uid-0");
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_FALSE(seen->answered);
+  EXPECT_NE(seen->error.find("no token"), std::string::npos) << seen->error;
+  EXPECT_TRUE(control_->calls().empty());  // never asked without a token
+}
+
+}  // namespace
+}  // namespace lockstep::controller

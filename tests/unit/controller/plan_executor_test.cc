@@ -1,0 +1,167 @@
+// PlanExecutor (operator/controller/plan_executor.h), the reconciler's "act", over a scripted
+// transport: which writes a plan makes, the slow-start batches that stop at the first error, the
+// expectations around every write, and what counts as already done. What the apiserver does with
+// those writes (AlreadyExists after a crash, uid preconditions, garbage collection) is covered
+// against the real one in tests/integration/controller.
+#include "operator/controller/plan_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "tests/testing/fake_transport.h"
+#include "tests/unit/controller/builders.h"
+
+namespace lockstep::controller {
+namespace {
+
+using ::lockstep::testing::FakeTransport;
+using nlohmann::json;
+using testing::Job;
+
+constexpr char kPods[] = "/api/v1/namespaces/ns/pods";
+
+json PodJson(int index) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", "job-worker-" + std::to_string(index)}, {"namespace", "ns"}}}};
+}
+
+Plan CreatePlan(int pods) {
+  Plan plan;
+  for (int i = 0; i < pods; ++i) plan.pod_creates.push_back(PodJson(i));
+  return plan;
+}
+
+class PlanExecutorTest : public ::lockstep::testing::FakeKubeTest {
+ protected:
+  // Pods whose create gets `answer`; every other write succeeds.
+  void Refuse(std::set<std::string> pods, kube::Response answer) {
+    transport_->SetHandler([pods, answer](const kube::Request& r) -> StatusOr<kube::Response> {
+      if (r.method == "POST" && r.path == kPods &&
+          pods.count(json::parse(r.body)["metadata"]["name"]) > 0) {
+        return answer;
+      }
+      return kube::Response{201, "{}", ""};
+    });
+  }
+  std::vector<std::string> Created() const {
+    std::vector<std::string> out;
+    for (const json& pod : transport_->BodiesTo("POST", kPods)) {
+      out.push_back(pod["metadata"]["name"]);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  Expectations expectations_{clock_};
+  kube::EventRecorder events_{client_, kube::EventRecorderOptions{}, clock_};
+  PlanExecutor executor_{client_, expectations_, events_};
+  const CachedJob job_ = Job(2);
+};
+
+TEST_F(PlanExecutorTest, CreatesTheSharedChildrenAndKeepsOnesThatExist) {
+  transport_->Push(ApiStatus(409, "AlreadyExists", "services \"job\" already exists"));
+  Plan plan;
+  plan.create_service = true;
+  plan.create_secret = true;
+  ASSERT_TRUE(executor_.Act(job_, plan).ok());
+  ASSERT_EQ(transport_->RequestsTo("POST", "/api/v1/namespaces/ns/services").size(), 1u);
+  const std::vector<kube::Request> secrets =
+      transport_->RequestsTo("POST", "/api/v1/namespaces/ns/secrets");
+  ASSERT_EQ(secrets.size(), 1u);
+  const json secret = json::parse(secrets[0].body);
+  EXPECT_EQ(secret["metadata"]["name"], "job-rdzv");
+  EXPECT_FALSE(secret["data"]["token"].get<std::string>().empty());
+}
+
+// Slow start: batches of 1, 2, 4, ... The batch with a failure finishes; no later batch starts.
+TEST_F(PlanExecutorTest, PodCreatesStopAfterTheBatchThatFailed) {
+  struct Row {
+    const char* name;
+    int pods;
+    std::set<std::string> refused;
+    size_t attempted;
+  };
+  const Row rows[] = {
+      {"all fit in batches 1, 2, 4", 7, {}, 7},
+      {"the first pod fails: nothing else is tried", 7, {"job-worker-0"}, 1},
+      {"a failure in the second batch ends the pass after it", 7, {"job-worker-2"}, 3},
+      {"a failure in the third batch", 7, {"job-worker-5"}, 7},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    transport_ = std::make_shared<FakeTransport>();
+    kube::RestClient client(transport_, ::lockstep::testing::OneTryUnlimited());
+    Expectations expectations(clock_);
+    PlanExecutor executor(client, expectations, events_);
+    Refuse(r.refused, ApiStatus(500, "InternalError", "etcd"));
+    const Status s = executor.Act(job_, CreatePlan(r.pods));
+    EXPECT_EQ(s.ok(), r.refused.empty()) << s;
+    EXPECT_EQ(Created().size(), r.attempted);
+    // A refused create will never be observed; the others are awaited.
+    EXPECT_EQ(expectations.Satisfied("ns/job"), r.attempted == r.refused.size());
+    for (const std::string& name : Created()) {
+      if (r.refused.count(name) == 0) expectations.CreationObserved("ns/job", name);
+    }
+    EXPECT_TRUE(expectations.Satisfied("ns/job"));
+  }
+}
+
+TEST_F(PlanExecutorTest, AFailedCreateIsAnEventUnlessThePodExists) {
+  Refuse({"job-worker-0"}, ApiStatus(403, "Forbidden", "exceeded quota"));
+  EXPECT_FALSE(executor_.Act(job_, CreatePlan(1)).ok());
+  EXPECT_EQ(EventReasons(events_), std::vector<std::string>{"FailedCreate"});
+  Refuse({"job-worker-0"}, ApiStatus(409, "AlreadyExists"));
+  EXPECT_TRUE(IsAlreadyExists(executor_.Act(job_, CreatePlan(1))));
+  EXPECT_EQ(EventReasons(events_), std::vector<std::string>{"FailedCreate"});  // no second event
+}
+
+TEST_F(PlanExecutorTest, AtMostTheCapIsCreatedInOnePass) {
+  ASSERT_TRUE(executor_.Act(job_, CreatePlan(kMaxCreatesPerPass + 20)).ok());
+  EXPECT_EQ(Created().size(), static_cast<size_t>(kMaxCreatesPerPass));
+}
+
+// Deletes carry the pod's uid and its grace period; a pod already gone (NotFound) or replaced
+// (Conflict on the uid) is done; any other error stops the deletes.
+TEST_F(PlanExecutorTest, DeletesArePreconditionedAndStopAtARealError) {
+  Plan plan;
+  plan.pod_deletes = {{"job-worker-0", "uid-0", 0},
+                      {"job-worker-1", "uid-1", std::nullopt},
+                      {"job-worker-2", "uid-2", std::nullopt},
+                      {"job-worker-3", "uid-3", std::nullopt},
+                      {"job-worker-4", "uid-4", std::nullopt}};
+  transport_->Push(kube::Response{200, "{}", ""});
+  transport_->Push(ApiStatus(404, "NotFound"));
+  transport_->Push(ApiStatus(409, "Conflict", "the uid precondition failed"));
+  transport_->Push(ApiStatus(500, "InternalError", "etcd"));
+  const Status s = executor_.Act(job_, plan);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("delete pod job-worker-3"), std::string::npos) << s;
+  const std::vector<kube::Request> deletes = transport_->RequestsTo("DELETE", kPods);
+  ASSERT_EQ(deletes.size(), 4u);  // job-worker-4 is left for the next pass
+  const json first = json::parse(deletes[0].body);
+  EXPECT_EQ(first["preconditions"]["uid"], "uid-0");
+  EXPECT_EQ(first["gracePeriodSeconds"], 0);  // a pod on a lost node is force-deleted
+  EXPECT_FALSE(json::parse(deletes[1].body).contains("gracePeriodSeconds"));
+  // Awaited: only the delete that succeeded (uid-0); the failed ones will never be observed.
+  EXPECT_FALSE(expectations_.Satisfied("ns/job"));
+  expectations_.DeletionObserved("ns/job", "uid-0");
+  EXPECT_TRUE(expectations_.Satisfied("ns/job"));
+}
+
+TEST_F(PlanExecutorTest, AnExpiredTtlDeletesTheJobAndNothingElse) {
+  Plan plan = CreatePlan(2);
+  plan.delete_job = true;
+  transport_->Push(ApiStatus(404, "NotFound"));  // already gone counts as done
+  ASSERT_TRUE(executor_.Act(job_, plan).ok());
+  const std::vector<kube::Request> requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].method, "DELETE");
+  EXPECT_EQ(requests[0].path, "/apis/lockstep.dev/v1alpha1/namespaces/ns/trainingjobs/job");
+  EXPECT_EQ(json::parse(requests[0].body)["preconditions"]["uid"], "uid-1");
+}
+
+}  // namespace
+}  // namespace lockstep::controller

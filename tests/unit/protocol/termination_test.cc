@@ -1,0 +1,119 @@
+// The termination message (protocol/termination.h) and the failure reasons it and the messages
+// carry (protocol/failure_reason.h).
+#include "protocol/termination.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace lockstep::protocol {
+namespace {
+
+TerminationMessage Sample() {
+  return {.version = kTerminationVersion,
+          .reason = FailureReason::kExit,
+          .attempt = 2,
+          .restart_count = 1,
+          .requested_restarts = 3,
+          .node_rank = 1,
+          .rank = 5,
+          .exit_code = 3,
+          .signal = 0,
+          .message = "rank 5 exited with code 3",
+          .stderr_tail = {"Traceback (most recent call last):", "ValueError: bad shard"}};
+}
+
+// What a launcher of termination version 1 writes for Sample(). A renamed or retyped key fails
+// here, and must not happen (protocol/README.md): operators read the messages of older launchers.
+constexpr const char* kVersion1 =
+    R"({"attempt":2,"exitCode":3,"message":"rank 5 exited with code 3","nodeRank":1,"rank":5,)"
+    R"("reason":"exit","requestedRestarts":3,"restartCount":1,"signal":0,"stderrTail":)"
+    R"(["Traceback (most recent call last):","ValueError: bad shard"],"version":1})";
+
+TEST(TerminationTest, EncodesVersion1AndDecodesBack) {
+  EXPECT_EQ(EncodeTermination(Sample()), kVersion1);
+  std::optional<TerminationMessage> back = DecodeTermination(kVersion1);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, Sample());
+}
+
+TEST(TerminationTest, AMessageWithoutAVersionHasVersion1sKeys) {
+  nlohmann::json old = nlohmann::json::parse(kVersion1);
+  old.erase("version");
+  std::optional<TerminationMessage> back = DecodeTermination(old.dump());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, Sample());
+}
+
+TEST(TerminationTest, NoRequestedRestartsKeyUnlessTheOperatorAsked) {
+  TerminationMessage m = Sample();
+  m.requested_restarts = 0;
+  EXPECT_FALSE(nlohmann::json::parse(EncodeTermination(m)).contains("requestedRestarts"));
+}
+
+// A newer launcher's keys and reasons are skipped; what this version knows is still read.
+TEST(TerminationTest, ANewerLaunchersMessageIsReadForTheKeysThisVersionKnows) {
+  nlohmann::json newer = nlohmann::json::parse(kVersion1);
+  newer["version"] = 7;
+  newer["reason"] = "a-reason-of-version-7";
+  newer["lossReport"] = {{"step", 12}};
+  std::optional<TerminationMessage> back = DecodeTermination(newer.dump());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->version, 7);
+  EXPECT_EQ(back->reason, FailureReason::kUnknown);
+  EXPECT_EQ(back->restart_count, 1);
+  EXPECT_EQ(back->stderr_tail, Sample().stderr_tail);
+}
+
+TEST(TerminationTest, OnlyALaunchersMessageDecodes) {
+  for (const char* text : {"", "CUDA error: device-side assert", "{restartCount: 9", "[1,2]",
+                           R"({"restartCount":2})", R"("stderrTail")"}) {
+    EXPECT_FALSE(DecodeTermination(text).has_value()) << text;
+  }
+  EXPECT_TRUE(DecodeTermination(R"({"stderrTail":[]})").has_value());
+}
+
+TEST(TerminationTest, MistypedKeysKeepTheirDefaultsAndCountsAreNeverNegative) {
+  std::optional<TerminationMessage> m = DecodeTermination(
+      R"({"restartCount":"5","requestedRestarts":-4,"rank":"x","message":7,)"
+      R"("stderrTail":["kept",3,null]})");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->restart_count, 0);
+  EXPECT_EQ(m->requested_restarts, 0);
+  EXPECT_EQ(m->rank, -1);
+  EXPECT_EQ(m->message, "");
+  EXPECT_EQ(m->stderr_tail, std::vector<std::string>{"kept"});
+}
+
+TEST(TerminationTest, StaysUnderKubernetesLimitDroppingOldestLines) {
+  TerminationMessage m = Sample();
+  m.stderr_tail.clear();
+  for (int i = 0; i < 100; ++i) {
+    m.stderr_tail.push_back("line " + std::to_string(i) + std::string(100, 'x'));
+  }
+  m.stderr_tail.push_back("invalid UTF-8: \xff");
+  const std::string out = EncodeTermination(m);
+  EXPECT_LE(out.size(), kMaxTerminationBytes);
+  std::optional<TerminationMessage> back = DecodeTermination(out);
+  ASSERT_TRUE(back.has_value());
+  ASSERT_GE(back->stderr_tail.size(), 2u);
+  EXPECT_EQ(back->stderr_tail[back->stderr_tail.size() - 2].rfind("line 99", 0), 0u);
+  EXPECT_NE(back->stderr_tail.back().find("invalid UTF-8"), std::string::npos);
+}
+
+TEST(FailureReasonTest, EveryReasonRoundTripsThroughItsOneName) {
+  std::set<std::string_view> names;
+  for (int i = static_cast<int>(FailureReason::kUnknown);
+       i <= static_cast<int>(FailureReason::kSucceeded); ++i) {
+    const auto reason = static_cast<FailureReason>(i);
+    EXPECT_EQ(ParseFailureReason(ToString(reason)), reason) << ToString(reason);
+    EXPECT_TRUE(names.insert(ToString(reason)).second) << ToString(reason);
+  }
+  EXPECT_EQ(ParseFailureReason("peer-lost"), FailureReason::kPeerLost);
+  EXPECT_EQ(ParseFailureReason("no-such-reason"), FailureReason::kUnknown);
+}
+
+}  // namespace
+}  // namespace lockstep::protocol
