@@ -13,14 +13,16 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/status.h"
 #include "operator/kube/rest_client.h"
+#include "tests/chaos/invariants.h"
 #include "tests/integration/kube/test_env.h"
 
 namespace lockstep::chaos {
@@ -42,15 +44,6 @@ Scale ChaosScale();
 // Prints "CHAOS-FIGURE <what>: <text>" (hack/chaos.sh collects these lines for
 // docs/reliability.md) and records it as a gtest property.
 void Figure(const std::string& what, const std::string& text);
-
-// One version of an object as the recorder received it. resourceVersion is etcd's revision,
-// global across resources, so versions of pods and jobs can be put in one order.
-struct Version {
-  int64_t rv = 0;
-  kube::WatchEventType type = kube::WatchEventType::kAdded;  // kAdded for listed objects too
-  bool listed = false;  // came from a (re-)list, not a watch: its creation was not seen
-  json object;
-};
 
 // Every version of the TrainingJobs and Pods of one namespace: a list, then a watch of each that
 // resumes from the last resourceVersion it saw whenever it breaks (an apiserver restart). A
@@ -123,8 +116,6 @@ std::string State(const json& job);
 // Writes a pod's terminal phase as a kubelet would: Succeeded (exit 0) or Failed (exit 1).
 Status FinishPod(kube::RestClient& client, const std::string& ns, const std::string& pod,
                  bool succeeded);
-
-struct PodCreations;  // invariants.h
 
 // The start every chaos test shares: a client without rate limits, the CRD, a namespace of the
 // test's own with a pool of kwok nodes, and a History of that namespace.

@@ -1,6 +1,7 @@
 #pragma once
 // The invariants the chaos tests hold the operator to, checked on a History (chaos_env.h): every
 // version of the namespace's TrainingJobs and Pods in resourceVersion (etcd revision) order.
+// Pure (tests/chaos/invariants_test.cc, unit tier).
 // Each function returns the violations it found, one readable line each; empty means kept.
 // Each chaos test also states the end state it expects of every job.
 
@@ -9,9 +10,22 @@
 #include <utility>
 #include <vector>
 
-#include "tests/chaos/chaos_env.h"
+#include <nlohmann/json.hpp>
+
+#include "operator/kube/rest_client.h"
 
 namespace lockstep::chaos {
+
+using nlohmann::json;
+
+// One version of an object as the recorder received it. resourceVersion is etcd's revision,
+// global across resources, so versions of pods and jobs can be put in one order.
+struct Version {
+  int64_t rv = 0;
+  kube::WatchEventType type = kube::WatchEventType::kAdded;  // kAdded for listed objects too
+  bool listed = false;  // came from a (re-)list, not a watch: its creation was not seen
+  json object;
+};
 
 // status.attempt, status.observedGeneration and the restart counters (failures, disruptions,
 // inPlace) of a job never decrease from one version to the next ("consecutive" is reset by
