@@ -26,7 +26,7 @@ using frameworks::ChildProcess;
 TEST(TcpStoreServer, TorchClientsUseEveryOperationAndBuildAProcessGroup) {
   if (!VenvHasModule("torch")) GTEST_SKIP() << "no torch in " << VenvPython();
   stores::TcpStoreServer server;
-  StatusOr<int> port = server.Start(0);
+  StatusOr<int> port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
   constexpr int kWorld = 4;
   std::vector<pid_t> pids;
@@ -98,7 +98,7 @@ std::pair<int, std::string> Http(int port, const std::string& method, const std:
 
 TEST(GlooKvServer, ServesHorovodsProtocolOverLoopback) {
   stores::GlooKvServer server({{"global", 2}});
-  StatusOr<int> port = server.Start(0);
+  StatusOr<int> port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
   EXPECT_EQ(Http(*port, "GET", "/global/rank_1").first, 404);
   EXPECT_EQ(Http(*port, "PUT", "/global/rank_1", std::string("addr\0bytes", 10)).first, 200);
@@ -115,7 +115,7 @@ TEST(GlooKvServer, ServesHorovodsProtocolOverLoopback) {
 // Many clients at once on the one loop thread: 64 concurrent PUT/GET pairs all answered.
 TEST(GlooKvServer, ManyConcurrentClients) {
   stores::GlooKvServer server({});
-  StatusOr<int> port = server.Start(0);
+  StatusOr<int> port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok());
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
