@@ -79,7 +79,9 @@ class RequestParser {
   // Bytes of the request in progress consumed so far (0 between requests).
   std::uint64_t request_bytes() const { return request_bytes_; }
   // The type of the request in progress, once its first byte arrived.
-  std::optional<QueryType> type() const { return started_ ? std::optional(req_.type) : std::nullopt; }
+  std::optional<QueryType> type() const {
+    return started_ ? std::optional(req_.type) : std::nullopt;
+  }
 
  private:
   enum class Step { kType, kU32, kCount, kLength, kString, kI64 };

@@ -24,6 +24,7 @@
 #include "launcher/stores/gloo_kv_server.h"
 #include "launcher/stores/tcp_store_server.h"
 #include "launcher/stores/tcpstore_codec.h"
+#include "tests/testing/free_port.h"
 
 namespace lockstep::launcher::stores {
 namespace {
@@ -84,18 +85,7 @@ class ServerProcess {
   int port_ = -1;
 };
 
-int Connect(int port, const char* ip = "127.0.0.1") {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  ::inet_pton(AF_INET, ip, &addr.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+using ::lockstep::testing::ConnectTcp;
 
 // Sends all of `bytes` unless the peer closes; false when it did.
 bool SendAll(int fd, std::string_view bytes) {
@@ -185,7 +175,7 @@ int StartGlooKv() {
 
 // A store that still answers: SET then GET of a fresh key on a new connection.
 bool StillServes(int port) {
-  int fd = Connect(port);
+  int fd = ConnectTcp(port);
   if (fd < 0) return false;
   const std::string key = "/alive";
   const bool sent = SendAll(fd, Validate() + Set(key, "yes") + Get(key));
@@ -199,7 +189,7 @@ bool StillServes(int port) {
 TEST(TcpStoreLimits, AHugeDeclaredRequestIsRefusedAndMemoryStaysBounded) {
   ServerProcess server(StartTcpStore);
   ASSERT_GT(server.port(), 0);
-  int fd = Connect(server.port());
+  int fd = ConnectTcp(server.port());
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(SendAll(fd, Validate()));
   std::string head;
@@ -238,9 +228,9 @@ TEST(TcpStoreLimits, AHugeDeclaredRequestIsRefusedAndMemoryStaysBounded) {
 TEST(TcpStoreLimits, SilentAndStalledClientsAreClosedIdleValidatedOnesKept) {
   ServerProcess server(StartTcpStore);
   ASSERT_GT(server.port(), 0);
-  int silent = Connect(server.port());
-  int stalled = Connect(server.port());
-  int idle = Connect(server.port());
+  int silent = ConnectTcp(server.port());
+  int stalled = ConnectTcp(server.port());
+  int idle = ConnectTcp(server.port());
   ASSERT_TRUE(silent >= 0 && stalled >= 0 && idle >= 0);
   ASSERT_TRUE(SendAll(idle, Validate()));
   // Half a SET, then a byte every 2 s: never complete.
@@ -270,7 +260,7 @@ TEST(TcpStoreLimits, SilentAndStalledClientsAreClosedIdleValidatedOnesKept) {
 TEST(TcpStoreLimits, AddThatWouldOverflowIsRefused) {
   ServerProcess server(StartTcpStore);
   ASSERT_GT(server.port(), 0);
-  int fd = Connect(server.port());
+  int fd = ConnectTcp(server.port());
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(SendAll(fd, Validate() + Add("/n", std::numeric_limits<int64_t>::max())));
   std::string first = ReadN(fd, 8);
@@ -294,7 +284,7 @@ TEST(TcpStoreLimits, AddThatWouldOverflowIsRefused) {
 TEST(TcpStoreLimits, AMultiGetWhoseReplyWouldBeHugeIsRefused) {
   ServerProcess server(StartTcpStore);
   ASSERT_GT(server.port(), 0);
-  int fd = Connect(server.port());
+  int fd = ConnectTcp(server.port());
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(SendAll(fd, Validate() + Set("k", std::string(kMaxPayloadLen, 'v'))));
   Request get;
@@ -314,7 +304,7 @@ TEST(TcpStoreLimits, ConnectionsBeyondTheCapAreClosed) {
   ASSERT_GT(server.port(), 0);
   std::vector<int> fds;
   for (int i = 0; i < 4200; ++i) {
-    int fd = Connect(server.port());
+    int fd = ConnectTcp(server.port());
     if (fd >= 0) fds.push_back(fd);
   }
   std::this_thread::sleep_for(milliseconds(500));
@@ -335,8 +325,8 @@ TEST(TcpStoreLimits, ConnectionsBeyondTheCapAreClosed) {
 TEST(GlooKvLimits, SilentAndDrippingClientsAreClosed) {
   ServerProcess server(StartGlooKv);
   ASSERT_GT(server.port(), 0);
-  int silent = Connect(server.port());
-  int dripping = Connect(server.port());
+  int silent = ConnectTcp(server.port());
+  int dripping = ConnectTcp(server.port());
   ASSERT_TRUE(silent >= 0 && dripping >= 0);
   std::thread drip([&] {
     const std::string req = "PUT /global/rank_0 HTTP/1.1\r\nContent-Length: 100\r\n\r\n";
@@ -362,7 +352,7 @@ TEST(GlooKvLimits, ManyLargeBodiesAtOnceStayBounded) {
   std::vector<int> fds;
   const std::string chunk(kMiB / 4, 'b');
   for (int i = 0; i < 128; ++i) {
-    int fd = Connect(server.port());
+    int fd = ConnectTcp(server.port());
     if (fd < 0) continue;
     timeval tv{1, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -384,7 +374,7 @@ TEST(GlooKvLimits, ManyLargeBodiesAtOnceStayBounded) {
 TEST(StoreAddress, ListensOnlyOnTheGivenAddress) {
   ServerProcess server(StartTcpStore);
   ASSERT_GT(server.port(), 0);
-  int other = Connect(server.port(), "127.0.0.2");
+  int other = ConnectTcp(server.port(), "127.0.0.2");
   EXPECT_LT(other, 0) << "a store bound to 127.0.0.1 accepted a connection to 127.0.0.2";
   if (other >= 0) ::close(other);
   EXPECT_TRUE(StillServes(server.port()));
