@@ -108,6 +108,11 @@ void GangScheduler::Stop() {
   kube::StopAll({&priority_classes_, &jobs_, &pods_, &nodes_});
 }
 
+void GangScheduler::CancelRequests() {
+  client_.Cancel();
+  status_client_->Cancel();
+}
+
 bool GangScheduler::HasSynced() const {
   return nodes_.HasSynced() && pods_.HasSynced() && jobs_.HasSynced() &&
          priority_classes_.HasSynced();
