@@ -7,10 +7,17 @@
 // winning the Lease; losing it ends the process at once (exit status 1, after flushing logs), as
 // controller-runtime does: a new leader may already be acting, and a restart is the simplest
 // way to drop every in-flight decision.
+//
+// A requested stop ends within kStopBound whatever the apiserver does (a leader that cannot stop
+// cannot release its Lease early and holds up every rollout): API requests still running after
+// kStopGrace are cancelled (kube::RestClient::Cancel), and past kStopBound the process exits
+// with status 1.
 
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "common/status.h"
 #include "operator/app/options.h"
@@ -19,6 +26,9 @@ namespace lockstep::app {
 
 class OperatorApp {
  public:
+  static constexpr std::chrono::seconds kStopGrace{2};
+  static constexpr std::chrono::seconds kStopBound{5};
+
   explicit OperatorApp(OperatorOptions options);
   ~OperatorApp();
 
@@ -29,6 +39,20 @@ class OperatorApp {
 
  private:
   struct Parts;
+  // Watches a stop from its start: cancels the clients after kStopGrace, exits after kStopBound.
+  class StopGuard {
+   public:
+    explicit StopGuard(Parts& parts);
+    ~StopGuard();
+    void Done();
+
+   private:
+    const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool done_ = false;  // guarded by mu_
+    std::thread thread_;  // last: starts after the members above exist
+  };
   Status Start();
   void WaitForShutdown();
 

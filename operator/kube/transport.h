@@ -27,6 +27,8 @@ struct Request {
   std::string body;
   std::string content_type;  // empty when there is no body
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};  // ignored by Stream()
+  // Do(): polled while the request is in flight; true aborts it with CANCELLED. May be null.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct Response {

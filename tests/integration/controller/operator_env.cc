@@ -111,6 +111,25 @@ void OperatorProcess::Kill(int sig) {
   pid_ = -1;
 }
 
+void OperatorProcess::Signal(int sig) {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+bool OperatorProcess::WaitExit(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return true;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      last_exit_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      pid_ = -1;
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 bool OperatorProcess::WaitReady(std::chrono::milliseconds timeout) {
   return kube::testing::WaitFor([this] { return HttpGet(health_port_, "/readyz").ok(); },
                                 timeout, std::chrono::milliseconds(100));

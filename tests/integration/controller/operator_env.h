@@ -39,6 +39,9 @@ class OperatorProcess {
 
   Status Start();
   void Kill(int signal);  // and reap
+  void Signal(int signal);  // without waiting
+  // Reaps the child if it exits within `timeout`; false while it still runs.
+  bool WaitExit(std::chrono::milliseconds timeout);
   bool Running() const { return pid_ > 0; }
   int metrics_port() const { return metrics_port_; }
   int health_port() const { return health_port_; }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace lockstep::launcher::stores {
 namespace {
 
@@ -216,6 +218,64 @@ TEST_F(TcpStoreStateTest, AnUnusedReservationPassesToTheNextWaiter) {
   EXPECT_EQ(replies[0].conn, 4u);
   EXPECT_EQ(Do(4, QueryType::kQueuePop, {"q"})[0].bytes, I64(1) + Bytes("a"));
   EXPECT_EQ(state_.num_reserved(), 0u);
+}
+
+// ADD past INT64_MAX (or below INT64_MIN) is refused, not wrapped (torch's server overflows a
+// signed integer: undefined behaviour).
+TEST_F(TcpStoreStateTest, AddRefusesToOverflow) {
+  Connect(1);
+  Do(1, QueryType::kAdd, {"/n"}, {}, std::numeric_limits<int64_t>::max());
+  Request add;
+  add.type = QueryType::kAdd;
+  add.keys = {"/n"};
+  add.i64 = 1;
+  std::vector<Reply> out;
+  EXPECT_FALSE(state_.Handle(1, add, &out));
+  EXPECT_NE(state_.refusal().find("int64"), std::string::npos);
+  EXPECT_TRUE(out.empty());
+  Do(1, QueryType::kAdd, {"/m"}, {}, std::numeric_limits<int64_t>::min());
+  add.keys = {"/m"};
+  add.i64 = -1;
+  EXPECT_FALSE(state_.Handle(1, add, &out));
+}
+
+class TcpStoreLimitsTest : public TcpStoreStateTest {
+ protected:
+  TcpStoreLimitsTest() { state_ = TcpStoreState(StoreLimits{1000, 300, 400}); }
+  bool Try(ConnId conn, QueryType t, std::vector<std::string> keys,
+           std::vector<std::string> values = {}) {
+    Request r;
+    r.type = t;
+    r.keys = std::move(keys);
+    r.values = std::move(values);
+    std::vector<Reply> out;
+    return state_.Handle(conn, r, &out);
+  }
+};
+
+TEST_F(TcpStoreLimitsTest, StoredBytesValueSizeAndReplySizeAreBounded) {
+  Connect(1);
+  EXPECT_TRUE(Try(1, QueryType::kSet, {"a"}, {std::string(200, 'x')}));
+  EXPECT_EQ(state_.stored_bytes(), 1 + 200 + 64u);
+  EXPECT_FALSE(Try(1, QueryType::kSet, {"b"}, {std::string(301, 'x')}));  // one value too big
+  EXPECT_TRUE(Try(1, QueryType::kAppend, {"a"}, {std::string(100, 'x')}));
+  EXPECT_FALSE(Try(1, QueryType::kAppend, {"a"}, {"x"}));  // would pass 300 bytes
+  EXPECT_TRUE(Try(1, QueryType::kMultiGet, {"a"}));
+  EXPECT_FALSE(Try(1, QueryType::kMultiGet, {"a", "a"}));  // a 616-byte reply
+  EXPECT_TRUE(Try(1, QueryType::kSet, {"b"}, {std::string(250, 'x')}));
+  EXPECT_TRUE(Try(1, QueryType::kSet, {"c"}, {std::string(250, 'x')}));
+  EXPECT_FALSE(Try(1, QueryType::kSet, {"d"}, {std::string(250, 'x')}));  // past 1000 bytes
+  EXPECT_FALSE(Try(1, QueryType::kQueuePush, {"q"}, {std::string(250, 'x')}));
+  EXPECT_TRUE(Try(1, QueryType::kDeleteKey, {"c"}));
+  EXPECT_TRUE(Try(1, QueryType::kSet, {"d"}, {std::string(250, 'x')}));  // room again
+  EXPECT_LE(state_.stored_bytes(), 1000u);
+}
+
+TEST_F(TcpStoreLimitsTest, ASecondWaitWhileOneIsPendingIsRefused) {
+  Connect(1);
+  EXPECT_TRUE(Try(1, QueryType::kWait, {"never"}));
+  EXPECT_FALSE(Try(1, QueryType::kWait, {"other"}));
+  EXPECT_NE(state_.refusal().find("WAIT"), std::string::npos);
 }
 
 }  // namespace
