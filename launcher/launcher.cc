@@ -268,6 +268,33 @@ AttemptEnd Launcher::RunAttempt(const World& world, rendezvous::Session& session
   return Attempt(config_, world, session, children, *signals_, can_restart).Run();
 }
 
+#if defined(LOCKSTEP_HAVE_STORES)
+namespace {
+
+// The stores listen only where their clients reach them, node 0's address as every child got it
+// (MASTER_ADDR): on a pod, its own IP, not every interface. A name that does not resolve to
+// this machine (a host alias, DNS not ready) falls back to every interface, said in the log.
+template <typename Server>
+StatusOr<int> ListenForChildren(Server& server, const World& world, int port,
+                                std::string_view what) {
+  StatusOr<int> bound = server.Start(world.master_addr, port);
+  if (bound.ok()) return bound;
+  log::Warning(std::string(what) + ": cannot listen on node 0's address alone; every interface",
+               {{"address", world.master_addr}, {"error", bound.status().message()}});
+  return server.Start("", port);
+}
+
+// Room for every process of the world to hold a few connections.
+stores::ServerLimits StoreServerLimits(const World& world) {
+  stores::ServerLimits limits;
+  limits.max_connections =
+      std::max<size_t>(limits.max_connections, 4 * static_cast<size_t>(world.world_size));
+  return limits;
+}
+
+}  // namespace
+#endif
+
 Status Launcher::StartServices(const World& world, const LocalPlan& plan) {
   if (world.node_rank != 0) return Status::Ok();
 #if defined(LOCKSTEP_HAVE_STORES)
@@ -277,18 +304,24 @@ Status Launcher::StartServices(const World& world, const LocalPlan& plan) {
   if (plan.tcp_store) {
     if (tcp_store_) tcp_store_->Stop();
     tcp_store_.reset();
-    auto store = std::make_unique<stores::TcpStoreServer>();
-    LS_ASSIGN_OR_RETURN(int port, store->Start(world.master_port));
-    log::Info("TCPStore-compatible store listening", {{"port", std::to_string(port)}});
+    stores::TcpStoreOptions options;
+    options.server = StoreServerLimits(world);
+    auto store = std::make_unique<stores::TcpStoreServer>(options);
+    LS_ASSIGN_OR_RETURN(int port, ListenForChildren(*store, world, world.master_port, "tcpstore"));
+    log::Info("TCPStore-compatible store listening",
+              {{"address", world.master_addr}, {"port", std::to_string(port)}});
     tcp_store_ = std::move(store);
   }
   // Scope sizes follow the world, which may change between elastic attempts.
   if (plan.gloo_kv && (!gloo_kv_ || gloo_scopes_ != plan.gloo_scope_sizes)) {
     if (gloo_kv_) gloo_kv_->Stop();
     gloo_kv_.reset();
-    auto kv = std::make_unique<stores::GlooKvServer>(plan.gloo_scope_sizes);
-    LS_ASSIGN_OR_RETURN(int port, kv->Start(world.kv_port));
-    log::Info("Gloo KV rendezvous server listening", {{"port", std::to_string(port)}});
+    stores::GlooKvOptions options;
+    options.server = StoreServerLimits(world);
+    auto kv = std::make_unique<stores::GlooKvServer>(plan.gloo_scope_sizes, options);
+    LS_ASSIGN_OR_RETURN(int port, ListenForChildren(*kv, world, world.kv_port, "gloo kv"));
+    log::Info("Gloo KV rendezvous server listening",
+              {{"address", world.master_addr}, {"port", std::to_string(port)}});
     gloo_kv_ = std::move(kv);
     gloo_scopes_ = plan.gloo_scope_sizes;
   }

@@ -1,40 +1,66 @@
 #include "launcher/stores/gloo_kv_server.h"
 
+#include <algorithm>
 #include <utility>
-
-#include "launcher/stores/http_codec.h"
 
 namespace lockstep::launcher::stores {
 
-GlooKvServer::GlooKvServer(std::map<std::string, int> scope_sizes)
-    : state_(std::move(scope_sizes)), server_(this) {}
+GlooKvServer::GlooKvServer(std::map<std::string, int> scope_sizes, GlooKvOptions options)
+    : options_(options),
+      state_(std::move(scope_sizes), options.max_stored_bytes),
+      server_(this, options.server) {}
 
 GlooKvServer::~GlooKvServer() { Stop(); }
 
-StatusOr<int> GlooKvServer::Start(int port) { return server_.Start(port); }
+StatusOr<int> GlooKvServer::Start(const std::string& host, int port) {
+  return server_.Start(host, port);
+}
 
 void GlooKvServer::Stop() { server_.Stop(); }
 
+void GlooKvServer::OnOpen(ConnId conn) {
+  clients_[conn];
+  // One request per connection: the whole of it within the timeout, idle time included.
+  server_.SetDeadline(conn, std::chrono::steady_clock::now() + options_.request_timeout);
+}
+
+void GlooKvServer::Answer(ConnId conn, int code, std::string_view body) {
+  server_.Send(conn, HttpResponse(code, body));
+  server_.CloseAfterFlush(conn);
+}
+
 // One request per connection, as with Python's HTTP/1.0 server: answer, then close.
 bool GlooKvServer::OnData(ConnId conn, std::string* in) {
+  Client& client = clients_[conn];
   HttpRequest req;
   size_t consumed = 0;
-  switch (ParseHttpRequest(*in, &req, &consumed)) {
-    case HttpParse::kNeedMore:
-      return true;
-    case HttpParse::kInvalid:
-      in->clear();
-      server_.Send(conn, HttpResponse(400, ""));
-      server_.CloseAfterFlush(conn);
-      return true;
-    case HttpParse::kOk:
-      break;
+  const HttpParse parsed = client.reader.Feed(*in, &req, &consumed);
+  // Count what the request will hold once whole (declared), or what arrived so far.
+  const size_t holds = std::max(client.reader.declared_bytes(), in->size());
+  pending_bytes_ = pending_bytes_ - client.counted + holds;
+  client.counted = holds;
+  if (parsed == HttpParse::kInvalid) {
+    in->clear();
+    Answer(conn, 400, "");
+    return true;
   }
-  in->erase(0, consumed);
+  if (parsed == HttpParse::kNeedMore) {
+    if (pending_bytes_ <= options_.max_pending_bytes) return true;
+    in->clear();
+    Answer(conn, 503, "");  // Horovod's client retries
+    return true;
+  }
+  in->clear();  // nothing after the one request is read
   KvResponse res = state_.Handle(req.method, req.path, std::move(req.body));
-  server_.Send(conn, HttpResponse(res.code, res.body));
-  server_.CloseAfterFlush(conn);
+  Answer(conn, res.code, res.body);
   return true;
+}
+
+void GlooKvServer::OnClose(ConnId conn) {
+  if (auto it = clients_.find(conn); it != clients_.end()) {
+    pending_bytes_ -= it->second.counted;
+    clients_.erase(it);
+  }
 }
 
 }  // namespace lockstep::launcher::stores

@@ -18,10 +18,16 @@ bool SplitPath(std::string_view path, std::string* scope, std::string* key) {
   return true;
 }
 
+constexpr size_t kEntryOverhead = 64;
+
+size_t EntryBytes(const std::string& scope, const std::string& key, const std::string& body) {
+  return scope.size() + key.size() + body.size() + kEntryOverhead;
+}
+
 }  // namespace
 
-GlooKvState::GlooKvState(std::map<std::string, int> scope_sizes)
-    : scope_sizes_(std::move(scope_sizes)) {}
+GlooKvState::GlooKvState(std::map<std::string, int> scope_sizes, size_t max_stored_bytes)
+    : scope_sizes_(std::move(scope_sizes)), max_stored_bytes_(max_stored_bytes) {}
 
 KvResponse GlooKvState::Handle(std::string_view method, std::string_view path, std::string body) {
   std::string scope;
@@ -34,10 +40,7 @@ KvResponse GlooKvState::Handle(std::string_view method, std::string_view path, s
     if (k == s->second.end()) return {404, ""};
     return {200, k->second};
   }
-  if (method == "PUT") {
-    cache_[scope][key] = std::move(body);
-    return {200, ""};
-  }
+  if (method == "PUT") return Put(scope, key, std::move(body));
   if (method == "DELETE") return Delete(scope, key);
   return {405, ""};
 }
@@ -48,17 +51,41 @@ KvResponse GlooKvState::Delete(const std::string& scope, const std::string& key)
     std::set<std::string>& done = finished_[scope];
     done.insert(key);
     if (static_cast<int>(done.size()) >= size->second) {
-      cache_.erase(scope);
+      EraseScope(scope);
       finished_.erase(scope);
     }
     return {200, ""};
   }
   auto s = cache_.find(scope);
   if (s != cache_.end()) {
-    s->second.erase(key);
+    if (auto k = s->second.find(key); k != s->second.end()) {
+      stored_bytes_ -= EntryBytes(scope, key, k->second);
+      s->second.erase(k);
+    }
     if (s->second.empty()) cache_.erase(s);
   }
   return {200, ""};
+}
+
+KvResponse GlooKvState::Put(const std::string& scope, const std::string& key, std::string body) {
+  auto s = cache_.find(scope);
+  size_t before = 0;
+  if (s != cache_.end()) {
+    auto k = s->second.find(key);
+    if (k != s->second.end()) before = EntryBytes(scope, key, k->second);
+  }
+  const size_t after = EntryBytes(scope, key, body);
+  if (stored_bytes_ - before + after > max_stored_bytes_) return {507, ""};
+  stored_bytes_ = stored_bytes_ - before + after;
+  cache_[scope][key] = std::move(body);
+  return {200, ""};
+}
+
+void GlooKvState::EraseScope(const std::string& scope) {
+  auto s = cache_.find(scope);
+  if (s == cache_.end()) return;
+  for (const auto& [key, body] : s->second) stored_bytes_ -= EntryBytes(scope, key, body);
+  cache_.erase(s);
 }
 
 size_t GlooKvState::KeysIn(const std::string& scope) const {

@@ -49,15 +49,9 @@ long long ContentLength(std::string_view headers) {
   return length;
 }
 
-}  // namespace
-
-HttpParse ParseHttpRequest(std::string_view buf, HttpRequest* req, size_t* consumed) {
-  size_t end = buf.find("\r\n\r\n");
-  if (end == std::string_view::npos) {
-    return buf.size() > kMaxHttpHeaderBytes ? HttpParse::kInvalid : HttpParse::kNeedMore;
-  }
-  if (end > kMaxHttpHeaderBytes) return HttpParse::kInvalid;
-  std::string_view head = buf.substr(0, end);
+// The request line and headers (`head`, without the blank line); `*body_len` from
+// Content-Length.
+HttpParse ParseHead(std::string_view head, HttpRequest* req, size_t* body_len) {
   size_t eol = head.find("\r\n");
   std::string_view line = head.substr(0, eol);
   std::string_view headers =
@@ -68,10 +62,38 @@ HttpParse ParseHttpRequest(std::string_view buf, HttpRequest* req, size_t* consu
   if (length < 0 || static_cast<unsigned long long>(length) > kMaxHttpBodyBytes) {
     return HttpParse::kInvalid;
   }
-  const size_t body_at = end + 4;
-  if (buf.size() - body_at < static_cast<size_t>(length)) return HttpParse::kNeedMore;
-  req->body = std::string(buf.substr(body_at, static_cast<size_t>(length)));
-  *consumed = body_at + static_cast<size_t>(length);
+  *body_len = static_cast<size_t>(length);
+  return HttpParse::kOk;
+}
+
+}  // namespace
+
+HttpParse ParseHttpRequest(std::string_view buf, HttpRequest* req, size_t* consumed) {
+  HttpRequestReader reader;
+  return reader.Feed(buf, req, consumed);
+}
+
+HttpParse HttpRequestReader::Feed(std::string_view buf, HttpRequest* req, size_t* consumed) {
+  if (!body_at_) {
+    // Only the bytes not searched yet, and the three before them (a "\r\n\r\n" split across
+    // two reads).
+    const size_t from = scanned_ < 3 ? 0 : scanned_ - 3;
+    const size_t end = buf.find("\r\n\r\n", from);
+    if (end == std::string_view::npos) {
+      scanned_ = buf.size();
+      return buf.size() > kMaxHttpHeaderBytes ? HttpParse::kInvalid : HttpParse::kNeedMore;
+    }
+    if (end > kMaxHttpHeaderBytes) return HttpParse::kInvalid;
+    if (ParseHead(buf.substr(0, end), &head_, &body_len_) != HttpParse::kOk) {
+      return HttpParse::kInvalid;
+    }
+    body_at_ = end + 4;
+  }
+  if (buf.size() - *body_at_ < body_len_) return HttpParse::kNeedMore;
+  *req = std::move(head_);
+  req->body = std::string(buf.substr(*body_at_, body_len_));
+  *consumed = *body_at_ + body_len_;
+  *this = HttpRequestReader();
   return HttpParse::kOk;
 }
 
@@ -89,6 +111,12 @@ std::string HttpResponse(int code, std::string_view body) {
       break;
     case 405:
       reason = "Method Not Allowed";
+      break;
+    case 503:
+      reason = "Service Unavailable";
+      break;
+    case 507:
+      reason = "Insufficient Storage";
       break;
     default:
       break;

@@ -4,43 +4,83 @@
 
 namespace lockstep::launcher::stores {
 
-TcpStoreServer::TcpStoreServer() : server_(this) {}
+TcpStoreServer::TcpStoreServer(TcpStoreOptions options)
+    : options_(options), state_(options.store), server_(this, options.server) {}
 
 TcpStoreServer::~TcpStoreServer() { Stop(); }
 
-StatusOr<int> TcpStoreServer::Start(int port) { return server_.Start(port); }
+StatusOr<int> TcpStoreServer::Start(const std::string& host, int port) {
+  return server_.Start(host, port);
+}
 
 void TcpStoreServer::Stop() { server_.Stop(); }
 
+void TcpStoreServer::OnOpen(ConnId conn) {
+  clients_[conn];
+  server_.SetDeadline(conn, std::chrono::steady_clock::now() + options_.handshake_timeout);
+}
+
 bool TcpStoreServer::OnData(ConnId conn, std::string* in) {
-  size_t offset = 0;
+  Client& client = clients_[conn];
   std::vector<Reply> replies;
-  bool keep = true;
-  while (offset < in->size()) {
-    Request req;
-    size_t consumed = 0;
-    std::string error;
-    ParseResult res = ParseRequest(std::string_view(*in).substr(offset), &req, &consumed, &error);
-    if (res == ParseResult::kNeedMore) break;
-    if (res == ParseResult::kInvalid) {
-      log::Warning("tcpstore: closing client after a malformed request", {{"error", error}});
-      keep = false;
-      break;
-    }
-    offset += consumed;
-    if (!state_.Handle(conn, req, &replies)) {
-      log::Warning("tcpstore: closing client after a rejected request",
-                   {{"query", std::to_string(static_cast<int>(req.type))}});
-      keep = false;
-      break;
-    }
-  }
-  in->erase(0, offset);
+  const bool keep = Serve(conn, client, *in, &replies);
+  // The parser keeps every byte it consumed: nothing is left for the next read to look at again.
+  in->clear();
   for (Reply& r : replies) server_.Send(r.conn, r.bytes);
+  if (keep) UpdateDeadline(conn, client);
   return keep;
 }
 
+bool TcpStoreServer::Serve(ConnId conn, Client& client, std::string_view in,
+                           std::vector<Reply>* replies) {
+  while (!in.empty()) {
+    Request req;
+    size_t used = 0;
+    std::string error;
+    const uint64_t held_before = client.parser.request_bytes();
+    const ParseResult res = client.parser.Feed(in, &used, &req, &error);
+    in.remove_prefix(used);
+    pending_bytes_ = pending_bytes_ - held_before + client.parser.request_bytes();
+    if (res == ParseResult::kInvalid) return Refuse(conn, "malformed request: " + error);
+    if (!state_.IsValidated(conn) && client.parser.type().value_or(QueryType::kValidate) !=
+                                         QueryType::kValidate) {
+      return Refuse(conn, "the first request is not VALIDATE");
+    }
+    if (pending_bytes_ > options_.max_pending_bytes) {
+      return Refuse(conn, "unfinished requests of all clients exceed " +
+                              std::to_string(options_.max_pending_bytes) + " bytes");
+    }
+    if (res == ParseResult::kNeedMore) return true;
+    if (!state_.Handle(conn, req, replies)) return Refuse(conn, state_.refusal());
+  }
+  return true;
+}
+
+void TcpStoreServer::UpdateDeadline(ConnId conn, Client& client) {
+  const bool mid = client.parser.request_bytes() > 0;
+  if (mid && !client.mid_request) {
+    server_.SetDeadline(conn, std::chrono::steady_clock::now() + options_.request_timeout);
+  } else if (!mid && state_.IsValidated(conn)) {
+    server_.SetDeadline(conn, std::nullopt);  // idle between requests: kept
+  }
+  client.mid_request = mid;
+}
+
+bool TcpStoreServer::Refuse(ConnId conn, const std::string& why) {
+  // A hostile client could otherwise fill the log: the first refusal and every 100th.
+  if (refusals_++ % 100 == 0) {
+    log::Warning("tcpstore: closing a client", {{"reason", why},
+                                                {"connection", std::to_string(conn)},
+                                                {"refusals", std::to_string(refusals_)}});
+  }
+  return false;
+}
+
 void TcpStoreServer::OnClose(ConnId conn) {
+  if (auto it = clients_.find(conn); it != clients_.end()) {
+    pending_bytes_ -= it->second.parser.request_bytes();
+    clients_.erase(it);
+  }
   std::vector<Reply> replies;  // a closed client's reserved queue item may wake another
   state_.Disconnect(conn, &replies);
   for (Reply& r : replies) server_.Send(r.conn, r.bytes);

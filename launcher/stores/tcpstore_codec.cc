@@ -1,40 +1,10 @@
 #include "launcher/stores/tcpstore_codec.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace lockstep::launcher::stores {
 namespace {
-
-// Reads fields from the front of a buffer; any read past the end marks the request incomplete.
-class Reader {
- public:
-  explicit Reader(std::string_view buf) : buf_(buf) {}
-
-  template <typename T>
-  bool Value(T* v) {
-    if (buf_.size() - pos_ < sizeof(T)) return false;
-    std::memcpy(v, buf_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-
-  // Returns kInvalid for a length over `max`, kNeedMore when the bytes are not all there yet.
-  ParseResult Bytes(std::uint64_t max, std::string* out) {
-    std::uint64_t len = 0;
-    if (!Value(&len)) return ParseResult::kNeedMore;
-    if (len > max) return ParseResult::kInvalid;
-    if (buf_.size() - pos_ < len) return ParseResult::kNeedMore;
-    out->assign(buf_.data() + pos_, static_cast<size_t>(len));
-    pos_ += static_cast<size_t>(len);
-    return ParseResult::kOk;
-  }
-
-  size_t pos() const { return pos_; }
-
- private:
-  std::string_view buf_;
-  size_t pos_ = 0;
-};
 
 bool HasOneKey(QueryType t) {
   switch (t) {
@@ -71,68 +41,157 @@ bool IsKeyList(QueryType t) {
          t == QueryType::kMultiSet;
 }
 
-ParseResult ParseBody(Reader& r, Request* req, std::string* error) {
-  const QueryType t = req->type;
-  if (t == QueryType::kValidate || t == QueryType::kPing) {
-    return r.Value(&req->u32) ? ParseResult::kOk : ParseResult::kNeedMore;
-  }
-  if (HasOneKey(t)) {
-    req->keys.emplace_back();
-    ParseResult res = r.Bytes(kMaxKeyLen, &req->keys.back());
-    if (res != ParseResult::kOk) {
-      if (res == ParseResult::kInvalid) *error = "key longer than 8 KiB";
-      return res;
-    }
-    for (int i = 0; i < ValuesAfterKey(t); ++i) {
-      req->values.emplace_back();
-      res = r.Bytes(kMaxPayloadLen, &req->values.back());
-      if (res != ParseResult::kOk) {
-        if (res == ParseResult::kInvalid) *error = "value larger than 8 MiB";
-        return res;
-      }
-    }
-    if (t == QueryType::kAdd && !r.Value(&req->i64)) return ParseResult::kNeedMore;
-    return ParseResult::kOk;
-  }
-  if (IsKeyList(t)) {
-    std::uint64_t n = 0;
-    if (!r.Value(&n)) return ParseResult::kNeedMore;
-    if (n > kMaxKeyCount) {
-      *error = "more than 128Ki keys in one request";
-      return ParseResult::kInvalid;
-    }
-    for (std::uint64_t i = 0; i < n; ++i) {
-      req->keys.emplace_back();
-      ParseResult res = r.Bytes(kMaxKeyLen, &req->keys.back());
-      if (res == ParseResult::kOk && t == QueryType::kMultiSet) {
-        req->values.emplace_back();
-        res = r.Bytes(kMaxPayloadLen, &req->values.back());
-      }
-      if (res != ParseResult::kOk) {
-        if (res == ParseResult::kInvalid) *error = "key or value beyond the size limits";
-        return res;
-      }
-    }
-    return ParseResult::kOk;
-  }
-  return ParseResult::kOk;  // GETNUMKEYS, CANCEL_WAIT: no fields
-}
-
 }  // namespace
 
 ParseResult ParseRequest(std::string_view buf, Request* req, size_t* consumed, std::string* error) {
   *req = Request{};
-  Reader r(buf);
-  std::uint8_t type = 0;
-  if (!r.Value(&type)) return ParseResult::kNeedMore;
-  if (type > static_cast<std::uint8_t>(QueryType::kQueueLen)) {
-    *error = "unknown query type " + std::to_string(type);
+  RequestParser parser;
+  size_t used = 0;
+  ParseResult res = parser.Feed(buf, &used, req, error);
+  if (res == ParseResult::kOk) *consumed = used;
+  return res;
+}
+
+void RequestParser::Reset() {
+  req_ = Request{};
+  started_ = false;
+  step_ = Step::kType;
+  scratch_len_ = 0;
+  strings_left_ = 0;
+  string_left_ = 0;
+  target_ = nullptr;
+  request_bytes_ = 0;
+}
+
+ParseResult RequestParser::Feed(std::string_view buf, size_t* consumed, Request* out,
+                                std::string* error) {
+  size_t pos = 0;
+  ParseResult res = ParseResult::kNeedMore;
+  while (pos < buf.size() && res == ParseResult::kNeedMore) {
+    if (step_ == Step::kString) {
+      const size_t take = static_cast<size_t>(std::min<std::uint64_t>(string_left_,
+                                                                      buf.size() - pos));
+      target_->append(buf.data() + pos, take);
+      pos += take;
+      request_bytes_ += take;
+      string_left_ -= take;
+      if (string_left_ == 0) res = AfterString();
+      continue;
+    }
+    const size_t need = step_ == Step::kType ? 1 : step_ == Step::kU32 ? 4 : 8;
+    const size_t take = std::min(need - scratch_len_, buf.size() - pos);
+    std::memcpy(scratch_ + scratch_len_, buf.data() + pos, take);
+    scratch_len_ += take;
+    pos += take;
+    request_bytes_ += take;
+    if (scratch_len_ == need) {
+      scratch_len_ = 0;
+      res = OnScalar(error);
+    }
+  }
+  // A request with no fields after its type ends with its first byte.
+  *consumed = pos;
+  if (res == ParseResult::kOk) {
+    *out = std::move(req_);
+    Reset();
+  }
+  return res;
+}
+
+ParseResult RequestParser::OnScalar(std::string* error) {
+  switch (step_) {
+    case Step::kType: {
+      const auto type = static_cast<std::uint8_t>(scratch_[0]);
+      if (type > static_cast<std::uint8_t>(QueryType::kQueueLen)) {
+        *error = "unknown query type " + std::to_string(type);
+        return ParseResult::kInvalid;
+      }
+      req_.type = static_cast<QueryType>(type);
+      started_ = true;
+      return StartBody(error);
+    }
+    case Step::kU32:
+      std::memcpy(&req_.u32, scratch_, sizeof(req_.u32));
+      return ParseResult::kOk;
+    case Step::kI64:
+      std::memcpy(&req_.i64, scratch_, sizeof(req_.i64));
+      return ParseResult::kOk;
+    case Step::kCount: {
+      std::uint64_t n = 0;
+      std::memcpy(&n, scratch_, sizeof(n));
+      if (n > kMaxKeyCount) {
+        *error = "more than 128Ki keys in one request";
+        return ParseResult::kInvalid;
+      }
+      strings_left_ = req_.type == QueryType::kMultiSet ? 2 * n : n;
+      return AfterString();
+    }
+    case Step::kLength: {
+      std::uint64_t len = 0;
+      std::memcpy(&len, scratch_, sizeof(len));
+      return OnLength(len, error);
+    }
+    case Step::kString:
+      break;
+  }
+  return ParseResult::kInvalid;
+}
+
+ParseResult RequestParser::StartBody(std::string* /*error*/) {
+  const QueryType t = req_.type;
+  if (t == QueryType::kValidate || t == QueryType::kPing) {
+    step_ = Step::kU32;
+    return ParseResult::kNeedMore;
+  }
+  if (HasOneKey(t)) {
+    strings_left_ = 1 + static_cast<std::uint64_t>(ValuesAfterKey(t));
+    return AfterString();
+  }
+  if (IsKeyList(t)) {
+    step_ = Step::kCount;
+    return ParseResult::kNeedMore;
+  }
+  return ParseResult::kOk;  // GETNUMKEYS, CANCEL_WAIT: no fields
+}
+
+bool RequestParser::NextStringIsKey() const {
+  if (HasOneKey(req_.type)) return req_.keys.empty();
+  if (req_.type == QueryType::kMultiSet) return req_.keys.size() == req_.values.size();
+  return true;
+}
+
+ParseResult RequestParser::OnLength(std::uint64_t len, std::string* error) {
+  const bool key = NextStringIsKey();
+  if (len > (key ? kMaxKeyLen : kMaxPayloadLen)) {
+    *error = key ? "key longer than 8 KiB" : "value larger than 8 MiB";
     return ParseResult::kInvalid;
   }
-  req->type = static_cast<QueryType>(type);
-  ParseResult res = ParseBody(r, req, error);
-  if (res == ParseResult::kOk) *consumed = r.pos();
-  return res;
+  if (len > kMaxRequestBytes - std::min(request_bytes_, kMaxRequestBytes)) {
+    *error = "request larger than 32 MiB";
+    return ParseResult::kInvalid;
+  }
+  std::vector<std::string>& list = key ? req_.keys : req_.values;
+  list.emplace_back();
+  target_ = &list.back();
+  string_left_ = len;
+  step_ = Step::kString;
+  if (len == 0) return AfterString();
+  target_->reserve(static_cast<size_t>(len));
+  return ParseResult::kNeedMore;
+}
+
+ParseResult RequestParser::AfterString() {
+  target_ = nullptr;
+  if (strings_left_ > 0) {
+    --strings_left_;
+    step_ = Step::kLength;
+    return ParseResult::kNeedMore;
+  }
+  if (req_.type == QueryType::kAdd && step_ != Step::kI64) {
+    step_ = Step::kI64;
+    return ParseResult::kNeedMore;
+  }
+  return ParseResult::kOk;
 }
 
 void PutU8(std::uint8_t v, std::string* out) { out->push_back(static_cast<char>(v)); }

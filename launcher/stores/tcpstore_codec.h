@@ -3,8 +3,14 @@
 // TCPStoreLibUvBackend.cpp), as a pure codec. A request is one QueryType byte followed by its
 // fields; strings and byte vectors are a uint64 length and the bytes; integers are raw host-order
 // (little-endian) int64/uint32. Replies are written with the Put* helpers.
+//
+// RequestParser reads a request field by field as its bytes arrive and keeps what it read, so
+// each byte is looked at once however the stream is split (a whole-buffer parse on every read
+// made a slow 8 MiB request cost O(n^2)); it refuses a request as soon as a declared length
+// would take it past kMaxRequestBytes, before the bytes are sent.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +49,9 @@ inline constexpr std::uint8_t kWaitCanceled = 1;
 inline constexpr std::uint64_t kMaxKeyLen = 8 * 1024;
 inline constexpr std::uint64_t kMaxPayloadLen = 8 * 1024 * 1024;
 inline constexpr std::uint64_t kMaxKeyCount = 128 * 1024;
+// Lockstep's own bound on one request (torch's is kMaxKeyCount x kMaxPayloadLen = 1 TiB): torch's
+// clients send one small key/value at a time; MULTI_SET batches stay far below this.
+inline constexpr std::uint64_t kMaxRequestBytes = 32 * 1024 * 1024;
 
 struct Request {
   QueryType type = QueryType::kValidate;
@@ -56,8 +65,43 @@ struct Request {
 enum class ParseResult { kNeedMore, kOk, kInvalid };
 
 // Parses one request from the front of `buf`. On kOk, `*consumed` is its length in bytes; on
-// kInvalid, `*error` says why (unknown query type, a length beyond the limits).
+// kInvalid, `*error` says why (unknown query type, a length beyond the limits). Consumes nothing
+// on kNeedMore (a one-shot RequestParser).
 ParseResult ParseRequest(std::string_view buf, Request* req, size_t* consumed, std::string* error);
+
+// An incremental parser of one connection's request stream. Not thread-safe.
+class RequestParser {
+ public:
+  // Consumes bytes from the front of `buf` into the request in progress: `*consumed` says how
+  // many (all of `buf` on kNeedMore; up to the request's end on kOk, when `*out` receives it
+  // and the parser starts over). kInvalid: `*error` says why; the stream cannot continue.
+  ParseResult Feed(std::string_view buf, size_t* consumed, Request* out, std::string* error);
+  // Bytes of the request in progress consumed so far (0 between requests).
+  std::uint64_t request_bytes() const { return request_bytes_; }
+  // The type of the request in progress, once its first byte arrived.
+  std::optional<QueryType> type() const {
+    return started_ ? std::optional(req_.type) : std::nullopt;
+  }
+
+ private:
+  enum class Step { kType, kU32, kCount, kLength, kString, kI64 };
+  ParseResult StartBody(std::string* error);
+  ParseResult OnScalar(std::string* error);
+  ParseResult OnLength(std::uint64_t len, std::string* error);
+  ParseResult AfterString();
+  bool NextStringIsKey() const;
+  void Reset();
+
+  Request req_;
+  bool started_ = false;
+  Step step_ = Step::kType;
+  char scratch_[8] = {};
+  size_t scratch_len_ = 0;       // bytes of the current scalar read so far
+  std::uint64_t strings_left_ = 0;
+  std::uint64_t string_left_ = 0;  // bytes of the current string still to read
+  std::string* target_ = nullptr;  // the string being filled
+  std::uint64_t request_bytes_ = 0;
+};
 
 // Appends one request in wire format (used by tests and by clients written against this codec).
 void EncodeRequest(const Request& req, std::string* out);

@@ -6,6 +6,14 @@
 namespace lockstep::launcher::stores {
 namespace {
 
+// What one key, value or queue item costs beyond its bytes (node, hash bucket, string headers),
+// so a flood of empty keys is bounded too.
+constexpr size_t kEntryOverhead = 64;
+
+size_t EntryBytes(std::string_view key, std::string_view value) {
+  return key.size() + value.size() + kEntryOverhead;
+}
+
 std::string WaitDone() {
   std::string out;
   PutU8(kWaitStopWaiting, &out);
@@ -14,10 +22,41 @@ std::string WaitDone() {
 
 }  // namespace
 
+bool TcpStoreState::Refuse(std::string why) {
+  refusal_ = std::move(why);
+  return false;
+}
+
+bool TcpStoreState::Admit(size_t added, std::string_view what) {
+  const size_t room = limits_.max_stored_bytes - std::min(stored_bytes_, limits_.max_stored_bytes);
+  if (added <= room) return true;
+  return Refuse(std::string(what) + " would take the store past " +
+                std::to_string(limits_.max_stored_bytes) + " bytes");
+}
+
+bool TcpStoreState::Put(const std::string& key, std::string value) {
+  if (value.size() > limits_.max_value_bytes) {
+    return Refuse("a value of " + std::to_string(value.size()) + " bytes");
+  }
+  auto it = kv_.find(key);
+  const size_t before = it == kv_.end() ? 0 : EntryBytes(key, it->second);
+  const size_t after = EntryBytes(key, value);
+  if (after > before && !Admit(after - before, "a SET")) return false;
+  stored_bytes_ = stored_bytes_ - before + after;
+  if (it == kv_.end()) {
+    kv_.emplace(key, std::move(value));
+  } else {
+    it->second = std::move(value);
+  }
+  return true;
+}
+
 bool TcpStoreState::Handle(ConnId conn, const Request& req, std::vector<Reply>* replies) {
   if (!validated_.contains(conn)) {
     // The libuv server accepts nothing but VALIDATE as a connection's first request.
-    if (req.type != QueryType::kValidate || req.u32 != kValidationMagic) return false;
+    if (req.type != QueryType::kValidate || req.u32 != kValidationMagic) {
+      return Refuse("the first request is not VALIDATE with the magic number");
+    }
     validated_.insert(conn);
     return true;
   }
@@ -25,7 +64,7 @@ bool TcpStoreState::Handle(ConnId conn, const Request& req, std::vector<Reply>* 
   std::string out;
   switch (req.type) {
     case QueryType::kValidate:
-      if (req.u32 != kValidationMagic) return false;
+      if (req.u32 != kValidationMagic) return Refuse("VALIDATE with a wrong magic number");
       return true;
     case QueryType::kPing:
       PutU32(req.u32, &out);
@@ -41,7 +80,7 @@ bool TcpStoreState::Handle(ConnId conn, const Request& req, std::vector<Reply>* 
     case QueryType::kQueuePush:
     case QueryType::kQueuePop:
     case QueryType::kQueueLen:
-      HandleQueueOp(conn, req, &out, replies);
+      if (!HandleQueueOp(conn, req, &out, replies)) return false;
       break;
     default:
       if (!HandleKeyOp(conn, req, &out, replies)) return false;
@@ -54,18 +93,17 @@ bool TcpStoreState::HandleKeyOp(ConnId conn, const Request& req, std::string* ou
                                 std::vector<Reply>* replies) {
   switch (req.type) {
     case QueryType::kSet:
-      Set(req.keys[0], req.values[0], replies);
-      return true;
+      return Set(req.keys[0], req.values[0], replies);
     case QueryType::kCompareSet: {
       const std::string& key = req.keys[0];
       auto it = kv_.find(key);
       if (it == kv_.end()) {
         // torch answers `expected` when the key is absent and expected is non-empty.
-        if (req.values[0].empty()) kv_[key] = req.values[1];
+        if (req.values[0].empty() && !Put(key, req.values[1])) return false;
         PutBytes(req.values[0].empty() ? req.values[1] : req.values[0], out);
       } else {
-        if (it->second == req.values[0]) it->second = req.values[1];
-        PutBytes(it->second, out);
+        if (it->second == req.values[0] && !Put(key, req.values[1])) return false;
+        PutBytes(kv_.at(key), out);
       }
       WakeAll(key, replies);
       return true;
@@ -75,19 +113,8 @@ bool TcpStoreState::HandleKeyOp(ConnId conn, const Request& req, std::string* ou
       PutBytes(it == kv_.end() ? std::string_view() : std::string_view(it->second), out);
       return true;
     }
-    case QueryType::kAdd: {
-      std::int64_t value = req.i64;
-      if (auto it = kv_.find(req.keys[0]); it != kv_.end()) {
-        std::int64_t old = 0;
-        const std::string& s = it->second;
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), old);
-        if (ec != std::errc() || end != s.data() + s.size()) return false;
-        if (__builtin_add_overflow(value, old, &value)) return false;  // a sum beyond int64
-      }
-      Set(req.keys[0], std::to_string(value), replies);
-      PutI64(value, out);
-      return true;
-    }
+    case QueryType::kAdd:
+      return HandleAdd(req, out, replies);
     case QueryType::kCheck: {
       bool ready = std::all_of(req.keys.begin(), req.keys.end(),
                                [&](const std::string& k) { return Ready(k); });
@@ -95,42 +122,98 @@ bool TcpStoreState::HandleKeyOp(ConnId conn, const Request& req, std::string* ou
       return true;
     }
     case QueryType::kWait:
+      if (waiting_.contains(conn)) return Refuse("a second WAIT while one is pending");
       if (Wait(conn, req.keys)) PutU8(kWaitStopWaiting, out);
       return true;
-    case QueryType::kDeleteKey:
-      PutI64(static_cast<std::int64_t>(kv_.erase(req.keys[0])), out);
+    case QueryType::kDeleteKey: {
+      auto it = kv_.find(req.keys[0]);
+      const bool found = it != kv_.end();
+      if (found) {
+        stored_bytes_ -= EntryBytes(it->first, it->second);
+        kv_.erase(it);
+      }
+      PutI64(found ? 1 : 0, out);
       return true;
-    case QueryType::kAppend:
-      kv_[req.keys[0]].append(req.values[0]);
-      WakeAll(req.keys[0], replies);
+    }
+    case QueryType::kAppend: {
+      const std::string& key = req.keys[0];
+      auto it = kv_.find(key);
+      const size_t size = (it == kv_.end() ? 0 : it->second.size()) + req.values[0].size();
+      if (size > limits_.max_value_bytes) {
+        return Refuse("APPEND would make a value of " + std::to_string(size) + " bytes");
+      }
+      const size_t added = it == kv_.end() ? EntryBytes(key, req.values[0]) : req.values[0].size();
+      if (!Admit(added, "an APPEND")) return false;
+      stored_bytes_ += added;
+      kv_[key].append(req.values[0]);
+      WakeAll(key, replies);
       return true;
+    }
     case QueryType::kMultiGet:
-      for (const std::string& key : req.keys) {
-        auto it = kv_.find(key);
-        PutBytes(it == kv_.end() ? std::string_view() : std::string_view(it->second), out);
+      return HandleMultiGet(req, out);
+    case QueryType::kMultiSet:
+      for (size_t i = 0; i < req.keys.size(); ++i) {
+        if (!Set(req.keys[i], req.values[i], replies)) return false;
       }
       return true;
-    case QueryType::kMultiSet:
-      for (size_t i = 0; i < req.keys.size(); ++i) Set(req.keys[i], req.values[i], replies);
-      return true;
     default:
-      return false;
+      return Refuse("an unknown request");
   }
 }
 
-void TcpStoreState::HandleQueueOp(ConnId conn, const Request& req, std::string* out,
+bool TcpStoreState::HandleAdd(const Request& req, std::string* out,
+                              std::vector<Reply>* replies) {
+  std::int64_t value = req.i64;
+  if (auto it = kv_.find(req.keys[0]); it != kv_.end()) {
+    std::int64_t old = 0;
+    const std::string& s = it->second;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), old);
+    if (ec != std::errc() || end != s.data() + s.size()) {
+      return Refuse("ADD on a value that is not a number");
+    }
+    // torch's server would overflow a signed integer (undefined behaviour); refuse instead.
+    if (__builtin_add_overflow(old, req.i64, &value)) {
+      return Refuse("ADD past the range of int64");
+    }
+  }
+  if (!Set(req.keys[0], std::to_string(value), replies)) return false;
+  PutI64(value, out);
+  return true;
+}
+
+bool TcpStoreState::HandleMultiGet(const Request& req, std::string* out) {
+  size_t reply = 0;
+  for (const std::string& key : req.keys) {
+    auto it = kv_.find(key);
+    reply += sizeof(std::uint64_t) + (it == kv_.end() ? 0 : it->second.size());
+    if (reply > limits_.max_reply_bytes) {
+      return Refuse("a MULTI_GET reply larger than " + std::to_string(limits_.max_reply_bytes) +
+                    " bytes");
+    }
+  }
+  out->reserve(reply);
+  for (const std::string& key : req.keys) {
+    auto it = kv_.find(key);
+    PutBytes(it == kv_.end() ? std::string_view() : std::string_view(it->second), out);
+  }
+  return true;
+}
+
+bool TcpStoreState::HandleQueueOp(ConnId conn, const Request& req, std::string* out,
                                   std::vector<Reply>* replies) {
   const std::string& key = req.keys[0];
   if (req.type == QueryType::kQueuePush) {
+    if (!Admit(EntryBytes(key, req.values[0]), "a QUEUE_PUSH")) return false;
+    stored_bytes_ += EntryBytes(key, req.values[0]);
     queues_[key].push_back(req.values[0]);
     WakeOne(key, replies);  // one pushed item can satisfy only one blocked pop
-    return;
+    return true;
   }
   auto it = queues_.find(key);
   const size_t len = it == queues_.end() ? 0 : it->second.size();
   if (req.type == QueryType::kQueueLen) {
     PutI64(static_cast<std::int64_t>(len), out);
-    return;
+    return true;
   }
   // Items are interchangeable: a client holding a reservation takes the front one, as does a
   // client without one while some item is unreserved. Anyone else finds the queue empty (torch's
@@ -138,11 +221,13 @@ void TcpStoreState::HandleQueueOp(ConnId conn, const Request& req, std::string* 
   const bool held = EndReservation(conn, key);
   if (!held && Unreserved(key) == 0) {
     PutI64(0, out);
-    return;
+    return true;
   }
   PutI64(static_cast<std::int64_t>(len), out);
   PutBytes(it->second.front(), out);
+  stored_bytes_ -= EntryBytes(key, it->second.front());
   it->second.pop_front();
+  return true;
 }
 
 size_t TcpStoreState::Unreserved(const std::string& queue) const {
@@ -176,9 +261,10 @@ void TcpStoreState::ReleaseUnusedReservation(ConnId conn, const Request& req,
   WakeOne(queue, replies);
 }
 
-void TcpStoreState::Set(const std::string& key, std::string value, std::vector<Reply>* replies) {
-  kv_[key] = std::move(value);
+bool TcpStoreState::Set(const std::string& key, std::string value, std::vector<Reply>* replies) {
+  if (!Put(key, std::move(value))) return false;
   WakeAll(key, replies);
+  return true;
 }
 
 bool TcpStoreState::Ready(const std::string& key) const {
@@ -186,11 +272,6 @@ bool TcpStoreState::Ready(const std::string& key) const {
 }
 
 bool TcpStoreState::Wait(ConnId conn, const std::vector<std::string>& keys) {
-  // torch's client has one WAIT outstanding at a time; a second one sent before the first was
-  // answered replaces it. Left registered, the first one's keys kept the client listed as their
-  // waiter, so an item for them woke it out of its other wait and was reserved for it, even
-  // after it disconnected: the item was never popped (found by tests/fuzz/tcpstore).
-  DropWaits(conn);
   std::set<std::string> missing;
   for (const std::string& key : keys) {
     if (!Ready(key)) missing.insert(key);

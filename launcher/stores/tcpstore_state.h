@@ -11,6 +11,14 @@
 // ends with that client's next request (its pop takes the item; anything else, or a closed
 // connection, hands the item to the next waiter).
 //
+// Bounded (issue 18): what the store holds (keys, values and queue items, each counted with a
+// fixed per-entry overhead) stays under `max_stored_bytes`, one value under `max_value_bytes`
+// (APPEND cannot grow one past it), one reply under `max_reply_bytes` (a MULTI_GET naming one
+// big value 100,000 times is refused, not built), and a connection has at most one WAIT pending
+// (torch's client blocks on its WAIT; a second one could only pile up waiters). A request
+// beyond a bound is refused: Handle returns false and the server closes the connection, as the
+// libuv server does on a protocol error. ADD refuses to overflow int64 the same way.
+//
 // Not thread-safe: the TcpStoreServer drives it from its one loop thread.
 
 #include <cstdint>
@@ -18,6 +26,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -31,31 +40,51 @@ struct Reply {
   std::string bytes;
 };
 
+struct StoreLimits {
+  size_t max_stored_bytes = 256 * 1024 * 1024;
+  size_t max_value_bytes = 32 * 1024 * 1024;
+  size_t max_reply_bytes = 32 * 1024 * 1024;
+};
+
 class TcpStoreState {
  public:
+  explicit TcpStoreState(StoreLimits limits = {}) : limits_(limits) {}
+
   // Applies one request from `conn`, appending the replies it causes (to `conn`, and to clients
-  // whose WAIT it completes). Returns false on a request that must close the connection: anything
-  // before VALIDATE, a wrong magic number, or ADD on a value that is not a number or whose sum
-  // would not fit in an int64.
+  // whose WAIT it completes). Returns false on a request that must close the connection
+  // (refusal() says why): anything before VALIDATE, a wrong magic number, ADD on a value that is
+  // not a number or past INT64_MAX/MIN, a second pending WAIT, or a request beyond the limits.
   bool Handle(ConnId conn, const Request& req, std::vector<Reply>* replies);
+  // Why the last Handle returned false.
+  const std::string& refusal() const { return refusal_; }
   // Forgets the connection, any WAIT it had pending and any queue item reserved for it (which may
   // complete another client's WAIT: its reply is appended).
   void Disconnect(ConnId conn, std::vector<Reply>* replies);
 
+  bool IsValidated(ConnId conn) const { return validated_.contains(conn); }
   size_t num_keys() const { return kv_.size(); }
   size_t num_waiting() const { return waiting_.size(); }
   size_t num_reserved() const { return reservation_.size(); }
+  // What the store holds, as counted against max_stored_bytes.
+  size_t stored_bytes() const { return stored_bytes_; }
 
  private:
-  void Set(const std::string& key, std::string value, std::vector<Reply>* replies);
+  // Refuses (false, refusal_ set) unless the store can take `added` more bytes.
+  bool Admit(size_t added, std::string_view what);
+  bool Refuse(std::string why);
+  // Stores `value` under `key`, keeping stored_bytes_; false (nothing changed) beyond the limits.
+  bool Put(const std::string& key, std::string value);
+  bool Set(const std::string& key, std::string value, std::vector<Reply>* replies);
+  bool HandleAdd(const Request& req, std::string* out, std::vector<Reply>* replies);
+  bool HandleMultiGet(const Request& req, std::string* out);
   void WakeAll(const std::string& key, std::vector<Reply>* replies);
   void WakeOne(const std::string& key, std::vector<Reply>* replies);
   bool Ready(const std::string& key) const;
   bool Wait(ConnId conn, const std::vector<std::string>& keys);
-  // Forgets the keys `conn` waits for (a replaced WAIT, a disconnect).
+  // Forgets the keys `conn` waits for (a disconnect).
   void DropWaits(ConnId conn);
   bool HandleKeyOp(ConnId conn, const Request& req, std::string* out, std::vector<Reply>* replies);
-  void HandleQueueOp(ConnId conn, const Request& req, std::string* out,
+  bool HandleQueueOp(ConnId conn, const Request& req, std::string* out,
                      std::vector<Reply>* replies);
   size_t Unreserved(const std::string& queue) const;
   void Reserve(ConnId conn, const std::string& queue);
@@ -64,6 +93,9 @@ class TcpStoreState {
   // Ends a reservation the request does not use and offers its item to the next waiter.
   void ReleaseUnusedReservation(ConnId conn, const Request& req, std::vector<Reply>* replies);
 
+  StoreLimits limits_;
+  std::string refusal_;
+  size_t stored_bytes_ = 0;
   std::unordered_map<std::string, std::string> kv_;
   std::unordered_map<std::string, std::deque<std::string>> queues_;
   std::set<ConnId> validated_;

@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 
 #include "operator/api/failure_rules.h"
+#include "operator/api/network_policy.h"
 #include "operator/api/ranks.h"
 #include "protocol/contract.h"
 
@@ -33,12 +34,16 @@ std::string Base64(std::string_view in) {
 
 json JobLabels(const TrainingJob& job) { return {{kLabelJobName, job.metadata.name}}; }
 
+}  // namespace
+
 json ChildMetadata(const TrainingJob& job, std::string name) {
   return {{"name", std::move(name)},
           {"namespace", job.metadata.namespace_name},
           {"labels", JobLabels(job)},
           {"ownerReferences", json::array({ControllerOwnerReference(job)})}};
 }
+
+namespace {
 
 // "<pod>.<job>.<ns>.svc": resolvable through the headless Service from any pod of the cluster.
 std::string PodDnsName(const TrainingJob& job, const std::string& pod_name) {
@@ -86,6 +91,9 @@ json LauncherEnv(const TrainingJob& job, const PodSlot& slot, const AttemptConte
       EnvVar(contract::kEnvHangTimeout,
              std::to_string(job.spec.failure_policy.hang_timeout_seconds)),
       EnvVar(contract::kEnvAdvertiseAddr, PodDnsName(job, pod_name)),
+      // The ports the job's NetworkPolicy keeps to its own pods (network_policy.h).
+      EnvVar(contract::kEnvMasterPort, std::to_string(kMasterPort)),
+      EnvVar(contract::kEnvKvPort, std::to_string(kKvPort)),
   });
   // Exit codes the FailJob rules name: the launchers end the job on them at once instead of
   // spending in-place restarts on an error that no restart can fix.
@@ -131,7 +139,18 @@ json InstallContainer(const ChildrenOptions& options) {
       {"resources",
        {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}},
         {"limits", {{"cpu", "500m"}, {"memory", "64Mi"}}}}},
-      {"volumeMounts", json::array({{{"name", kLauncherVolume}, {"mountPath", kLauncherDir}}})}};
+      {"volumeMounts", json::array({{{"name", kLauncherVolume}, {"mountPath", kLauncherDir}}})},
+      // Pod Security "restricted", so the operator's own container never makes a job's pods
+      // fail a namespace's policy. 65532 is the launcher image's user; `cp` writes only to the
+      // emptyDir (mode 0777).
+      {"securityContext",
+       {{"allowPrivilegeEscalation", false},
+        {"capabilities", {{"drop", json::array({"ALL"})}}},
+        {"runAsNonRoot", true},
+        {"runAsUser", kLauncherImageUser},
+        {"runAsGroup", kLauncherImageUser},
+        {"readOnlyRootFilesystem", true},
+        {"seccompProfile", {{"type", "RuntimeDefault"}}}}}};
   if (!options.launcher_image_pull_policy.empty()) {
     c["imagePullPolicy"] = options.launcher_image_pull_policy;
   }

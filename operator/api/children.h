@@ -10,7 +10,9 @@
 //   - schedulerName lockstep (the gang scheduler binds), hostname <pod>, subdomain <job>,
 //     restartPolicy Never (the launcher restarts processes; the operator restarts pods);
 //   - init container `lockstep-launcher-install` (image --launcher-image) that copies
-//     /lockstep-launcher from its image into the emptyDir `lockstep-bin` at /lockstep/bin;
+//     /lockstep-launcher from its image into the emptyDir `lockstep-bin` at /lockstep/bin, with
+//     a securityContext that passes Pod Security "restricted" (non-root 65532, no privilege
+//     escalation, every capability dropped, RuntimeDefault seccomp, read-only root);
 //   - the trainer (first container) runs `/lockstep/bin/lockstep-launcher -- <command> <args>`
 //     with LOCKSTEP_* env (protocol/contract.h) and the token Secret mounted read-only at
 //     /var/run/lockstep/rdzv/token. Resources are untouched.
@@ -43,6 +45,7 @@ inline constexpr std::string_view kLauncherPath = "/lockstep/bin/lockstep-launch
 inline constexpr std::string_view kTokenVolume = "lockstep-rdzv";
 inline constexpr std::string_view kTokenDir = "/var/run/lockstep/rdzv";
 inline constexpr std::string_view kTokenKey = "token";
+inline constexpr int64_t kLauncherImageUser = 65532;  // docker/launcher.Dockerfile's USER
 
 struct ChildrenOptions {
   std::string launcher_image;              // the operator's --launcher-image
@@ -59,6 +62,9 @@ struct ChildrenOptions {
 std::string JobSelector(std::string_view job_name);
 std::string RdzvSecretName(std::string_view job_name);
 nlohmann::json ControllerOwnerReference(const TrainingJob& job);
+// A child's metadata: `name`, the job's namespace, the label lockstep.dev/job-name and the
+// controller ownerReference.
+nlohmann::json ChildMetadata(const TrainingJob& job, std::string name);
 
 nlohmann::json BuildService(const TrainingJob& job);
 // `token` comes from GenerateRdzvToken() (token.h).

@@ -4,6 +4,8 @@
 // live in validation.h. Nothing here throws.
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "operator/api/types.h"
@@ -13,6 +15,18 @@ namespace lockstep::api {
 StatusOr<TrainingJob> DecodeTrainingJob(const nlohmann::json& object);
 StatusOr<TrainingJobSpec> DecodeSpec(const nlohmann::json& spec);
 StatusOr<TrainingJobStatus> DecodeStatus(const nlohmann::json& status);
+
+// What DecodeStatusPartial could not read.
+struct UnreadStatus {
+  std::vector<std::string> errors;           // one per field or list element skipped, with path
+  std::vector<nlohmann::json> conditions;    // the condition elements skipped, as stored
+  bool empty() const { return errors.empty(); }
+};
+// Decodes every field of a status it can read and skips the rest, saying what in `unread`: a
+// status written by a newer operator, or stored before a CRD rule existed, loses one field, not
+// every counter (the controller must then not act on it: see cached_job.h). DecodeStatus is the
+// strict form: the first error, or the whole status.
+TrainingJobStatus DecodeStatusPartial(const nlohmann::json& status, UnreadStatus* unread);
 StatusOr<ObjectMeta> DecodeObjectMeta(const nlohmann::json& metadata);
 
 // Encodes the whole object (apiVersion, kind, metadata, spec, status). Unset optionals and empty

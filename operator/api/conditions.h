@@ -23,6 +23,8 @@ inline constexpr std::string_view kConditionStalled = "Stalled";
 
 // Reason for Stalled=True when the stored spec breaks a rule (it bypassed validation).
 inline constexpr std::string_view kReasonInvalidSpec = "InvalidSpec";
+// Reason for Stalled=True when the stored status cannot be read (the operator does not act).
+inline constexpr std::string_view kReasonInvalidStatus = "InvalidStatus";
 
 const Condition* FindCondition(const std::vector<Condition>& conditions, std::string_view type);
 bool IsConditionTrue(const std::vector<Condition>& conditions, std::string_view type);

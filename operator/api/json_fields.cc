@@ -74,9 +74,12 @@ Status ReadInt64(const json& obj, std::string_view key, std::string_view path, i
   }
   if (v->is_number_float()) {
     const double d = v->get<double>();
-    // Range first: casting a double beyond int64 is undefined (1e300 was; tests/fuzz/api_codec).
-    constexpr double kTwoTo63 = 9223372036854775808.0;
-    if (d >= -kTwoTo63 && d < kTwoTo63 && d == static_cast<double>(static_cast<int64_t>(d))) {
+    // Range first: converting a double outside int64 (1e300) is undefined behaviour.
+    constexpr double kTwo63 = 9223372036854775808.0;
+    if (!(d >= -kTwo63 && d < kTwo63)) {
+      return InvalidArgumentError(FieldPath(path, key) + ": integer out of range");
+    }
+    if (d == static_cast<double>(static_cast<int64_t>(d))) {
       *out = static_cast<int64_t>(d);
       return Status::Ok();
     }

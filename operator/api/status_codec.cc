@@ -10,7 +10,7 @@
 
 namespace lockstep::api {
 
-using internal::ForEachElement;
+using internal::IndexPath;
 using internal::Member;
 using internal::MissingError;
 using internal::ReadEnum;
@@ -23,6 +23,21 @@ using internal::TypeError;
 using nlohmann::json;
 
 namespace {
+
+// One lenient decode: each read fills its field or adds why not to the errors, and the decode
+// goes on with the next field.
+class Reads {
+ public:
+  explicit Reads(std::vector<std::string>* errors) : errors_(errors) {}
+  bool operator()(const Status& s) {
+    if (s.ok()) return true;
+    errors_->push_back(s.message());
+    return false;
+  }
+
+ private:
+  std::vector<std::string>* errors_;
+};
 
 Status DecodeCondition(const json& c, const std::string& path, Condition* out) {
   if (!c.is_object()) return TypeError(path, "an object", c);
@@ -37,128 +52,175 @@ Status DecodeCondition(const json& c, const std::string& path, Condition* out) {
   return ReadString(c, "message", path, &out->message);
 }
 
-Status DecodeRestarts(const json& status, TrainingJobStatus* out) {
-  if (const json* r = Member(status, "restarts")) {
-    if (!r->is_object()) return TypeError("status.restarts", "an object", *r);
-    LS_RETURN_IF_ERROR(ReadInt32(*r, "failures", "status.restarts", &out->restarts.failures));
-    LS_RETURN_IF_ERROR(ReadInt32(*r, "disruptions", "status.restarts", &out->restarts.disruptions));
-    LS_RETURN_IF_ERROR(ReadInt32(*r, "consecutive", "status.restarts", &out->restarts.consecutive));
-    LS_RETURN_IF_ERROR(ReadInt32(*r, "inPlace", "status.restarts", &out->restarts.in_place));
+// A condition that cannot be read is left out of `out` and kept, as stored, in `unread`.
+void DecodeConditions(const json& status, TrainingJobStatus* out, std::vector<json>* unread,
+                      Reads& reads) {
+  const json* list = Member(status, "conditions");
+  if (list == nullptr) return;
+  if (!list->is_array()) {
+    reads(TypeError("status.conditions", "an array", *list));
+    return;
   }
-  if (const json* l = Member(status, "lastRestart")) {
-    if (!l->is_object()) return TypeError("status.lastRestart", "an object", *l);
-    LastRestart last;
-    std::optional<Time> when;
-    LS_RETURN_IF_ERROR(ReadOptTime(*l, "time", "status.lastRestart", &when));
-    if (when) last.time = *when;
-    LS_RETURN_IF_ERROR(ReadString(*l, "reason", "status.lastRestart", &last.reason));
-    LS_RETURN_IF_ERROR(ReadString(*l, "message", "status.lastRestart", &last.message));
-    LS_RETURN_IF_ERROR(ReadInt32(*l, "attempt", "status.lastRestart", &last.attempt));
-    LS_RETURN_IF_ERROR(
-        ReadInt32(*l, "backoffSeconds", "status.lastRestart", &last.backoff_seconds));
-    if (Member(*l, "mode") != nullptr) {
-      RestartMode mode = RestartMode::kRecreate;
-      LS_RETURN_IF_ERROR(ReadEnum(*l, "mode", "status.lastRestart", &ParseRestartMode, &mode));
-      last.mode = mode;
+  for (size_t i = 0; i < list->size(); ++i) {
+    Condition condition;
+    if (reads(DecodeCondition((*list)[i], IndexPath("status.conditions", i), &condition))) {
+      out->conditions.push_back(std::move(condition));
+    } else {
+      unread->push_back((*list)[i]);
     }
-    LS_RETURN_IF_ERROR(ReadStringList(*l, "nodes", "status.lastRestart", &last.nodes));
-    out->last_restart = std::move(last);
   }
-  return Status::Ok();
 }
 
-Status DecodeInPlace(const json& status, TrainingJobStatus* out) {
+void DecodeRestarts(const json& status, TrainingJobStatus* out, Reads& reads) {
+  if (const json* r = Member(status, "restarts")) {
+    const std::string path = "status.restarts";
+    if (!r->is_object()) {
+      reads(TypeError(path, "an object", *r));
+    } else {
+      reads(ReadInt32(*r, "failures", path, &out->restarts.failures));
+      reads(ReadInt32(*r, "disruptions", path, &out->restarts.disruptions));
+      reads(ReadInt32(*r, "consecutive", path, &out->restarts.consecutive));
+      reads(ReadInt32(*r, "inPlace", path, &out->restarts.in_place));
+    }
+  }
+  if (const json* l = Member(status, "lastRestart")) {
+    const std::string path = "status.lastRestart";
+    if (!l->is_object()) {
+      reads(TypeError(path, "an object", *l));
+      return;
+    }
+    LastRestart last;
+    std::optional<Time> when;
+    reads(ReadOptTime(*l, "time", path, &when));
+    if (when) last.time = *when;
+    reads(ReadString(*l, "reason", path, &last.reason));
+    reads(ReadString(*l, "message", path, &last.message));
+    reads(ReadInt32(*l, "attempt", path, &last.attempt));
+    reads(ReadInt32(*l, "backoffSeconds", path, &last.backoff_seconds));
+    if (Member(*l, "mode") != nullptr) {
+      RestartMode mode = RestartMode::kRecreate;
+      if (reads(ReadEnum(*l, "mode", path, &ParseRestartMode, &mode))) last.mode = mode;
+    }
+    reads(ReadStringList(*l, "nodes", path, &last.nodes));
+    out->last_restart = std::move(last);
+  }
+}
+
+void DecodeInPlace(const json& status, TrainingJobStatus* out, Reads& reads) {
   if (const json* r = Member(status, "rendezvous")) {
     const std::string path = "status.rendezvous";
-    if (!r->is_object()) return TypeError(path, "an object", *r);
-    RendezvousStatus rdzv;
-    LS_RETURN_IF_ERROR(ReadInt32(*r, "attempt", path, &rdzv.attempt));
-    LS_RETURN_IF_ERROR(ReadInt32(*r, "round", path, &rdzv.round));
-    LS_RETURN_IF_ERROR(ReadInt32(*r, "failureRestarts", path, &rdzv.failure_restarts));
-    LS_RETURN_IF_ERROR(ReadInt32(*r, "requestedRestarts", path, &rdzv.requested_restarts));
-    out->rendezvous = rdzv;
+    if (!r->is_object()) {
+      reads(TypeError(path, "an object", *r));
+    } else {
+      RendezvousStatus rdzv;
+      reads(ReadInt32(*r, "attempt", path, &rdzv.attempt));
+      reads(ReadInt32(*r, "round", path, &rdzv.round));
+      reads(ReadInt32(*r, "failureRestarts", path, &rdzv.failure_restarts));
+      reads(ReadInt32(*r, "requestedRestarts", path, &rdzv.requested_restarts));
+      out->rendezvous = rdzv;
+    }
   }
   if (const json* q = Member(status, "restartRequest")) {
     const std::string path = "status.restartRequest";
-    if (!q->is_object()) return TypeError(path, "an object", *q);
-    RestartRequestStatus request;
-    LS_RETURN_IF_ERROR(ReadString(*q, "value", path, &request.value));
-    std::optional<Time> when;
-    LS_RETURN_IF_ERROR(ReadOptTime(*q, "time", path, &when));
-    if (when) request.time = *when;
-    LS_RETURN_IF_ERROR(ReadEnum(*q, "mode", path, &ParseRestartMode, &request.mode));
-    LS_RETURN_IF_ERROR(ReadEnum(*q, "state", path, &ParseRestartRequestState, &request.state));
-    LS_RETURN_IF_ERROR(ReadInt32(*q, "attempt", path, &request.attempt));
-    if (Member(*q, "round") != nullptr) {
-      LS_RETURN_IF_ERROR(ReadInt32(*q, "round", path, &request.round));
+    if (!q->is_object()) {
+      reads(TypeError(path, "an object", *q));
+      return;
     }
+    RestartRequestStatus request;
+    reads(ReadString(*q, "value", path, &request.value));
+    std::optional<Time> when;
+    reads(ReadOptTime(*q, "time", path, &when));
+    if (when) request.time = *when;
+    reads(ReadEnum(*q, "mode", path, &ParseRestartMode, &request.mode));
+    reads(ReadEnum(*q, "state", path, &ParseRestartRequestState, &request.state));
+    reads(ReadInt32(*q, "attempt", path, &request.attempt));
+    if (Member(*q, "round") != nullptr) reads(ReadInt32(*q, "round", path, &request.round));
     out->restart_request = std::move(request);
   }
+}
+
+Status DecodeExcludedNode(const json& e, const std::string& path, ExcludedNode* node) {
+  if (!e.is_object()) return TypeError(path, "an object", e);
+  LS_RETURN_IF_ERROR(ReadString(e, "name", path, &node->name));
+  if (node->name.empty()) return MissingError(path + ".name");
+  LS_RETURN_IF_ERROR(ReadString(e, "reason", path, &node->reason));
+  std::optional<Time> until;
+  LS_RETURN_IF_ERROR(ReadOptTime(e, "until", path, &until));
+  if (until) node->until = *until;
   return Status::Ok();
 }
 
-Status DecodeExcludedNodes(const json& status, TrainingJobStatus* out) {
-  auto decode = [out](const json& e, const std::string& path) {
-    if (!e.is_object()) return TypeError(path, "an object", e);
+void DecodeExcludedNodes(const json& status, TrainingJobStatus* out, Reads& reads) {
+  const json* list = Member(status, "excludedNodes");
+  if (list == nullptr) return;
+  if (!list->is_array()) {
+    reads(TypeError("status.excludedNodes", "an array", *list));
+    return;
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
     ExcludedNode node;
-    LS_RETURN_IF_ERROR(ReadString(e, "name", path, &node.name));
-    if (node.name.empty()) return MissingError(path + ".name");
-    LS_RETURN_IF_ERROR(ReadString(e, "reason", path, &node.reason));
-    std::optional<Time> until;
-    LS_RETURN_IF_ERROR(ReadOptTime(e, "until", path, &until));
-    if (until) node.until = *until;
-    out->excluded_nodes.push_back(std::move(node));
-    return Status::Ok();
-  };
-  return ForEachElement(status, "excludedNodes", "status", decode);
+    if (reads(DecodeExcludedNode((*list)[i], IndexPath("status.excludedNodes", i), &node))) {
+      out->excluded_nodes.push_back(std::move(node));
+    }
+  }
 }
 
-Status DecodeCapacity(const json& status, TrainingJobStatus* out) {
+void DecodeCapacity(const json& status, TrainingJobStatus* out, Reads& reads) {
   const json* c = Member(status, "capacity");
-  if (c == nullptr) return Status::Ok();
-  if (!c->is_object()) return TypeError("status.capacity", "an object", *c);
+  if (c == nullptr) return;
+  if (!c->is_object()) {
+    reads(TypeError("status.capacity", "an object", *c));
+    return;
+  }
   Capacity capacity;
-  LS_RETURN_IF_ERROR(
-      ReadInt32(*c, "feasibleReplicas", "status.capacity", &capacity.feasible_replicas));
+  reads(ReadInt32(*c, "feasibleReplicas", "status.capacity", &capacity.feasible_replicas));
   std::optional<Time> when;
-  LS_RETURN_IF_ERROR(ReadOptTime(*c, "observedTime", "status.capacity", &when));
+  reads(ReadOptTime(*c, "observedTime", "status.capacity", &when));
   if (when) capacity.observed_time = *when;
   out->capacity = capacity;
-  return Status::Ok();
+}
+
+void DecodeScalars(const json& status, TrainingJobStatus* out, Reads& reads) {
+  reads(ReadInt64(status, "observedGeneration", "status", &out->observed_generation));
+  if (Member(status, "state") != nullptr) {
+    JobState state = JobState::kPending;
+    if (reads(ReadEnum(status, "state", "status", &ParseJobState, &state))) out->state = state;
+  }
+  reads(ReadString(status, "reason", "status", &out->reason));
+  reads(ReadString(status, "message", "status", &out->message));
+  reads(ReadInt32(status, "replicas", "status", &out->replicas));
+  reads(ReadInt32(status, "readyReplicas", "status", &out->ready_replicas));
+  reads(ReadString(status, "workersReady", "status", &out->workers_ready));
+  reads(ReadString(status, "selector", "status", &out->selector));
+  reads(ReadInt32(status, "attempt", "status", &out->attempt));
+  reads(ReadOptTime(status, "startTime", "status", &out->start_time));
+  reads(ReadOptTime(status, "completionTime", "status", &out->completion_time));
 }
 
 }  // namespace
 
-StatusOr<TrainingJobStatus> DecodeStatus(const json& status) {
+TrainingJobStatus DecodeStatusPartial(const json& status, UnreadStatus* unread) {
   TrainingJobStatus out;
+  *unread = UnreadStatus{};
   if (status.is_null()) return out;
-  if (!status.is_object()) return TypeError("status", "an object", status);
-  LS_RETURN_IF_ERROR(ReadInt64(status, "observedGeneration", "status", &out.observed_generation));
-  if (Member(status, "state") != nullptr) {
-    JobState state = JobState::kPending;
-    LS_RETURN_IF_ERROR(ReadEnum(status, "state", "status", &ParseJobState, &state));
-    out.state = state;
+  Reads reads(&unread->errors);
+  if (!status.is_object()) {
+    reads(TypeError("status", "an object", status));
+    return out;
   }
-  LS_RETURN_IF_ERROR(ReadString(status, "reason", "status", &out.reason));
-  LS_RETURN_IF_ERROR(ReadString(status, "message", "status", &out.message));
-  auto decode_condition = [&out](const json& c, const std::string& path) {
-    Condition condition;
-    LS_RETURN_IF_ERROR(DecodeCondition(c, path, &condition));
-    out.conditions.push_back(std::move(condition));
-    return Status::Ok();
-  };
-  LS_RETURN_IF_ERROR(ForEachElement(status, "conditions", "status", decode_condition));
-  LS_RETURN_IF_ERROR(ReadInt32(status, "replicas", "status", &out.replicas));
-  LS_RETURN_IF_ERROR(ReadInt32(status, "readyReplicas", "status", &out.ready_replicas));
-  LS_RETURN_IF_ERROR(ReadString(status, "workersReady", "status", &out.workers_ready));
-  LS_RETURN_IF_ERROR(ReadString(status, "selector", "status", &out.selector));
-  LS_RETURN_IF_ERROR(ReadInt32(status, "attempt", "status", &out.attempt));
-  LS_RETURN_IF_ERROR(DecodeRestarts(status, &out));
-  LS_RETURN_IF_ERROR(ReadOptTime(status, "startTime", "status", &out.start_time));
-  LS_RETURN_IF_ERROR(ReadOptTime(status, "completionTime", "status", &out.completion_time));
-  LS_RETURN_IF_ERROR(DecodeInPlace(status, &out));
-  LS_RETURN_IF_ERROR(DecodeExcludedNodes(status, &out));
-  LS_RETURN_IF_ERROR(DecodeCapacity(status, &out));
+  DecodeScalars(status, &out, reads);
+  DecodeConditions(status, &out, &unread->conditions, reads);
+  DecodeRestarts(status, &out, reads);
+  DecodeInPlace(status, &out, reads);
+  DecodeExcludedNodes(status, &out, reads);
+  DecodeCapacity(status, &out, reads);
+  return out;
+}
+
+StatusOr<TrainingJobStatus> DecodeStatus(const json& status) {
+  UnreadStatus unread;
+  TrainingJobStatus out = DecodeStatusPartial(status, &unread);
+  if (!unread.errors.empty()) return InvalidArgumentError(unread.errors.front());
   return out;
 }
 

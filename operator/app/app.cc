@@ -119,6 +119,8 @@ Status OperatorApp::Start() {
   copts.namespaces = options_.namespaces;
   copts.workers = options_.workers;
   copts.launcher_image = options_.launcher_image;
+  // In a pod, the jobs' NetworkPolicies let this operator's pods reach their rendezvous port.
+  copts.operator_peer = {Env("POD_NAMESPACE"), options_.operator_pod_labels};
   copts.events.instance = identity;
   copts.node_health.lease_grace = options_.node_lease_grace;
   copts.node_health.restart_on_cordon = options_.restart_on_node_cordon;
@@ -212,6 +214,7 @@ int OperatorApp::Run() {
   WaitForShutdown();
   log::Info("shutting down");
   Parts& p = *parts_;
+  StopGuard guard(p);
   // Every watch is asked to end first: each notices within about a second, so stopping them one
   // after another cost seconds per shutdown (and per leader hand-over).
   p.controller->RequestStop();
@@ -223,7 +226,39 @@ int OperatorApp::Run() {
   }
   p.metrics_server.Stop();
   p.health_server.Stop();
+  guard.Done();
+  log::Info("stopped");
   return 0;
+}
+
+OperatorApp::StopGuard::StopGuard(Parts& parts)
+    : thread_([this, &parts] {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (cv_.wait_for(lock, kStopGrace, [this] { return done_; })) return;
+        // Work still in flight after the grace: a dead or hung apiserver. Cancelled requests
+        // return at once; the next leader redoes whatever a pass left half done, as after a
+        // crash.
+        log::Warning("stop is slow; cancelling the API requests still in flight");
+        parts.client->Cancel();
+        if (parts.scheduler) parts.scheduler->CancelRequests();
+        if (cv_.wait_until(lock, start_ + kStopBound, [this] { return done_; })) return;
+        log::Error("stop did not finish in time; exiting",
+                   {{"bound_seconds", std::to_string(kStopBound.count())}});
+        std::fflush(stderr);
+        std::_Exit(1);
+      }) {}
+
+OperatorApp::StopGuard::~StopGuard() {
+  Done();
+  thread_.join();
+}
+
+void OperatorApp::StopGuard::Done() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
 }
 
 }  // namespace lockstep::app

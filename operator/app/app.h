@@ -9,11 +9,18 @@
 // way to drop every in-flight decision. Every write of the controller, the scheduler and the
 // event recorder is fenced by the lease (LeaderElector::MayWrite): a leader that wakes from a
 // pause after its lease expired sends nothing before it exits.
+//
+// A requested stop ends within kStopBound whatever the apiserver does (a leader that cannot stop
+// cannot release its Lease early and holds up every rollout): API requests still running after
+// kStopGrace are cancelled (kube::RestClient::Cancel), and past kStopBound the process exits
+// with status 1.
 
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "common/status.h"
 #include "operator/app/options.h"
@@ -22,6 +29,9 @@ namespace lockstep::app {
 
 class OperatorApp {
  public:
+  static constexpr std::chrono::seconds kStopGrace{2};
+  static constexpr std::chrono::seconds kStopBound{5};
+
   explicit OperatorApp(OperatorOptions options);
   ~OperatorApp();
 
@@ -32,6 +42,20 @@ class OperatorApp {
 
  private:
   struct Parts;
+  // Watches a stop from its start: cancels the clients after kStopGrace, exits after kStopBound.
+  class StopGuard {
+   public:
+    explicit StopGuard(Parts& parts);
+    ~StopGuard();
+    void Done();
+
+   private:
+    const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool done_ = false;  // guarded by mu_
+    std::thread thread_;  // last: starts after the members above exist
+  };
   Status Start();
   // The leader elector (not yet running) whose lease fences every write of the clients.
   Status MakeElector(const std::string& identity);

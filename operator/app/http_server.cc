@@ -1,13 +1,16 @@
 #include "operator/app/http_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "common/log.h"
 
@@ -15,42 +18,17 @@ namespace lockstep::app {
 namespace {
 
 constexpr size_t kMaxRequestBytes = 16 * 1024;
-constexpr int kIoTimeoutMs = 5000;
 
 std::string StatusText(int code) {
   switch (code) {
     case 200: return "OK";
+    case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Status";
   }
-}
-
-void WriteAll(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the client went away; nothing to do
-    off += static_cast<size_t>(n);
-  }
-}
-
-// Reads until the end of the request head; false on timeout, EOF or an oversized head.
-bool ReadHead(int fd, std::string* head) {
-  char buf[2048];
-  while (head->find("\r\n\r\n") == std::string::npos) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, kIoTimeoutMs) <= 0) return false;
-    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    head->append(buf, static_cast<size_t>(n));
-    if (head->size() > kMaxRequestBytes) return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -102,33 +80,108 @@ Status HttpServer::Start(const std::string& address) {
   socklen_t len = sizeof(addr);
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
   port_ = ntohs(addr.sin_port);
+  ::fcntl(listen_fd_, F_SETFL, ::fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
+  if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return InternalError(std::string("pipe2: ") + std::strerror(errno));
+  }
+  stop_ = false;
   thread_ = std::thread([this] { Serve(); });
   return Status::Ok();
 }
 
 void HttpServer::Stop() {
   stop_ = true;
-  // Wakes the serving thread's poll() at once instead of at its next 200 ms tick.
-  if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
+  if (wake_pipe_[1] >= 0) {
+    [[maybe_unused]] ssize_t n = ::write(wake_pipe_[1], "x", 1);
+  }
   if (thread_.joinable()) thread_.join();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  listen_fd_ = -1;
-}
-
-void HttpServer::Serve() {
-  while (!stop_) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 200) <= 0) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    HandleConnection(fd);
-    ::close(fd);
+  for (auto& [id, c] : conns_) ::close(c.fd);
+  conns_.clear();
+  for (int* fd : {&listen_fd_, &wake_pipe_[0], &wake_pipe_[1]}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
   }
 }
 
-void HttpServer::HandleConnection(int fd) {
-  std::string head;
-  if (!ReadHead(fd, &head)) return;
+void HttpServer::Serve() {
+  std::vector<pollfd> fds;
+  std::vector<uint64_t> ids;
+  while (!stop_) {
+    fds.assign({pollfd{wake_pipe_[0], POLLIN, 0}, pollfd{listen_fd_, POLLIN, 0}});
+    ids.assign({0, 0});
+    auto now = std::chrono::steady_clock::now();
+    auto next = now + std::chrono::seconds(1);
+    for (auto& [id, c] : conns_) {
+      fds.push_back({c.fd, static_cast<short>(c.out.empty() ? POLLIN : POLLOUT), 0});
+      ids.push_back(id);
+      next = std::min(next, c.deadline);
+    }
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(wait, 0))) < 0 &&
+        errno != EINTR) {
+      log::Error("health/metrics server poll failed", {{"error", std::strerror(errno)}});
+      return;
+    }
+    if (stop_) return;
+    for (size_t i = 2; i < fds.size(); ++i) {
+      auto it = conns_.find(ids[i]);
+      if (it == conns_.end() || fds[i].revents == 0) continue;
+      Connection& c = it->second;
+      const bool keep = (fds[i].revents & POLLOUT) ? OnWritable(c) : OnReadable(c);
+      if (!keep) {
+        ::close(c.fd);
+        conns_.erase(it);
+      }
+    }
+    now = std::chrono::steady_clock::now();
+    std::erase_if(conns_, [now](auto& entry) {
+      if (entry.second.deadline > now) return false;
+      ::close(entry.second.fd);  // a slow or silent client: its time is up
+      return true;
+    });
+    if (fds[1].revents & POLLIN) Accept();
+  }
+}
+
+void HttpServer::Accept() {
+  while (true) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    if (conns_.size() >= kMaxConnections) {
+      // The oldest connection has had the longest to send its request: it goes first.
+      ::close(conns_.begin()->second.fd);
+      conns_.erase(conns_.begin());
+    }
+    Connection& c = conns_[next_conn_++];
+    c.fd = fd;
+    c.deadline = std::chrono::steady_clock::now() + kRequestDeadline;
+  }
+}
+
+bool HttpServer::OnReadable(Connection& c) {
+  char buf[2048];
+  ssize_t n = ::recv(c.fd, buf, sizeof(buf), 0);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+  if (n <= 0) return false;
+  c.in.append(buf, static_cast<size_t>(n));
+  if (c.in.find("\r\n\r\n") == std::string::npos) return c.in.size() <= kMaxRequestBytes;
+  c.out = Respond(c.in);
+  c.in.clear();
+  return OnWritable(c);
+}
+
+bool HttpServer::OnWritable(Connection& c) {
+  while (c.written < c.out.size()) {
+    ssize_t n = ::send(c.fd, c.out.data() + c.written, c.out.size() - c.written, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n <= 0) return false;  // the client went away; nothing to do
+    c.written += static_cast<size_t>(n);
+  }
+  return false;  // all written: Connection: close
+}
+
+std::string HttpServer::Respond(const std::string& head) const {
   const size_t line_end = head.find("\r\n");
   const std::string line = head.substr(0, line_end);
   const size_t sp1 = line.find(' ');
@@ -150,10 +203,10 @@ void HttpServer::HandleConnection(int fd) {
     }
     if (method == "HEAD") resp.body.clear();
   }
-  WriteAll(fd, "HTTP/1.1 " + std::to_string(resp.code) + " " + StatusText(resp.code) +
-                   "\r\nContent-Type: " + resp.content_type +
-                   "\r\nContent-Length: " + std::to_string(resp.body.size()) +
-                   "\r\nConnection: close\r\n\r\n" + resp.body);
+  return "HTTP/1.1 " + std::to_string(resp.code) + " " + StatusText(resp.code) +
+         "\r\nContent-Type: " + resp.content_type +
+         "\r\nContent-Length: " + std::to_string(resp.body.size()) +
+         "\r\nConnection: close\r\n\r\n" + resp.body;
 }
 
 }  // namespace lockstep::app

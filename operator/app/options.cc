@@ -42,6 +42,26 @@ Status ParseBool(const std::string& flag, const std::string& v, bool* out) {
   return Status::Ok();
 }
 
+// "k=v,k2=v2" (no spaces); empty is no labels.
+Status ParseLabels(const std::string& flag, const std::string& v,
+                   std::map<std::string, std::string>* out) {
+  out->clear();
+  size_t start = 0;
+  while (start < v.size()) {
+    size_t comma = v.find(',', start);
+    if (comma == std::string::npos) comma = v.size();
+    const std::string pair = v.substr(start, comma - start);
+    const size_t eq = pair.find('=');
+    if (eq == 0 || eq == std::string::npos || pair.find_first_of(" \t") != std::string::npos) {
+      return InvalidArgumentError("--" + flag + ": want key=value[,key=value...], got \"" + v +
+                                  "\"");
+    }
+    (*out)[pair.substr(0, eq)] = pair.substr(eq + 1);
+    start = comma + 1;
+  }
+  return Status::Ok();
+}
+
 // Whole seconds with a unit: "20s", "2m", "1h" (what Kubernetes components take, without
 // fractions or compound forms, which a lease grace never needs).
 Status ParseSeconds(const std::string& flag, const std::string& v, std::chrono::seconds* out) {
@@ -142,6 +162,9 @@ const std::map<std::string, Setter>& Setters() {
          }
          return Status::Ok();
        }},
+      {"operator-pod-labels", [](const std::string& v, OperatorOptions* o) {
+         return ParseLabels("operator-pod-labels", v, &o->operator_pod_labels);
+       }},
       {"launcher-image", [](const std::string& v, OperatorOptions* o) {
          if (v.empty()) return InvalidArgumentError("--launcher-image: empty value");
          o->launcher_image = v;
@@ -214,6 +237,9 @@ Flags:
   --node-lease-grace DURATION        a node whose kube-node-lease Lease is not renewed for this
                                      long is lost and its jobs restart (default 20s; e.g. 30s, 1m)
   --on-node-cordon ignore|restart    restart jobs off a cordoned node or not (default ignore)
+  --operator-pod-labels K=V,...      this operator's pod labels: each job's NetworkPolicy lets
+                                     pods with them, in $POD_NAMESPACE, reach the rendezvous
+                                     port (default: any pod of $POD_NAMESPACE)
   --help                             show this help
 )";
 }

@@ -4,6 +4,7 @@
 // exiting with status 2.
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct OperatorOptions {
   std::chrono::seconds node_lease_grace{20};
   // --on-node-cordon=restart: a cordoned node counts as lost (default ignore).
   bool restart_on_node_cordon = false;
+  // The operator's own pod labels, for the jobs' NetworkPolicies (api/network_policy.h).
+  std::map<std::string, std::string> operator_pod_labels;
   bool help = false;
 };
 

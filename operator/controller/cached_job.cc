@@ -20,14 +20,16 @@ StatusOr<CachedJob> DecodeCachedJob(const nlohmann::json& object) {
   } else {
     out.spec_error = decoded_spec.status().message();
   }
-  // A status the operator cannot read is rebuilt from scratch rather than blocking the job.
   const nlohmann::json& status = object.contains("status") ? object["status"] : null_json;
-  StatusOr<api::TrainingJobStatus> decoded_status = api::DecodeStatus(status);
-  if (decoded_status.ok()) {
-    out.job.status = std::move(decoded_status).value();
-  } else {
-    log::Warning("ignoring undecodable trainingjob status",
-                 {{"job", out.meta.Key()}, {"error", decoded_status.status().message()}});
+  api::UnreadStatus unread;
+  out.job.status = api::DecodeStatusPartial(status, &unread);
+  if (!unread.empty()) {
+    for (const std::string& e : unread.errors) {
+      out.status_error += (out.status_error.empty() ? "" : "; ") + e;
+    }
+    out.unread_conditions = std::move(unread.conditions);
+    log::Warning("trainingjob status not fully readable; the operator will not act on it",
+                 {{"job", out.meta.Key()}, {"error", out.status_error}});
   }
   return out;
 }

@@ -21,7 +21,9 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
                            client, std::make_unique<RdzvLauncherControl>(), clock)
                      : nullptr),
       reconciler_(client, caches_, expectations_, events_, metrics,
-                  PlanOptions{options_.launcher_image}, clock) {
+                  PlanOptions{options_.launcher_image, PlanOptions().node_exclusion,
+                              options_.operator_peer},
+                  clock) {
   CacheHandlers h;
   h.job_changed = [this](const std::string& key) { queue_.Add(key); };
   h.job_deleted = [this](const std::string& key) {

@@ -35,6 +35,7 @@ struct ControllerOptions {
   std::vector<std::string> namespaces;  // empty: all
   int workers = 4;
   std::string launcher_image;
+  api::OperatorPeer operator_peer = {};  // for the jobs' NetworkPolicies
   kube::EventRecorderOptions events;
   NodeHealthOptions node_health;
   // Talk to the launchers' rendezvous servers (Status polls, in-place restarts on request;

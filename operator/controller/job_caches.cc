@@ -53,6 +53,9 @@ JobCaches::JobCaches(kube::RestClient& client, const std::vector<std::string>& n
     n.secrets = std::make_unique<kube::Informer<kube::MetaObject>>(
         client, kube::resources::Secrets(), ns, Decoder(&kube::DecodeMetaObject),
         ChildOptions());
+    n.network_policies = std::make_unique<kube::Informer<kube::MetaObject>>(
+        client, kube::resources::NetworkPolicies(), ns, Decoder(&kube::DecodeMetaObject),
+        ChildOptions());
     n.pods->AddIndexer(kJobIndex, [](const kube::Pod& p) { return IndexByJob(p.meta); });
     n.pods->AddIndexer(kNodeIndex, [](const kube::Pod& p) {
       return p.node_name.empty() ? std::vector<std::string>{}
@@ -62,6 +65,8 @@ JobCaches::JobCaches(kube::RestClient& client, const std::vector<std::string>& n
                            [](const kube::MetaObject& o) { return IndexByJob(o.meta); });
     n.secrets->AddIndexer(kJobIndex,
                           [](const kube::MetaObject& o) { return IndexByJob(o.meta); });
+    n.network_policies->AddIndexer(kJobIndex,
+                                   [](const kube::MetaObject& o) { return IndexByJob(o.meta); });
   }
 }
 
@@ -101,6 +106,7 @@ void JobCaches::Wire(Namespace& n) {
   };
   n.services->AddEventHandler(children);
   n.secrets->AddEventHandler(children);
+  n.network_policies->AddEventHandler(children);
 }
 
 void JobCaches::Start() {
@@ -108,6 +114,7 @@ void JobCaches::Start() {
     n.pods->Start();
     n.services->Start();
     n.secrets->Start();
+    n.network_policies->Start();
     n.jobs->Start();
   }
 }
@@ -115,7 +122,7 @@ void JobCaches::Start() {
 void JobCaches::RequestStop() {
   for (auto& [ns, n] : namespaces_) {
     kube::InformerBase* informers[] = {n.jobs.get(), n.pods.get(), n.services.get(),
-                                       n.secrets.get()};
+                                       n.secrets.get(), n.network_policies.get()};
     for (kube::InformerBase* informer : informers) informer->RequestStop();
   }
 }
@@ -127,13 +134,14 @@ void JobCaches::Stop() {
     n.pods->Stop();
     n.services->Stop();
     n.secrets->Stop();
+    n.network_policies->Stop();
   }
 }
 
 bool JobCaches::HasSynced() const {
   for (const auto& [ns, n] : namespaces_) {
     if (!n.jobs->HasSynced() || !n.pods->HasSynced() || !n.services->HasSynced() ||
-        !n.secrets->HasSynced()) {
+        !n.secrets->HasSynced() || !n.network_policies->HasSynced()) {
       return false;
     }
   }
@@ -150,7 +158,9 @@ bool JobCaches::WaitForSync(std::chrono::milliseconds timeout) const {
                       std::function<bool(std::chrono::milliseconds)>(
                           [&](auto t) { return n.services->WaitForSync(t); }),
                       std::function<bool(std::chrono::milliseconds)>(
-                          [&](auto t) { return n.secrets->WaitForSync(t); })}) {
+                          [&](auto t) { return n.secrets->WaitForSync(t); }),
+                      std::function<bool(std::chrono::milliseconds)>(
+                          [&](auto t) { return n.network_policies->WaitForSync(t); })}) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       if (left.count() < 0 || !wait(left)) return false;
@@ -201,6 +211,9 @@ Observed JobCaches::ObserveChildren(const CachedJob& job) const {
   }
   for (const auto& secret : n->secrets->store().ByIndex(kJobIndex, key)) {
     if (ControlledBy(secret->meta, job.meta.uid)) out.secret_exists = true;
+  }
+  for (const auto& policy : n->network_policies->store().ByIndex(kJobIndex, key)) {
+    if (ControlledBy(policy->meta, job.meta.uid)) out.network_policy_exists = true;
   }
   return out;
 }

@@ -67,6 +67,7 @@ class JobCaches {
     std::unique_ptr<kube::Informer<kube::Pod>> pods;
     std::unique_ptr<kube::Informer<kube::MetaObject>> services;
     std::unique_ptr<kube::Informer<kube::MetaObject>> secrets;
+    std::unique_ptr<kube::Informer<kube::MetaObject>> network_policies;
   };
   const Namespace* For(const std::string& ns) const;
   void Wire(Namespace& n);

@@ -25,18 +25,39 @@ namespace {
 using api::ConditionStatus;
 using api::JobState;
 
-// Stalled/InvalidSpec: report, never act.
-void PlanInvalid(Pass& p, const std::string& message) {
+// Stalled=True for `reason`: report, never act. The event only on a new reason or message.
+void PlanStalled(Pass& p, std::string_view reason, const std::string& message,
+                 const std::string& why_idle) {
   const api::Condition* stalled = api::FindCondition(p.job.status.conditions,
                                                      api::kConditionStalled);
   const bool already = stalled != nullptr && stalled->status == ConditionStatus::kTrue &&
-                       stalled->reason == api::kReasonInvalidSpec && stalled->message == message;
-  p.Condition(api::kConditionStalled, true, std::string(api::kReasonInvalidSpec), message);
-  p.Condition(api::kConditionReconciling, false, std::string(api::kReasonInvalidSpec),
+                       stalled->reason == reason && stalled->message == message;
+  p.Condition(api::kConditionStalled, true, std::string(reason), message);
+  p.Condition(api::kConditionReconciling, false, std::string(reason), why_idle);
+  if (!already) p.Event("Warning", std::string(reason), message);
+}
+
+// Stalled/InvalidSpec.
+void PlanInvalid(Pass& p, const std::string& message) {
+  PlanStalled(p, api::kReasonInvalidSpec, message,
               "the operator does not act on an invalid spec");
   p.status().reason = std::string(api::kReasonInvalidSpec);
   p.status().message = message;
-  if (!already) p.Event("Warning", std::string(api::kReasonInvalidSpec), message);
+}
+
+// Stalled/InvalidStatus: a status the operator cannot fully read is never acted on (the field it
+// lost may be the attempt or a counter); only the conditions are written.
+void PlanUnreadableStatus(Pass& p, const std::string& error) {
+  constexpr size_t kMaxMessage = 1024;
+  std::string message = "the status cannot be read: " + error;
+  if (message.size() > kMaxMessage) {
+    size_t cut = kMaxMessage;  // not inside a UTF-8 sequence: JSON must stay valid
+    while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
+    message = message.substr(0, cut) + "...";
+  }
+  PlanStalled(p, api::kReasonInvalidStatus, message,
+              "the operator does not act on a status it cannot read");
+  p.plan->conditions_only = true;
 }
 
 std::string ValidationMessage(const std::vector<api::FieldError>& errors) {
@@ -108,10 +129,12 @@ void PlanSuspended(Pass& p) {
   }
 }
 
-// The Service and the rendezvous Secret outlive attempts: created whenever missing.
+// The Service, the rendezvous Secret and the NetworkPolicy outlive attempts: created whenever
+// missing.
 void PlanSharedChildren(Pass& p) {
   p.plan->create_service = !p.observed.service_exists;
   p.plan->create_secret = !p.observed.secret_exists;
+  p.plan->create_network_policy = !p.observed.network_policy_exists;
 }
 
 // The children that are missing. Pods are created only when the cache is settled; a pod name
@@ -294,6 +317,10 @@ Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time no
   api::TrainingJobSpec spec = cached.job.spec;
   spec.replicas = AttemptWorkers(cached.job);
   Pass p{cached.job, observed, now, settled, options, &plan, pods.current, pods.stale, spec};
+  if (!cached.status_error.empty()) {
+    PlanUnreadableStatus(p, cached.status_error);
+    return plan;
+  }
   p.status().observed_generation = p.gen();
   p.status().selector = api::JobSelector(cached.job.metadata.name);
   if (!cached.spec_error.empty()) {

@@ -40,10 +40,37 @@ Status PlanExecutor::CreateSharedChildren(const CachedJob& job, const Plan& plan
     LS_ASSIGN_OR_RETURN(std::string token, api::GenerateRdzvToken());
     StatusOr<nlohmann::json> r =
         client_.Create(kube::resources::Secrets(), ns, api::BuildRdzvSecret(job.job, token));
-    // AlreadyExists: a previous pass created it; its token is the one the pods use, keep it.
     if (!r.ok() && !IsAlreadyExists(r.status())) return r.status().WithContext("create secret");
+    // AlreadyExists: a previous pass created it (its token is the one the pods use, keep it),
+    // or someone else did, and then no pod of this job may use it.
+    if (!r.ok()) LS_RETURN_IF_ERROR(CheckSecretOwner(job));
+  }
+  if (plan.create_network_policy) {
+    StatusOr<nlohmann::json> r = client_.Create(kube::resources::NetworkPolicies(), ns,
+                                                api::BuildNetworkPolicy(job.job, operator_peer_));
+    if (!r.ok() && !IsAlreadyExists(r.status())) {
+      return r.status().WithContext("create network policy");
+    }
   }
   return Status::Ok();
+}
+
+Status PlanExecutor::CheckSecretOwner(const CachedJob& job) {
+  const std::string name = api::RdzvSecretName(job.meta.name);
+  StatusOr<nlohmann::json> secret =
+      client_.Get(kube::resources::Secrets(), job.meta.namespace_, name);
+  if (!secret.ok()) return secret.status().WithContext("get secret " + name);
+  StatusOr<kube::ObjectMeta> meta = kube::DecodeObjectMeta(*secret);
+  if (!meta.ok()) return meta.status().WithContext("secret " + name);
+  const kube::OwnerRef* owner = meta->ControllerRef();
+  if (owner != nullptr && owner->uid == job.meta.uid) return Status::Ok();
+  const std::string message =
+      "secret " + name + " exists but is not this job's (" +
+      (owner == nullptr ? std::string("no controller")
+                        : "controlled by " + owner->kind + " " + owner->name) +
+      "): its token is not used and no pod is created until it is deleted";
+  events_.Record(InvolvedJob(job), "Warning", "SecretNotOwned", message);
+  return FailedPreconditionError(message);
 }
 
 Status PlanExecutor::CreatePods(const CachedJob& job, const Plan& plan) {

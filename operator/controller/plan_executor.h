@@ -11,7 +11,10 @@
 // Thread-compatible: one pass at a time per job (the work queue's guarantee); creates within a
 // batch run on their own threads.
 
+#include <utility>
+
 #include "common/status.h"
+#include "operator/api/network_policy.h"
 #include "operator/controller/cached_job.h"
 #include "operator/controller/expectations.h"
 #include "operator/controller/plan_types.h"
@@ -25,8 +28,13 @@ inline constexpr int kMaxDeletesPerPass = 500;
 
 class PlanExecutor {
  public:
-  PlanExecutor(kube::RestClient& client, Expectations& expectations, kube::EventRecorder& events)
-      : client_(client), expectations_(expectations), events_(events) {}
+  // `operator_peer`: who the jobs' NetworkPolicies let reach the rendezvous port.
+  PlanExecutor(kube::RestClient& client, Expectations& expectations, kube::EventRecorder& events,
+               api::OperatorPeer operator_peer = {})
+      : client_(client),
+        expectations_(expectations),
+        events_(events),
+        operator_peer_(std::move(operator_peer)) {}
 
   // The plan's writes; the first error stops them and is returned (what was done stays done).
   Status Act(const CachedJob& job, const Plan& plan);
@@ -36,10 +44,13 @@ class PlanExecutor {
   Status CreatePods(const CachedJob& job, const Plan& plan);
   Status DeletePods(const CachedJob& job, const Plan& plan);
   Status DeleteJob(const CachedJob& job);
+  // A `<job>-rdzv` Secret that exists but is not this job's: its token would be someone else's.
+  Status CheckSecretOwner(const CachedJob& job);
 
   kube::RestClient& client_;
   Expectations& expectations_;
   kube::EventRecorder& events_;
+  const api::OperatorPeer operator_peer_;
 };
 
 // The job as an event's involved object.

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "operator/api/network_policy.h"
 #include "operator/api/types.h"
 #include "operator/controller/launcher_control.h"
 #include "operator/controller/node_health.h"
@@ -46,6 +47,7 @@ struct Observed {
   std::map<std::string, NodeVerdict> lost_nodes;
   // Node 0's launcher of the current attempt, when the operator has heard from it.
   std::optional<LauncherObservation> launchers = std::nullopt;
+  bool network_policy_exists = false;
 };
 
 struct PodDeletion {
@@ -68,12 +70,16 @@ enum class Outcome { kNone, kSucceeded, kFailed };
 struct Plan {
   bool create_service = false;
   bool create_secret = false;
+  bool create_network_policy = false;
   std::vector<nlohmann::json> pod_creates;  // full Pod objects, in node-rank order
   std::vector<PodDeletion> pod_deletes;
   bool delete_job = false;  // TTL after finished expired
 
   // The status to persist (written only if it differs from the stored one).
   api::TrainingJobStatus status;
+  // Only status.conditions may be written (a status the operator could not fully read: any
+  // other field it writes could overwrite one it failed to read).
+  bool conditions_only = false;
   // Emitted only after the status write succeeded.
   std::vector<EventSpec> events;
   // Reconcile again after this long even without an event (deadline, TTL).
@@ -105,6 +111,8 @@ struct PlanOptions {
   std::string launcher_image;
   // How long the nodes a job lost stay out of its placements (status.excludedNodes).
   std::chrono::seconds node_exclusion{300};
+  // The operator, as the job's NetworkPolicy lets it reach the rendezvous port.
+  api::OperatorPeer operator_peer = {};
 };
 
 }  // namespace lockstep::controller

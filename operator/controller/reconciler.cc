@@ -1,5 +1,7 @@
 #include "operator/controller/reconciler.h"
 
+#include <set>
+
 #include "operator/api/codec.h"
 #include "operator/api/enums.h"
 #include "operator/controller/inplace_plan.h"
@@ -16,7 +18,7 @@ TrainingJobReconciler::TrainingJobReconciler(kube::RestClient& client, const Job
       caches_(caches),
       expectations_(expectations),
       events_(events),
-      executor_(client, expectations, events),
+      executor_(client, expectations, events, options.operator_peer),
       metrics_(metrics),
       options_(std::move(options)),
       clock_(clock) {}
@@ -90,27 +92,58 @@ nlohmann::json StatusPatch(const api::TrainingJobStatus& old_status,
   return {{"metadata", {{"resourceVersion", resource_version}}}, {"status", std::move(after)}};
 }
 
+nlohmann::json ConditionsPatch(const CachedJob& job, const api::TrainingJobStatus& new_status) {
+  auto encode = [&job](const std::vector<api::Condition>& conditions) {
+    nlohmann::json out = nlohmann::json::array();
+    std::set<std::string> types;
+    for (const api::Condition& c : conditions) {
+      out.push_back(api::EncodeCondition(c));
+      types.insert(c.type);
+    }
+    // Kept as they are, unless one of ours now has that type (the list is keyed by type).
+    for (const nlohmann::json& raw : job.unread_conditions) {
+      const nlohmann::json* type = raw.is_object() && raw.contains("type") ? &raw["type"] : nullptr;
+      if (type == nullptr || !type->is_string() || types.count(type->get<std::string>()) == 0) {
+        out.push_back(raw);
+      }
+    }
+    return out;
+  };
+  nlohmann::json after = encode(new_status.conditions);
+  if (after == encode(job.job.status.conditions)) return nullptr;
+  return {{"metadata", {{"resourceVersion", job.meta.resource_version}}},
+          {"status", {{"conditions", std::move(after)}}}};
+}
+
+bool CacheShows(const StatusWrite& written, const api::TrainingJobStatus& cached) {
+  return (!written.finished || IsFinished(cached)) && cached.attempt >= written.attempt;
+}
+
 bool TrainingJobReconciler::StatusCacheBehind(const CachedJob& job) {
-  std::lock_guard<std::mutex> lock(finished_mu_);
-  auto it = finished_writes_.find(job.meta.uid);
-  if (it == finished_writes_.end()) return false;
-  // A finished status is terminal: once the cache shows one, it has caught up for good.
-  if (IsFinished(job.job.status) || clock_.Now() - it->second > std::chrono::minutes(1)) {
-    finished_writes_.erase(it);
+  std::lock_guard<std::mutex> lock(status_writes_mu_);
+  auto it = status_writes_.find(job.meta.uid);
+  if (it == status_writes_.end()) return false;
+  // Once the cache shows the write, it has caught up with it for good.
+  if (CacheShows(it->second, job.job.status) ||
+      clock_.Now() - it->second.when > std::chrono::minutes(1)) {
+    status_writes_.erase(it);
     return false;
   }
   return true;
 }
 
-void TrainingJobReconciler::NoteFinishedWrite(const CachedJob& job, const Plan& plan) {
-  if (!IsFinished(plan.status) || IsFinished(job.job.status)) return;
-  std::lock_guard<std::mutex> lock(finished_mu_);
-  finished_writes_[job.meta.uid] = clock_.Now();
+void TrainingJobReconciler::NoteStatusWrite(const CachedJob& job, const Plan& plan) {
+  const bool finishes = IsFinished(plan.status) && !IsFinished(job.job.status);
+  const bool restarts = plan.status.attempt > job.job.status.attempt;
+  if (!finishes && !restarts) return;
+  std::lock_guard<std::mutex> lock(status_writes_mu_);
+  status_writes_[job.meta.uid] = {clock_.Now(), finishes, plan.status.attempt};
 }
 
 Status TrainingJobReconciler::PersistStatus(const CachedJob& job, const Plan& plan) {
   const nlohmann::json patch =
-      StatusPatch(job.job.status, plan.status, job.meta.resource_version);
+      plan.conditions_only ? ConditionsPatch(job, plan.status)
+                           : StatusPatch(job.job.status, plan.status, job.meta.resource_version);
   if (!patch.is_null()) {
     StatusOr<nlohmann::json> r = client_.MergePatch(
         kube::resources::TrainingJobs(), job.meta.namespace_, job.meta.name, patch, "status");
@@ -118,7 +151,7 @@ Status TrainingJobReconciler::PersistStatus(const CachedJob& job, const Plan& pl
       if (IsNotFound(r.status())) return Status::Ok();  // deleted meanwhile
       return r.status().WithContext("update status");
     }
-    NoteFinishedWrite(job, plan);
+    NoteStatusWrite(job, plan);
   }
   for (const EventSpec& e : plan.events) Emit(job, e);
   RecordMetrics(job, plan);

@@ -32,6 +32,18 @@
 
 namespace lockstep::controller {
 
+// What this controller last wrote to a job's status that its next passes must see first (see
+// TrainingJobReconciler::status_writes_).
+struct StatusWrite {
+  Clock::Steady when{};
+  bool finished = false;  // Succeeded or Failed
+  int32_t attempt = 0;    // the attempt written by a restart
+};
+
+// True when the cached status shows `written`: finished if it was, and the attempt written or a
+// later one (attempts only grow; a finished status is terminal).
+bool CacheShows(const StatusWrite& written, const api::TrainingJobStatus& cached);
+
 struct ReconcileResult {
   std::optional<std::chrono::seconds> requeue_after;
 };
@@ -58,10 +70,10 @@ class TrainingJobReconciler {
   // write: a Restart is recorded (status.restartRequest) before it is sent.
   void AskLaunchers(const CachedJob& job, const Observed& observed, const Plan& plan);
 
-  // The job's cache has not caught up with the finished status this controller wrote (see
-  // finished_writes_). Forgets entries once the cache shows it, or after a minute.
+  // The job's cache has not caught up with the finished status or the restart this controller
+  // wrote (see status_writes_). Forgets entries once the cache shows them, or after a minute.
   bool StatusCacheBehind(const CachedJob& job);
-  void NoteFinishedWrite(const CachedJob& job, const Plan& plan);
+  void NoteStatusWrite(const CachedJob& job, const Plan& plan);
 
   kube::RestClient& client_;
   const JobCaches& caches_;
@@ -73,12 +85,15 @@ class TrainingJobReconciler {
   const PlanOptions options_;
   const Clock& clock_;
   LauncherMonitor* launchers_ = nullptr;
-  // uid -> when this controller wrote Succeeded/Failed for the job. The pass that finishes a job
-  // also deletes its pods (cleanPodPolicy); the pod watch can report them gone before the job
-  // watch reports the finished status, and a pass on that stale job would create the attempt's
-  // pods again. Until the cache shows the write, passes wait for it.
-  std::mutex finished_mu_;
-  std::map<std::string, Clock::Steady> finished_writes_;
+  // uid -> what this controller last wrote that its passes must see before acting again:
+  //  - Succeeded/Failed: the pass that finishes a job also deletes its pods (cleanPodPolicy);
+  //    the pod watch can report them gone before the job watch reports the finished status,
+  //    and a pass on that stale job would create the attempt's pods again;
+  //  - a restart (attempt N+1): a pass on the stale job (attempt N) sees the new attempt's pods
+  //    as stale and deletes them (issue 18: "attempt 3 never ran").
+  // Until the cache shows the write, passes wait for it.
+  std::mutex status_writes_mu_;
+  std::map<std::string, StatusWrite> status_writes_;
 };
 
 // The merge patch that turns `old_status` into `new_status` (fields that disappeared become
@@ -86,5 +101,8 @@ class TrainingJobReconciler {
 nlohmann::json StatusPatch(const api::TrainingJobStatus& old_status,
                            const api::TrainingJobStatus& new_status,
                            const std::string& resource_version);
+// The patch of a status the operator could not fully read (Plan::conditions_only): only
+// status.conditions, the ones it could not read kept as stored; null when nothing changed.
+nlohmann::json ConditionsPatch(const CachedJob& job, const api::TrainingJobStatus& new_status);
 
 }  // namespace lockstep::controller

@@ -163,7 +163,9 @@ StatusOr<ClusterConfig> InClusterConfig(const std::filesystem::path& sa_dir) {
   const std::string h(host);
   // IPv6 literals need brackets in a URL.
   config.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
-  LS_ASSIGN_OR_RETURN(config.ca_pem, ReadFile(sa_dir / "ca.crt"));
+  // ca.crt is a projected file like the token: rewritten when the cluster's CA rotates.
+  config.ca_file = TokenSource::FromFile(sa_dir / "ca.crt", std::chrono::seconds(1));
+  LS_ASSIGN_OR_RETURN(config.ca_pem, config.ca_file->Token());
   // Re-checked at most once a second: cheap, and a rotated token is picked up promptly.
   config.token = TokenSource::FromFile(sa_dir / "token", std::chrono::seconds(1));
   LS_RETURN_IF_ERROR(config.token->Token().status());

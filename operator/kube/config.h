@@ -16,7 +16,9 @@ namespace lockstep::kube {
 
 // Returns the current bearer token. A token read from a file is re-read whenever the file's
 // modification time or size changes (bound service-account tokens are rotated by the kubelet),
-// checked at most once per `recheck` interval. Thread-safe. Never log the token.
+// checked at most once per `recheck` interval. Thread-safe. Never log the token. The in-cluster
+// CA bundle (ca.crt, which the kubelet also rewrites when the cluster's CA rotates) is read
+// through one as well.
 class TokenSource {
  public:
   static std::shared_ptr<TokenSource> Static(std::string token);
@@ -47,6 +49,9 @@ class TokenSource {
 struct ClusterConfig {
   std::string server;           // https://host:port, no trailing slash
   std::string ca_pem;           // PEM bundle used to verify the server; empty = system store
+  // When set, the PEM bundle is this file's current content, re-read like the token (in-cluster
+  // ca.crt); it takes the place of ca_pem.
+  std::shared_ptr<TokenSource> ca_file;
   std::string client_cert_pem;  // client certificate (PEM), empty when unused
   std::string client_key_pem;   // client private key (PEM), empty when unused
   std::shared_ptr<TokenSource> token;  // null when unused

@@ -52,9 +52,10 @@ struct Transfer {
   Request request;
   Response response;
   std::array<char, CURL_ERROR_SIZE> errbuf{};
+  std::string ca_pem;  // a re-read CA bundle, kept for the transfer's lifetime (CURL_BLOB_NOCOPY)
+  const std::atomic<bool>* cancel = nullptr;  // the stream's, or the request's
   // Streaming only.
   const LineHandler* on_line = nullptr;
-  const std::atomic<bool>* cancel = nullptr;
   LineSplitter lines;
   bool stopped_by_handler = false;
   bool fenced = false;  // the request's fence refused it before it was sent
@@ -171,6 +172,13 @@ class CurlTransport final : public Transport {
     t->request = request;
     LS_RETURN_IF_ERROR(Setup(t.get()));
     curl_easy_setopt(t->easy, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+    if (request.cancel != nullptr) {
+      if (request.cancel->load()) return CancelledError("request cancelled");
+      t->cancel = request.cancel;
+      curl_easy_setopt(t->easy, CURLOPT_NOPROGRESS, 0L);
+      curl_easy_setopt(t->easy, CURLOPT_XFERINFOFUNCTION, &OnProgress);
+      curl_easy_setopt(t->easy, CURLOPT_XFERINFODATA, t.get());
+    }
     auto future = t->done.get_future();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -235,7 +243,7 @@ class CurlTransport final : public Transport {
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
                      options_.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);  // prefer multiplexing over a new connection
-    LS_RETURN_IF_ERROR(SetupTls(e));
+    LS_RETURN_IF_ERROR(SetupTls(e, t));
     LS_RETURN_IF_ERROR(SetupHeaders(t));
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, t->request.method.c_str());
     if (t->request.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
@@ -259,12 +267,18 @@ class CurlTransport final : public Transport {
     return Status::Ok();
   }
 
-  Status SetupTls(CURL* e) {
+  Status SetupTls(CURL* e, Transfer* t) {
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (!config_.ca_pem.empty()) {
-      curl_blob blob{const_cast<char*>(config_.ca_pem.data()), config_.ca_pem.size(),
-                     CURL_BLOB_NOCOPY};
+    const std::string* ca = &config_.ca_pem;
+    if (config_.ca_file != nullptr) {
+      // The bundle as it is now: a rotated ca.crt verifies the next new connection (curl does
+      // not reuse a connection made under another CA bundle).
+      LS_ASSIGN_OR_RETURN(t->ca_pem, config_.ca_file->Token());
+      ca = &t->ca_pem;
+    }
+    if (!ca->empty()) {
+      curl_blob blob{const_cast<char*>(ca->data()), ca->size(), CURL_BLOB_NOCOPY};
       if (curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK) {
         return InternalError("curl lacks CURLOPT_CAINFO_BLOB");
       }

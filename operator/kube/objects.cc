@@ -117,7 +117,8 @@ Status AddResources(const json& list, ResourceList* out) {
       continue;
     }
     LS_ASSIGN_OR_RETURN(int64_t milli, ParseQuantityMilli(text));
-    (*out)[it.key()] += milli;
+    int64_t& total = (*out)[it.key()];
+    total = SaturatingAdd(total, milli);  // two saturated requests must not wrap negative
   }
   return Status::Ok();
 }

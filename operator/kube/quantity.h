@@ -13,4 +13,8 @@ namespace lockstep::kube {
 
 StatusOr<int64_t> ParseQuantityMilli(std::string_view text);
 
+// a + b, held at INT64_MAX / INT64_MIN instead of overflowing: sums of saturated quantities (a
+// pod's containers, a node's pods) stay saturated.
+int64_t SaturatingAdd(int64_t a, int64_t b);
+
 }  // namespace lockstep::kube

@@ -107,8 +107,23 @@ Request RestClient::MakeRequest(std::string method, std::string path, const json
   return r;
 }
 
+void RestClient::Cancel() {
+  {
+    std::lock_guard<std::mutex> lock(cancel_mu_);
+    cancelled_ = true;
+  }
+  cancel_cv_.notify_all();
+}
+
+bool RestClient::SleepUnlessCancelled(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(cancel_mu_);
+  return !cancel_cv_.wait_for(lock, d, [this] { return cancelled_.load(); });
+}
+
 StatusOr<Response> RestClient::Execute(const std::string& verb, Request request) {
+  request.cancel = &cancelled_;
   for (int attempt = 0;; ++attempt) {
+    if (cancelled_) return CancelledError(request.method + " " + request.path + ": client stopped");
     limiter_.Wait();
     // After the limiter's wait, which a paused process ends with a burst of sends.
     if (request.fence && !request.fence()) {
@@ -142,7 +157,9 @@ StatusOr<Response> RestClient::Execute(const std::string& verb, Request request)
       if (e.retry_after && *e.retry_after > delay) delay = *e.retry_after;
       log::Debug("retrying request", {{"verb", verb}, {"code", std::to_string(code)}});
     }
-    std::this_thread::sleep_for(delay);
+    if (!SleepUnlessCancelled(delay)) {
+      return CancelledError(request.method + " " + request.path + ": client stopped");
+    }
   }
 }
 

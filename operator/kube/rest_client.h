@@ -14,8 +14,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +53,9 @@ inline ResourceRef Pods() { return {"", "v1", "pods", true}; }
 inline ResourceRef Nodes() { return {"", "v1", "nodes", false}; }
 inline ResourceRef Services() { return {"", "v1", "services", true}; }
 inline ResourceRef Secrets() { return {"", "v1", "secrets", true}; }
+inline ResourceRef NetworkPolicies() {
+  return {"networking.k8s.io", "v1", "networkpolicies", true};
+}
 inline ResourceRef ConfigMaps() { return {"", "v1", "configmaps", true}; }
 inline ResourceRef Namespaces() { return {"", "v1", "namespaces", false}; }
 inline ResourceRef ServiceAccounts() { return {"", "v1", "serviceaccounts", true}; }
@@ -165,7 +170,18 @@ class RestClient {
 
   Transport& transport() { return *transport_; }
 
+  // Ends this client's requests for good: one in flight is aborted, one waiting to retry stops
+  // waiting, and each returns CANCELLED, as does every later call. For a bounded shutdown: a
+  // client retrying a dead apiserver would hold its caller for its whole retry budget (and a
+  // caller that retries in a loop, forever). Watches end through their own `cancel`.
+  // Thread-safe.
+  void Cancel();
+  bool cancelled() const { return cancelled_.load(); }
+
  private:
+  // Sleeps for `d` unless Cancel() comes first; false when cancelled.
+  bool SleepUnlessCancelled(std::chrono::milliseconds d);
+
   StatusOr<Response> Execute(const std::string& verb, Request request);
   StatusOr<nlohmann::json> ExecuteJson(const std::string& verb, Request request);
   Request MakeRequest(std::string method, std::string path, const nlohmann::json* body,
@@ -178,6 +194,9 @@ class RestClient {
   TokenBucket limiter_;
   Backoff backoff_;
   const std::string host_;
+  std::atomic<bool> cancelled_{false};
+  std::mutex cancel_mu_;
+  std::condition_variable cancel_cv_;
 };
 
 // Percent-encodes a query parameter value.

@@ -34,6 +34,8 @@ struct Request {
   // lease check here, so a request queued before the process was paused is not sent after the
   // lease was lost (RestOptions::write_fence). Called on the transport's thread.
   std::function<bool()> fence;
+  // Do(): polled while the request is in flight; true aborts it with CANCELLED. May be null.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct Response {

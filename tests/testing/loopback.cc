@@ -1,23 +1,15 @@
 #include "tests/testing/loopback.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "tests/testing/free_port.h"
 
 namespace lockstep::testing {
 
 StatusOr<std::string> LoopbackExchange(int port, std::string_view request) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return UnavailableError("socket failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return UnavailableError("connect to 127.0.0.1:" + std::to_string(port) + " failed");
-  }
+  const int fd = ConnectTcp(port);
+  if (fd < 0) return UnavailableError("connect to 127.0.0.1:" + std::to_string(port) + " failed");
   if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) < 0) {
     ::close(fd);
     return UnavailableError("send to 127.0.0.1:" + std::to_string(port) + " failed");

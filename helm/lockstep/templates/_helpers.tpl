@@ -92,6 +92,11 @@ them); tests/unit/helm checks this list exactly. Add a verb together with the co
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
+# Each job's NetworkPolicy (only its own pods reach its launchers): created, and watched to see
+# whether it exists; deleted with the job by the garbage collector, never updated or read alone.
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [list, watch, create]
 {{- end }}
 
 {{/*

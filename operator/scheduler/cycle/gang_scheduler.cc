@@ -117,6 +117,11 @@ void GangScheduler::Stop() {
   events_.Flush(std::chrono::seconds(2));
 }
 
+void GangScheduler::CancelRequests() {
+  client_.Cancel();
+  status_client_->Cancel();
+}
+
 bool GangScheduler::HasSynced() const {
   return nodes_.HasSynced() && pods_.HasSynced() && jobs_.HasSynced() &&
          priority_classes_.HasSynced();

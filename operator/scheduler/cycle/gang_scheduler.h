@@ -76,6 +76,9 @@ class GangScheduler {
   void Start();
   // Stops the cycle loop and informers, then waits for binds in flight (and their undo).
   void Stop();
+  // Cancels every API request of the scheduler, its condition writes included, for good
+  // (kube::RestClient::Cancel): a Stop() under a dead apiserver then ends at once.
+  void CancelRequests();
   bool HasSynced() const;
   bool WaitForSync(std::chrono::milliseconds timeout) const;
 

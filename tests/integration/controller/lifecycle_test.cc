@@ -50,6 +50,13 @@ TEST_F(OperatorTest, FourWorkerJobGetsItsChildrenAndTheyAreCollectedWithIt) {
   EXPECT_EQ((*svc)["spec"]["clusterIP"], "None");
   EXPECT_EQ((*svc)["metadata"]["ownerReferences"][0]["uid"], uid);
   EXPECT_EQ((*secret)["metadata"]["ownerReferences"][0]["uid"], uid);
+  // Issue 18: the job's NetworkPolicy, with the Service and the Secret.
+  const kube::ResourceRef policies = kube::resources::NetworkPolicies();
+  StatusOr<json> policy = client().Get(policies, ns(), "four-launcher");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_EQ((*policy)["metadata"]["ownerReferences"][0]["uid"], uid);
+  EXPECT_EQ((*policy)["spec"]["podSelector"]["matchLabels"]["lockstep.dev/job-name"], "four");
+  EXPECT_EQ((*policy)["spec"]["policyTypes"], json({"Ingress"}));
 
   auto pods = ListJobPods(client(), ns(), "four");
   ASSERT_TRUE(pods.ok());
@@ -98,9 +105,41 @@ TEST_F(OperatorTest, FourWorkerJobGetsItsChildrenAndTheyAreCollectedWithIt) {
   EXPECT_TRUE(kube::testing::WaitFor(
       [&] {
         return IsNotFound(client().Get(kube::resources::Services(), ns(), "four").status()) &&
-               IsNotFound(client().Get(kube::resources::Secrets(), ns(), "four-rdzv").status());
+               IsNotFound(client().Get(kube::resources::Secrets(), ns(), "four-rdzv").status()) &&
+               IsNotFound(client().Get(policies, ns(), "four-launcher").status());
       },
       seconds(30)));
+}
+
+// Issue 18, hole 9: a `<job>-rdzv` Secret that exists before the job, not created by it, holds
+// a token someone else chose: the job's pods must never mount it. The operator refuses with a
+// SecretNotOwned event and creates no pod until the Secret is gone, then makes its own.
+TEST_F(OperatorTest, ARendezvousSecretTheJobDoesNotOwnIsRefused) {
+  const json foreign = {{"apiVersion", "v1"},
+                        {"kind", "Secret"},
+                        {"metadata", {{"name", "taken-rdzv"}}},
+                        {"stringData", {{"token", "chosen-by-someone-else"}}}};
+  ASSERT_TRUE(client().Create(kube::resources::Secrets(), ns(), foreign).ok());
+  CreateJob(MakeJob("taken", 2));
+  ASSERT_TRUE(kube::testing::WaitFor(
+      [&] {
+        const std::vector<std::string> reasons = EventReasons(client(), ns(), "taken");
+        return std::find(reasons.begin(), reasons.end(), "SecretNotOwned") != reasons.end();
+      },
+      seconds(30)))
+      << "no SecretNotOwned event; log: " << op_->log_path();
+  auto pods = ListJobPods(client(), ns(), "taken");
+  ASSERT_TRUE(pods.ok());
+  EXPECT_TRUE(pods->empty()) << pods->size() << " pods created with a foreign token";
+
+  ASSERT_TRUE(client().Delete(kube::resources::Secrets(), ns(), "taken-rdzv").ok());
+  ASSERT_TRUE(WaitForPods("taken", 2)) << "log: " << op_->log_path();
+  StatusOr<json> own = client().Get(kube::resources::Secrets(), ns(), "taken-rdzv");
+  ASSERT_TRUE(own.ok()) << own.status();
+  ASSERT_TRUE((*own)["metadata"].contains("ownerReferences"));
+  StatusOr<json> job = client().Get(kube::resources::TrainingJobs(), ns(), "taken");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ((*own)["metadata"]["ownerReferences"][0]["uid"], (*job)["metadata"]["uid"]);
 }
 
 TEST_F(OperatorTest, SuccessfulJobRunsSucceedsAndMovesTheTimeToRunningHistogram) {

@@ -128,14 +128,17 @@ void OperatorProcess::Signal(int sig) {
 
 bool OperatorProcess::WaitExit(std::chrono::milliseconds timeout) {
   if (pid_ <= 0) return true;
-  int status = 0;
-  const bool ended =
-      kube::testing::WaitFor([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout,
-                             std::chrono::milliseconds(50));
-  if (!ended) return false;
-  last_exit_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  pid_ = -1;
-  return true;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      last_exit_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      pid_ = -1;
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 bool OperatorProcess::WaitReady(std::chrono::milliseconds timeout) {

@@ -43,10 +43,8 @@ class OperatorProcess {
 
   Status Start();
   void Kill(int signal);  // and reap
-  // Sends `signal` and returns (SIGSTOP, SIGCONT): the child stays running and this object's.
-  void Signal(int signal);
-  // Waits up to `timeout` for the child to end by itself; true, reaped and last_exit() set, if it
-  // did.
+  void Signal(int signal);  // without waiting
+  // Reaps the child if it exits within `timeout`; false while it still runs.
   bool WaitExit(std::chrono::milliseconds timeout);
   bool Running() const { return pid_ > 0; }
   int metrics_port() const { return metrics_port_; }

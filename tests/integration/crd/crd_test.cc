@@ -7,10 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "operator/api/children.h"
 #include "operator/api/codec.h"
+#include "operator/api/network_policy.h"
 #include "operator/api/time.h"
 #include "operator/api/validation.h"
 #include "tests/integration/crd/kubectl.h"
@@ -136,11 +139,14 @@ TEST_F(CrdTest, ChildrenBuiltForEveryExampleAreAcceptedByTheApiserver) {
     json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
     list["items"].push_back(api::BuildService(*job));
     list["items"].push_back(api::BuildRdzvSecret(*job, "0123456789abcdef"));
+    list["items"].push_back(api::BuildNetworkPolicy(*job, {"lockstep-system", {{"app", "op"}}}));
     for (json& pod : *pods) list["items"].push_back(std::move(pod));
     const KubectlResult children =
         Kubectl({"create", "--dry-run=server", "-n", ns_.name(), "-f", "-"}, list.dump());
     EXPECT_TRUE(children.ok()) << entry.path() << ": " << children.output;
     EXPECT_THAT(children.output, HasSubstr("service/" + job->metadata.name + " created"));
+    EXPECT_THAT(children.output, HasSubstr("networkpolicy.networking.k8s.io/" +
+                                           job->metadata.name + "-launcher created"));
     EXPECT_THAT(children.output,
                 HasSubstr("pod/" + job->metadata.name + "-worker-0 created (server dry run)"));
   }
@@ -206,6 +212,83 @@ TEST_F(CrdTest, StatusWrittenByTheCodecRoundTripsThroughTheSubresource) {
   EXPECT_EQ(after["status"]["state"], "Running");
   EXPECT_EQ(after["spec"]["runPolicy"]["suspend"], true);
   EXPECT_EQ(after["metadata"]["generation"], 2);
+}
+
+// Issue 18, hole 3: a status the operator could not read (a condition without a type, a counter
+// beyond int32 or negative, a time without its zone, an excluded node without a name) is
+// refused when written, whoever writes it; what the codec writes is still accepted.
+TEST_F(CrdTest, AStatusTheOperatorCannotReadIsRefusedAtWrite) {
+  ApplyFile("examples/pytorch-ddp.yaml");
+  const json good = api::EncodeStatus(RunningStatus("pytorch-ddp"));
+  auto patch = [&](const json& status) {
+    return Kubectl({"patch", "trainingjob", "pytorch-ddp", "-n", ns_.name(),
+                    "--subresource=status", "--type=merge", "-p",
+                    json{{"status", status}}.dump()});
+  };
+  ASSERT_TRUE(patch(good).ok());
+  struct Case {
+    std::string field;
+    std::function<void(json&)> breaks;
+    bool codec_refuses = true;  // false: readable, but not what the operator ever writes
+  };
+  const std::vector<Case> cases = {
+      {"status.conditions[0].type", [](json& s) { s["conditions"][0]["type"] = ""; }},
+      {"status.conditions[0].type", [](json& s) { s["conditions"][0]["type"] = "two words"; },
+       false},
+      {"status.conditions[0].status", [](json& s) { s["conditions"][0]["status"] = "Maybe"; }},
+      {"status.conditions[0].lastTransitionTime",
+       [](json& s) { s["conditions"][0]["lastTransitionTime"] = "2026-11-29T10:06:00"; }},
+      {"status.state", [](json& s) { s["state"] = "Exploded"; }},
+      {"status.attempt", [](json& s) { s["attempt"] = 3000000000LL; }},
+      {"status.restarts.failures", [](json& s) { s["restarts"]["failures"] = -1; }, false},
+      {"status.excludedNodes[0].name", [](json& s) { s["excludedNodes"][0]["name"] = ""; }},
+      {"status.startTime", [](json& s) { s["startTime"] = "yesterday"; }},
+  };
+  for (const Case& c : cases) {
+    json bad = good;
+    c.breaks(bad);
+    // The codec cannot read it either: that is why the server must not store it.
+    if (c.codec_refuses) {
+      EXPECT_FALSE(api::DecodeStatus(bad).ok()) << c.field;
+    }
+    const KubectlResult r = patch(bad);
+    EXPECT_FALSE(r.ok()) << c.field << " was accepted";
+    EXPECT_THAT(r.output, HasSubstr(c.field)) << r.output;
+  }
+  StatusOr<api::TrainingJob> stored = api::DecodeTrainingJob(GetJob("pytorch-ddp"));
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(api::EncodeStatus(stored->status), good);
+}
+
+// Issue 18, hole 9: the pods the operator builds, its init container included, pass Pod Security
+// "restricted" when the user's template does: created (server dry run) in a namespace that
+// enforces it.
+TEST_F(CrdTest, PodsOfARestrictedTemplatePassPodSecurityRestricted) {
+  const KubectlResult labelled = Kubectl(
+      {"label", "namespace", ns_.name(), "pod-security.kubernetes.io/enforce=restricted"});
+  ASSERT_TRUE(labelled.ok()) << labelled.output;
+  json tj = json::parse(R"({"apiVersion": "lockstep.dev/v1alpha1", "kind": "TrainingJob",
+    "metadata": {"name": "restricted"},
+    "spec": {"framework": "PyTorch", "replicas": 2, "template": {"spec": {
+      "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+      "containers": [{"name": "trainer", "image": "trainer:1", "command": ["python", "t.py"],
+        "securityContext": {"allowPrivilegeEscalation": false, "runAsUser": 1000,
+                            "capabilities": {"drop": ["ALL"]}}}]}}}})");
+  const KubectlResult created =
+      Kubectl({"create", "-n", ns_.name(), "-o", "json", "-f", "-"}, tj.dump());
+  ASSERT_TRUE(created.ok()) << created.output;
+  StatusOr<api::TrainingJob> job = api::DecodeTrainingJob(json::parse(created.output));
+  ASSERT_TRUE(job.ok()) << job.status();
+  api::ChildrenOptions options;
+  options.launcher_image = "lockstep/launcher:dev";
+  StatusOr<std::vector<json>> pods = api::BuildPods(*job, options);
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  for (const json& pod : *pods) {
+    const KubectlResult r =
+        Kubectl({"create", "--dry-run=server", "-n", ns_.name(), "-f", "-"}, pod.dump());
+    EXPECT_TRUE(r.ok()) << r.output;
+    EXPECT_THAT(r.output, ::testing::Not(HasSubstr("violate"))) << r.output;
+  }
 }
 
 TEST_F(CrdTest, ScaleSubresourceMovesSpecReplicasWithinElasticBounds) {

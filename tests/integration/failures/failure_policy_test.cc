@@ -4,7 +4,10 @@
 // backoff between attempts is observed and bounded.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "tests/integration/controller/operator_env.h"
 #include "tests/integration/failures/failures_env.h"
@@ -138,6 +141,90 @@ TEST_F(FailurePolicyTest, DisruptionsDoNotConsumeMaxRestarts) {
   ASSERT_TRUE(failed.ok()) << failed.status();
   EXPECT_EQ(ConditionReason(*failed, "Failed"), "MaxRestartsExceeded");
   EXPECT_EQ((*failed)["status"].value("/restarts/disruptions"_json_pointer, -1), 3);
+}
+
+// Issue 18, hole 7 ("attempt 3 never ran; pods: []"): the binding of one pod of a restarted
+// gang is refused, the scheduler undoes the gang (deletes its bound pods), and the attempt must
+// still run once binding works again. The refusal is injected, not raced for: an admission
+// policy refuses every binding of <job>-worker-1 in this namespace (422, like the 409 of a pod
+// deleted mid-bind, so the undo leaves that pod alone) until the test removes it.
+class RefusedBinding {
+ public:
+  RefusedBinding(const std::string& ns, const std::string& pod) : name_("refuse-bind-" + ns) {
+    const nlohmann::json policy = {
+        {"apiVersion", "admissionregistration.k8s.io/v1"},
+        {"kind", "ValidatingAdmissionPolicy"},
+        {"metadata", {{"name", name_}}},
+        {"spec",
+         {{"failurePolicy", "Fail"},
+          {"matchConstraints",
+           {{"namespaceSelector",
+             {{"matchLabels", {{"kubernetes.io/metadata.name", ns}}}}},
+            {"resourceRules",
+             json::array({{{"apiGroups", {""}},
+                           {"apiVersions", {"v1"}},
+                           {"operations", {"CREATE"}},
+                           {"resources", {"pods/binding"}}}})}}},
+          {"validations",
+           json::array({{{"expression", "object.metadata.name != '" + pod + "'"},
+                         {"message", "binding refused by the test (issue 18, hole 7)"},
+                         {"reason", "Invalid"}}})}}}};
+    const nlohmann::json binding = {
+        {"apiVersion", "admissionregistration.k8s.io/v1"},
+        {"kind", "ValidatingAdmissionPolicyBinding"},
+        {"metadata", {{"name", name_}}},
+        {"spec", {{"policyName", name_}, {"validationActions", {"Deny"}}}}};
+    Apply(policy);
+    Apply(binding);
+  }
+  ~RefusedBinding() { Lift(); }
+  void Lift() {
+    if (lifted_) return;
+    lifted_ = true;
+    controller::testing::Kubectl("delete validatingadmissionpolicybinding " + name_ +
+                                 " --ignore-not-found >/dev/null");
+    controller::testing::Kubectl("delete validatingadmissionpolicy " + name_ +
+                                 " --ignore-not-found >/dev/null");
+  }
+
+ private:
+  static void Apply(const nlohmann::json& object) {
+    const std::string file = "/tmp/lockstep-refuse-bind-" + kube::testing::RandomSuffix() + ".json";
+    std::ofstream(file) << object.dump();
+    EXPECT_EQ(controller::testing::Kubectl("apply --server-side -f " + file + " >/dev/null"), 0);
+    std::remove(file.c_str());
+  }
+  std::string name_;
+  bool lifted_ = false;
+};
+
+TEST_F(FailurePolicyTest, ARestartedGangWhoseBindIsRefusedRunsOnceBindingWorks) {
+  CreateNodes(kWorkers + 1);
+  CreateJob(MakeJob("refused", kWorkers, [](json& j) {
+    j["spec"]["failurePolicy"]["maxDisruptions"] = 3;
+  }));
+  const std::string pod = RunningPod("refused", 0);
+  ASSERT_FALSE(pod.empty());
+  RefusedBinding refusal(ns(), "refused-worker-1");
+  // The policy takes effect when the apiserver's admission has loaded it; give it a moment
+  // before the restart's binds.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  StatusOr<json> p = client().Get(kube::resources::Pods(), ns(), pod);
+  ASSERT_TRUE(p.ok());
+  TaintNoExecute((*p)["spec"]["nodeName"]);
+  ASSERT_TRUE(kube::testing::WaitFor(
+      [&] { return !FindEvent("refused", "BindFailed").is_null(); }, seconds(30)))
+      << "no refused binding; events: " << json(JobEvents("refused")).dump().substr(0, 2000);
+  std::cout << "[refused bind] " << FindEvent("refused", "BindFailed").value("message", "")
+            << "\n";
+  refusal.Lift();
+  StatusOr<json> job = GetJob("refused");
+  ASSERT_TRUE(job.ok());
+  const int attempt = Attempt(*job);
+  EXPECT_GE(attempt, 1);
+  EXPECT_FALSE(RunningPod("refused", attempt).empty());
+  StatusOr<json> running = WaitState("refused", "Running", seconds(30));
+  ASSERT_TRUE(running.ok()) << running.status();
 }
 
 TEST_F(FailurePolicyTest, DisruptionsBeyondMaxDisruptionsFailTheJob) {

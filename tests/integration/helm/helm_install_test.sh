@@ -112,6 +112,8 @@ yes create services @JOBS
 yes watch secrets @JOBS
 yes create secrets @JOBS
 yes create events @JOBS
+yes watch networkpolicies.networking.k8s.io @JOBS
+yes create networkpolicies.networking.k8s.io @JOBS
 yes list nodes @JOBS
 yes watch priorityclasses.scheduling.k8s.io @JOBS
 yes watch leases.coordination.k8s.io kube-node-lease
@@ -129,6 +131,8 @@ no update secrets @JOBS
 no delete secrets @JOBS
 no get configmaps @JOBS
 no patch events @JOBS
+no update networkpolicies.networking.k8s.io @JOBS
+no delete networkpolicies.networking.k8s.io @JOBS
 no update nodes @JOBS
 no delete nodes @JOBS
 no create priorityclasses.scheduling.k8s.io @JOBS

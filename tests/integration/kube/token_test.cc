@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <thread>
 
 #include "tests/integration/kube/test_env.h"
 
@@ -80,6 +82,60 @@ TEST(TokenFileTest, RewrittenTokenFileIsUsedByTheNextRequest) {
   std::ofstream(file, std::ios::trunc) << "not-a-token";
   EXPECT_TRUE(IsUnauthorized(as_sa.List(resources::ConfigMaps(), ns.name()).status()));
   std::filesystem::remove(file);
+}
+
+// Issue 18: the in-cluster ca.crt is re-read like the token. A pod whose CA bundle is rewritten
+// (the cluster's CA rotated) verifies the apiserver with the new one, without a restart: here
+// the file first holds a bundle that does not sign the apiserver (every request fails TLS
+// verification), then the cluster's own CA.
+TEST(TokenFileTest, RewrittenInClusterCaIsUsedByTheNextConnection) {
+  LS_REQUIRE_CLUSTER();
+  auto admin = testing::Connect();
+  ASSERT_TRUE(admin.ok()) << admin.status();
+  RestClient& client = *admin->client;
+  testing::TestNamespace ns(client, "kube-ca");
+  ASSERT_TRUE(ns.status().ok()) << ns.status();
+  ASSERT_TRUE(client.Create(resources::ServiceAccounts(), ns.name(),
+                            {{"apiVersion", "v1"}, {"kind", "ServiceAccount"},
+                             {"metadata", {{"name", "sa"}}}}).ok());
+  auto token = RequestToken(client, ns.name(), "sa");
+  ASSERT_TRUE(token.ok()) << token.status();
+
+  // A service-account directory as the kubelet projects it.
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("sa-" + ns.name());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "token", std::ios::trunc) << *token;
+  std::ofstream(dir / "namespace", std::ios::trunc) << ns.name();
+  std::ifstream system_bundle("/etc/ssl/certs/ca-certificates.crt");
+  std::string other_ca((std::istreambuf_iterator<char>(system_bundle)),
+                       std::istreambuf_iterator<char>());
+  ASSERT_FALSE(other_ca.empty()) << "no system CA bundle to stand in for a foreign CA";
+  std::ofstream(dir / "ca.crt", std::ios::trunc) << other_ca;
+  // KUBERNETES_SERVICE_HOST/PORT from the admin kubeconfig's server, https://host:port.
+  const std::string server = admin->config.server.substr(std::string("https://").size());
+  const size_t colon = server.rfind(':');
+  ::setenv("KUBERNETES_SERVICE_HOST", server.substr(0, colon).c_str(), 1);
+  ::setenv("KUBERNETES_SERVICE_PORT", server.substr(colon + 1).c_str(), 1);
+  auto config = InClusterConfig(dir);
+  ::unsetenv("KUBERNETES_SERVICE_HOST");
+  ::unsetenv("KUBERNETES_SERVICE_PORT");
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto transport = NewCurlTransport(*config);
+  ASSERT_TRUE(transport.ok());
+  RestClient as_pod(std::shared_ptr<Transport>(std::move(transport).value()),
+                    testing::NoLimits());
+  auto refused = as_pod.RawGet("/version");
+  EXPECT_FALSE(refused.ok()) << "a bundle without the cluster's CA verified the apiserver";
+
+  std::ofstream(dir / "ca.crt", std::ios::trunc) << admin->config.ca_pem;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // re-checked once a second
+  auto verified = as_pod.RawGet("/version");
+  EXPECT_TRUE(verified.ok()) << verified.status();
+  if (verified.ok()) {
+    EXPECT_EQ(verified->status, 200);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

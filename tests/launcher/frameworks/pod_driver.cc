@@ -191,10 +191,10 @@ JobResult RunJob(const JobSpec& spec) {
   // Node 0's services, as the launcher core hosts them.
   stores::TcpStoreServer tcp_store;
   std::optional<stores::GlooKvServer> gloo_kv;
-  if (plans[0].services.tcp_store && !tcp_store.Start(master_port).ok()) return job;
+  if (plans[0].services.tcp_store && !tcp_store.Start("127.0.0.1", master_port).ok()) return job;
   if (plans[0].services.gloo_kv) {
     gloo_kv.emplace(plans[0].services.gloo_scope_sizes);
-    if (!gloo_kv->Start(kv_port).ok()) return job;
+    if (!gloo_kv->Start("127.0.0.1", kv_port).ok()) return job;
   }
 
   char dir_template[] = "/tmp/lockstep-fwtest-XXXXXX";

@@ -25,7 +25,7 @@ using ::lockstep::testing::LoopbackHttp;
 TEST(TcpStoreServer, TorchClientsUseEveryOperationAndBuildAProcessGroup) {
   if (!VenvHasModule("torch")) GTEST_SKIP() << "no torch in " << VenvPython();
   stores::TcpStoreServer server;
-  StatusOr<int> port = server.Start(0);
+  StatusOr<int> port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
   constexpr int kWorld = 4;
   std::vector<pid_t> pids;
@@ -69,7 +69,7 @@ TEST(TcpStoreServer, TorchClientsUseEveryOperationAndBuildAProcessGroup) {
 
 TEST(GlooKvServer, ServesHorovodsProtocolOverLoopback) {
   stores::GlooKvServer server({{"global", 2}});
-  StatusOr<int> port = server.Start(0);
+  StatusOr<int> port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
   EXPECT_EQ(LoopbackHttp(*port, "GET", "/global/rank_1").status, 404);
   EXPECT_EQ(LoopbackHttp(*port, "PUT", "/global/rank_1", std::string("addr\0bytes", 10)).status,
@@ -89,7 +89,7 @@ TEST(GlooKvServer, ServesHorovodsProtocolOverLoopback) {
 // Many clients at once on the one loop thread: 64 concurrent PUT/GET pairs all answered.
 TEST(GlooKvServer, ManyConcurrentClients) {
   stores::GlooKvServer server({});
-  StatusOr<int> port = server.Start(0);
+  StatusOr<int> port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok());
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};

@@ -6,6 +6,7 @@
 #include <map>
 #include <regex>
 
+#include "operator/api/network_policy.h"
 #include "operator/api/token.h"
 #include "operator/api/validation.h"
 #include "tests/unit/api/test_util.h"
@@ -57,6 +58,35 @@ TEST(ChildrenTest, RdzvSecretHoldsTheTokenBase64) {
   EXPECT_EQ(secret["data"]["token"], "YWJjMTIz");
   EXPECT_EQ(secret["immutable"], true);
   EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["name"], "demo");
+}
+
+// Issue 18: only the job's own pods reach its launchers' ports; the operator reaches the
+// rendezvous port; every other port stays open.
+TEST(ChildrenTest, NetworkPolicyKeepsTheLaunchersPortsToTheJob) {
+  const json np = BuildNetworkPolicy(testing::MinimalJob(),
+                                     {"lockstep-system", {{"app.kubernetes.io/name", "lockstep"}}});
+  EXPECT_EQ(np["apiVersion"], "networking.k8s.io/v1");
+  EXPECT_EQ(np["metadata"]["name"], "demo-launcher");
+  EXPECT_EQ(np["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+  const json own = {{"matchLabels", {{"lockstep.dev/job-name", "demo"}}}};
+  EXPECT_EQ(np["spec"]["podSelector"], own);
+  EXPECT_EQ(np["spec"]["policyTypes"], json({"Ingress"}));
+  const json& rules = np["spec"]["ingress"];
+  ASSERT_EQ(rules.size(), 3u);
+  EXPECT_EQ(rules[0], json({{"from", {{{"podSelector", own}}}}}));  // every port, own pods
+  // Everyone: every TCP port but 29400, 29500 and 29501, and UDP.
+  EXPECT_FALSE(rules[1].contains("from"));
+  EXPECT_EQ(rules[1]["ports"], json::parse(R"([
+      {"protocol": "TCP", "port": 1, "endPort": 29399},
+      {"protocol": "TCP", "port": 29401, "endPort": 29499},
+      {"protocol": "TCP", "port": 29502, "endPort": 65535},
+      {"protocol": "UDP"}])"));
+  EXPECT_EQ(rules[2], json::parse(R"({"from": [{
+      "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "lockstep-system"}},
+      "podSelector": {"matchLabels": {"app.kubernetes.io/name": "lockstep"}}}],
+      "ports": [{"protocol": "TCP", "port": 29400}]})"));
+  // An operator outside the cluster has no rule of its own.
+  EXPECT_EQ(BuildNetworkPolicy(testing::MinimalJob(), {})["spec"]["ingress"].size(), 2u);
 }
 
 TEST(ChildrenTest, TokensAreRandomHex) {
@@ -112,6 +142,8 @@ TEST(ChildrenTest, FourWorkerPyTorchPods) {
     EXPECT_EQ(env.at("LOCKSTEP_MAX_RESTARTS"), "3");
     EXPECT_EQ(env.at("LOCKSTEP_HANG_TIMEOUT"), "900");
     EXPECT_EQ(env.at("LOCKSTEP_ADVERTISE_ADDR"), name + ".demo.ns.svc");
+    EXPECT_EQ(env.at("LOCKSTEP_MASTER_PORT"), "29500");  // the ports the NetworkPolicy names
+    EXPECT_EQ(env.at("LOCKSTEP_KV_PORT"), "29501");
     EXPECT_EQ(env.count("LOCKSTEP_TOKEN"), 0u);  // the token is only in the mounted file
 
     const json& init = spec["initContainers"][0];
@@ -119,6 +151,13 @@ TEST(ChildrenTest, FourWorkerPyTorchPods) {
     EXPECT_EQ(init["image"], "lockstep/launcher:dev");
     EXPECT_EQ(init["command"],
               json({"cp", "/lockstep-launcher", "/lockstep/bin/lockstep-launcher"}));
+    // Pod Security "restricted" (issue 18).
+    const json& sc = init["securityContext"];
+    EXPECT_EQ(sc["allowPrivilegeEscalation"], false);
+    EXPECT_EQ(sc["capabilities"]["drop"], json({"ALL"}));
+    EXPECT_EQ(sc["runAsNonRoot"], true);
+    EXPECT_EQ(sc["runAsUser"], 65532);
+    EXPECT_EQ(sc["seccompProfile"]["type"], "RuntimeDefault");
     EXPECT_THAT(spec["volumes"].dump(), ::testing::HasSubstr(R"("secretName":"demo-rdzv")"));
     EXPECT_THAT(spec["volumes"].dump(), ::testing::HasSubstr(R"("emptyDir":{})"));
     EXPECT_THAT(trainer["volumeMounts"].dump(),

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "operator/api/time.h"
 #include "tests/unit/api/test_util.h"
 
@@ -112,10 +114,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"ReplicasHuge", "/spec/replicas", 1LL << 40, "spec.replicas: integer out of"},
         // Found by tests/fuzz/api_codec: a float beyond int64 was cast first (undefined; the
         // unit tier's UBSan aborts), then compared.
-        BadInput{"ReplicasHugeFloat", "/spec/replicas", 1e300,
-                 "spec.replicas: expected an integer"},
+        BadInput{"ReplicasHugeFloat", "/spec/replicas", 1e300, "spec.replicas: integer out of"},
         BadInput{"DeadlineBelowInt64", "/spec/runPolicy", json{{"activeDeadlineSeconds", -1e19}},
-                 "spec.runPolicy.activeDeadlineSeconds: expected an integer"},
+                 "spec.runPolicy.activeDeadlineSeconds: integer out of range"},
         BadInput{"UnknownFramework", "/spec/framework", "MXNet",
                  "spec.framework: unsupported value \"MXNet\""},
         BadInput{"MissingFramework", "/spec/framework", kRemove, "spec.framework: required"},
@@ -329,6 +330,60 @@ TEST(CodecTest, ElasticGrowCooldownRoundTripsAndDefaults) {
   StatusOr<TrainingJob> again = DecodeTrainingJob(encoded);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(EncodeTrainingJob(*again), encoded);
+}
+
+// Issue 18: a huge float where an integer belongs is an error (converting 1e300 to int64 was
+// undefined behaviour); an integral float in range is still accepted.
+TEST(CodecTest, HugeFloatIntegersAreOutOfRangeNotUndefined) {
+  for (const char* big : {"1e300", "-1e300", "9.3e18", "-9.3e18"}) {
+    StatusOr<TrainingJobStatus> s =
+        DecodeStatus(json::parse(std::string(R"({"observedGeneration": )") + big + "}"));
+    ASSERT_FALSE(s.ok()) << big;
+    EXPECT_NE(s.status().message().find("status.observedGeneration"), std::string::npos)
+        << s.status();
+  }
+  StatusOr<TrainingJobStatus> ok = DecodeStatus(json::parse(R"({"observedGeneration": 3.0,
+      "attempt": -2147483648.0})"));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->observed_generation, 3);
+  EXPECT_EQ(ok->attempt, std::numeric_limits<int32_t>::min());
+}
+
+// Issue 18, hole 3: one field the operator cannot read (a condition with an empty type, an
+// enum value of a newer version) costs that field only: the attempt and counters are kept, and
+// the unread condition is kept as stored.
+TEST(CodecTest, PartialDecodeKeepsEverythingItCanRead) {
+  const json status = json::parse(R"({"attempt": 3, "state": "Running",
+      "restarts": {"failures": 2, "disruptions": "many", "consecutive": 1},
+      "conditions": [
+        {"type": "Running", "status": "True", "reason": "Running", "message": "m",
+         "lastTransitionTime": "2026-11-29T10:05:00Z"},
+        {"type": "", "status": "True", "reason": "X", "message": "m",
+         "lastTransitionTime": "2026-11-29T10:05:00Z"},
+        {"type": "Quantum", "status": "Maybe", "reason": "X", "message": "m",
+         "lastTransitionTime": "2026-11-29T10:05:00Z"}],
+      "excludedNodes": [{"name": "n1", "until": "2026-11-29T10:05:00Z"}, {"name": ""}]})");
+  UnreadStatus unread;
+  const TrainingJobStatus s = DecodeStatusPartial(status, &unread);
+  EXPECT_EQ(s.attempt, 3);
+  EXPECT_EQ(s.state, JobState::kRunning);
+  EXPECT_EQ(s.restarts.failures, 2);
+  EXPECT_EQ(s.restarts.disruptions, 0);  // the one field lost
+  EXPECT_EQ(s.restarts.consecutive, 1);
+  ASSERT_EQ(s.conditions.size(), 1u);
+  EXPECT_EQ(s.conditions[0].type, "Running");
+  ASSERT_EQ(unread.conditions.size(), 2u);
+  EXPECT_EQ(unread.conditions[1], status["conditions"][2]);
+  ASSERT_EQ(s.excluded_nodes.size(), 1u);
+  ASSERT_EQ(unread.errors.size(), 4u) << json(unread.errors).dump();
+  EXPECT_NE(unread.errors[0].find("status.conditions[1].type"), std::string::npos);
+  EXPECT_NE(unread.errors[1].find("status.conditions[2].status"), std::string::npos);
+  EXPECT_NE(unread.errors[2].find("status.restarts.disruptions"), std::string::npos);
+  EXPECT_NE(unread.errors[3].find("status.excludedNodes[1].name"), std::string::npos);
+  // The strict decoder reports the first of them.
+  StatusOr<TrainingJobStatus> strict = DecodeStatus(status);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.status().message(), unread.errors[0]);
 }
 
 TEST(CodecTest, EmptyStatusDecodesToZeroValues) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "operator/api/conditions.h"
 #include "operator/controller/reconciler.h"
 #include "tests/unit/controller/builders.h"
 
@@ -24,6 +25,24 @@ TEST(StatusPatchTest, CarriesTheResourceVersionAndNullsRemovedFields) {
   EXPECT_TRUE(patch["status"]["startTime"].is_null());
   EXPECT_TRUE(patch["status"].contains("startTime"));
   EXPECT_EQ(patch["status"]["replicas"], 3);
+}
+
+// Issue 18, hole 7: after writing attempt 3, a cached job still at attempt 2 is behind (a pass on
+// it would see attempt 3's pods as stale and delete them); attempt 3 or later, or a finished
+// status once one was written, has caught up.
+TEST(CacheShowsTest, TheAttemptAndTheFinishedStatusThisControllerWrote) {
+  api::TrainingJobStatus cached;
+  cached.attempt = 2;
+  EXPECT_FALSE(CacheShows({{}, false, 3}, cached));
+  cached.attempt = 3;
+  EXPECT_TRUE(CacheShows({{}, false, 3}, cached));
+  cached.attempt = 4;
+  EXPECT_TRUE(CacheShows({{}, false, 3}, cached));
+  EXPECT_FALSE(CacheShows({{}, true, 3}, cached));  // the finished status not seen yet
+  cached.state = api::JobState::kFailed;
+  cached.conditions.push_back({std::string(api::kConditionFailed), api::ConditionStatus::kTrue,
+                               0, testing::T0(), "MaxRestartsExceeded", "m"});
+  EXPECT_TRUE(CacheShows({{}, true, 3}, cached));
 }
 
 }  // namespace

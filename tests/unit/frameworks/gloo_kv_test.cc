@@ -75,5 +75,48 @@ TEST(GlooKvState, AdHocScopeDeletesTheKey) {
   EXPECT_EQ(kv.Handle("GET", "/runfunc/b", "").code, 200);
 }
 
+// The incremental reader gives the same request however the bytes arrive.
+TEST(HttpCodec, ReaderGivesTheSameRequestForAnySplit) {
+  const std::string wire =
+      "PUT /global/rank_0 HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello";
+  for (size_t step : {size_t{1}, size_t{2}, size_t{5}, wire.size()}) {
+    HttpRequestReader reader;
+    std::string buf;
+    HttpParse res = HttpParse::kNeedMore;
+    HttpRequest req;
+    size_t consumed = 0;
+    for (size_t at = 0; at < wire.size() && res == HttpParse::kNeedMore; at += step) {
+      buf += wire.substr(at, step);
+      res = reader.Feed(buf, &req, &consumed);
+    }
+    ASSERT_EQ(res, HttpParse::kOk) << step;
+    EXPECT_EQ(req.method, "PUT");
+    EXPECT_EQ(req.body, "hello");
+    EXPECT_EQ(consumed, wire.size());
+  }
+  HttpRequestReader reader;
+  HttpRequest req;
+  size_t consumed = 0;
+  EXPECT_EQ(reader.Feed("PUT /a/b HTTP/1.1\r\nContent-Length: 7\r\n\r\nab", &req, &consumed),
+            HttpParse::kNeedMore);
+  EXPECT_EQ(reader.declared_bytes(), 40u + 7u);  // head and blank line, body
+  // A body over the limit is refused from its Content-Length alone.
+  HttpRequestReader big;
+  EXPECT_EQ(big.Feed("PUT /a/b HTTP/1.1\r\nContent-Length: " +
+                         std::to_string(kMaxHttpBodyBytes + 1) + "\r\n\r\n",
+                     &req, &consumed),
+            HttpParse::kInvalid);
+}
+
+TEST(GlooKvState, PutsBeyondTheStoredLimitAre507) {
+  GlooKvState kv({}, 300);
+  EXPECT_EQ(kv.Handle("PUT", "/s/a", std::string(100, 'x')).code, 200);
+  EXPECT_EQ(kv.Handle("PUT", "/s/b", std::string(100, 'x')).code, 507);
+  EXPECT_EQ(kv.Handle("PUT", "/s/a", std::string(150, 'x')).code, 200);  // a replacement fits
+  EXPECT_EQ(kv.Handle("DELETE", "/s/a", "").code, 200);
+  EXPECT_EQ(kv.stored_bytes(), 0u);
+  EXPECT_EQ(kv.Handle("PUT", "/s/b", std::string(200, 'x')).code, 200);
+}
+
 }  // namespace
 }  // namespace lockstep::launcher::stores

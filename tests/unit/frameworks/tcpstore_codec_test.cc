@@ -111,5 +111,69 @@ TEST(TcpStoreCodec, RejectsUnknownTypeAndOversizedFields) {
   EXPECT_EQ(ParseRequest(many_keys, &req, &consumed, &err), ParseResult::kInvalid);
 }
 
+// The incremental parser gives the same requests however the stream is split, one byte at a
+// time included, and never looks at a byte twice (what it consumed is gone from the buffer).
+TEST(TcpStoreRequestParser, AnySplitOfAStreamGivesTheSameRequests) {
+  Request add = Make(QueryType::kAdd, {"/c"});
+  add.i64 = 41;
+  const std::vector<Request> all = {Make(QueryType::kSet, {"/k"}, {std::string(3000, 'v')}),
+                                    add, Make(QueryType::kMultiSet, {"/a", "/b"}, {"1", ""}),
+                                    Make(QueryType::kGetNumKeys),
+                                    Make(QueryType::kWait, {"/a", "/b", "/c"})};
+  std::string wire;
+  for (const Request& r : all) EncodeRequest(r, &wire);
+  for (size_t step : {size_t{1}, size_t{3}, size_t{7}, size_t{1000}, wire.size()}) {
+    RequestParser parser;
+    std::vector<Request> got;
+    for (size_t at = 0; at < wire.size(); at += step) {
+      std::string_view piece = std::string_view(wire).substr(at, step);
+      while (!piece.empty()) {
+        Request req;
+        size_t used = 0;
+        std::string err;
+        const ParseResult res = parser.Feed(piece, &used, &req, &err);
+        ASSERT_NE(res, ParseResult::kInvalid) << err;
+        piece.remove_prefix(used);
+        if (res == ParseResult::kOk) got.push_back(std::move(req));
+      }
+    }
+    ASSERT_EQ(got.size(), all.size()) << "step " << step;
+    for (size_t i = 0; i < all.size(); ++i) {
+      EXPECT_EQ(got[i].type, all[i].type);
+      EXPECT_EQ(got[i].keys, all[i].keys);
+      EXPECT_EQ(got[i].values, all[i].values);
+      EXPECT_EQ(got[i].i64, all[i].i64);
+    }
+    EXPECT_EQ(parser.request_bytes(), 0u);
+  }
+}
+
+// A request is refused when a declared length would take it past kMaxRequestBytes: before its
+// bytes arrive (the limits of each field alone allow 1 TiB).
+TEST(TcpStoreRequestParser, RefusesARequestPastTheRequestLimitFromItsLengths) {
+  std::string head;
+  PutU8(static_cast<uint8_t>(QueryType::kMultiSet), &head);
+  const uint64_t n = 8;
+  head.append(reinterpret_cast<const char*>(&n), sizeof(n));
+  RequestParser parser;
+  ParseResult res = ParseResult::kNeedMore;
+  std::string err;
+  size_t fed = 0;
+  for (int pair = 0; pair < 8 && res == ParseResult::kNeedMore; ++pair) {
+    std::string field = pair == 0 ? head : "";
+    PutBytes("k", &field);
+    const uint64_t len = kMaxPayloadLen;
+    field.append(reinterpret_cast<const char*>(&len), sizeof(len));
+    field.append(kMaxPayloadLen, 'v');
+    Request req;
+    size_t used = 0;
+    res = parser.Feed(field, &used, &req, &err);
+    fed += used;
+  }
+  EXPECT_EQ(res, ParseResult::kInvalid);
+  EXPECT_NE(err.find("32 MiB"), std::string::npos) << err;
+  EXPECT_LE(fed, kMaxRequestBytes);
+}
+
 }  // namespace
 }  // namespace lockstep::launcher::stores

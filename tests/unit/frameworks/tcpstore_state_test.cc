@@ -112,26 +112,22 @@ TEST_F(TcpStoreStateTest, AddBeyondInt64IsRefusedAndKeepsTheCounter) {
             I64(-1));
 }
 
-// Found by tests/fuzz/tcpstore (its corpus has the input): a WAIT sent while the client's first
-// WAIT was still pending left the client listed as a waiter for the first one's keys, so an item
-// pushed there woke the client out of its other wait and was reserved for it; with two such
-// entries, the client's disconnect handed its reserved item back to itself, a closed connection,
-// and no one could pop it any more. The later WAIT now replaces the earlier one.
-TEST_F(TcpStoreStateTest, ASecondWaitReplacesThePendingOne) {
+// Found by tests/fuzz/tcpstore (its corpus has the input): a client holding a queue item (its
+// WAIT on the queue completed) and waiting on that queue again released the item on disconnect
+// before its wait was dropped, so the item went straight back to the closing client itself, and
+// no one could pop it any more. A disconnect now drops the waits first. (A second WAIT while one
+// is pending is refused: TcpStoreLimitsTest.ASecondWaitWhileOneIsPendingIsRefused.)
+TEST_F(TcpStoreStateTest, ADisconnectNeverHandsItsReleasedItemBackToItself) {
   Connect(1);
   Connect(2);
-  Connect(3);
-  EXPECT_TRUE(Do(1, QueryType::kWait, {"/q"}).empty());
-  EXPECT_TRUE(Do(1, QueryType::kWait, {"/k"}).empty());
-  EXPECT_TRUE(Do(2, QueryType::kQueuePush, {"/q"}, {"item"}).empty()) << "woke client 1";
-  EXPECT_EQ(state_.num_reserved(), 0u);
-  std::vector<Reply> woke = Do(2, QueryType::kSet, {"/k"}, {"v"});
-  ASSERT_EQ(woke.size(), 1u);
-  EXPECT_EQ(woke[0].conn, 1u);
+  EXPECT_TRUE(Do(2, QueryType::kQueuePush, {"/q"}, {"item"}).empty());
+  EXPECT_EQ(Do(1, QueryType::kWait, {"/q"})[0].bytes, U8(kWaitStopWaiting));
+  EXPECT_EQ(state_.num_reserved(), 1u) << "the item is held for client 1's pop";
+  EXPECT_TRUE(Do(1, QueryType::kWait, {"/q"}).empty()) << "and it waits for another one";
   state_.Disconnect(1, &replies_);
   EXPECT_EQ(state_.num_reserved(), 0u);
   EXPECT_EQ(state_.num_waiting(), 0u);
-  EXPECT_EQ(Do(3, QueryType::kQueuePop, {"/q"})[0].bytes, I64(1) + Bytes("item"));
+  EXPECT_EQ(Do(2, QueryType::kQueuePop, {"/q"})[0].bytes, I64(1) + Bytes("item"));
 }
 
 TEST_F(TcpStoreStateTest, WaitBlocksUntilEveryKeyExistsThenWakes) {
@@ -260,6 +256,64 @@ TEST_F(TcpStoreStateTest, AnUnusedReservationPassesToTheNextWaiter) {
   EXPECT_EQ(replies[0].conn, 4u);
   EXPECT_EQ(Do(4, QueryType::kQueuePop, {"q"})[0].bytes, I64(1) + Bytes("a"));
   EXPECT_EQ(state_.num_reserved(), 0u);
+}
+
+// ADD past INT64_MAX (or below INT64_MIN) is refused, not wrapped (torch's server overflows a
+// signed integer: undefined behaviour).
+TEST_F(TcpStoreStateTest, AddRefusesToOverflow) {
+  Connect(1);
+  Do(1, QueryType::kAdd, {"/n"}, {}, std::numeric_limits<int64_t>::max());
+  Request add;
+  add.type = QueryType::kAdd;
+  add.keys = {"/n"};
+  add.i64 = 1;
+  std::vector<Reply> out;
+  EXPECT_FALSE(state_.Handle(1, add, &out));
+  EXPECT_NE(state_.refusal().find("int64"), std::string::npos);
+  EXPECT_TRUE(out.empty());
+  Do(1, QueryType::kAdd, {"/m"}, {}, std::numeric_limits<int64_t>::min());
+  add.keys = {"/m"};
+  add.i64 = -1;
+  EXPECT_FALSE(state_.Handle(1, add, &out));
+}
+
+class TcpStoreLimitsTest : public TcpStoreStateTest {
+ protected:
+  TcpStoreLimitsTest() { state_ = TcpStoreState(StoreLimits{1000, 300, 400}); }
+  bool Try(ConnId conn, QueryType t, std::vector<std::string> keys,
+           std::vector<std::string> values = {}) {
+    Request r;
+    r.type = t;
+    r.keys = std::move(keys);
+    r.values = std::move(values);
+    std::vector<Reply> out;
+    return state_.Handle(conn, r, &out);
+  }
+};
+
+TEST_F(TcpStoreLimitsTest, StoredBytesValueSizeAndReplySizeAreBounded) {
+  Connect(1);
+  EXPECT_TRUE(Try(1, QueryType::kSet, {"a"}, {std::string(200, 'x')}));
+  EXPECT_EQ(state_.stored_bytes(), 1 + 200 + 64u);
+  EXPECT_FALSE(Try(1, QueryType::kSet, {"b"}, {std::string(301, 'x')}));  // one value too big
+  EXPECT_TRUE(Try(1, QueryType::kAppend, {"a"}, {std::string(100, 'x')}));
+  EXPECT_FALSE(Try(1, QueryType::kAppend, {"a"}, {"x"}));  // would pass 300 bytes
+  EXPECT_TRUE(Try(1, QueryType::kMultiGet, {"a"}));
+  EXPECT_FALSE(Try(1, QueryType::kMultiGet, {"a", "a"}));  // a 616-byte reply
+  EXPECT_TRUE(Try(1, QueryType::kSet, {"b"}, {std::string(250, 'x')}));
+  EXPECT_TRUE(Try(1, QueryType::kSet, {"c"}, {std::string(250, 'x')}));
+  EXPECT_FALSE(Try(1, QueryType::kSet, {"d"}, {std::string(250, 'x')}));  // past 1000 bytes
+  EXPECT_FALSE(Try(1, QueryType::kQueuePush, {"q"}, {std::string(250, 'x')}));
+  EXPECT_TRUE(Try(1, QueryType::kDeleteKey, {"c"}));
+  EXPECT_TRUE(Try(1, QueryType::kSet, {"d"}, {std::string(250, 'x')}));  // room again
+  EXPECT_LE(state_.stored_bytes(), 1000u);
+}
+
+TEST_F(TcpStoreLimitsTest, ASecondWaitWhileOneIsPendingIsRefused) {
+  Connect(1);
+  EXPECT_TRUE(Try(1, QueryType::kWait, {"never"}));
+  EXPECT_FALSE(Try(1, QueryType::kWait, {"other"}));
+  EXPECT_NE(state_.refusal().find("WAIT"), std::string::npos);
 }
 
 }  // namespace

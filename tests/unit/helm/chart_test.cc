@@ -43,6 +43,9 @@ const std::set<Grant> kNamespacedGrants = {
     {"", "secrets", "watch"},
     {"", "secrets", "create"},
     {"", "events", "create"},
+    {"networking.k8s.io", "networkpolicies", "list"},
+    {"networking.k8s.io", "networkpolicies", "watch"},
+    {"networking.k8s.io", "networkpolicies", "create"},
 };
 const std::set<Grant> kClusterReadGrants = {
     {"", "nodes", "get"},
@@ -158,6 +161,14 @@ TEST(HelmChart, DeploymentIsHighlyAvailableAndHardened) {
   EXPECT_TRUE(Contains(args, "--metrics-bind-address=:8080"));
   EXPECT_TRUE(Contains(args, "--health-probe-bind-address=:8081"));
   EXPECT_TRUE(Contains(args, "--launcher-image=lockstep/launcher:0.1.0"));
+  // The jobs' NetworkPolicies let exactly the operator's pods reach the rendezvous port: the
+  // labels passed are the Deployment's selector.
+  std::string pod_labels;
+  for (const auto& [key, value] : (*deployment)["spec"]["selector"]["matchLabels"]
+                                      .as<std::map<std::string, std::string>>()) {
+    pod_labels += (pod_labels.empty() ? "" : ",") + key + "=" + value;
+  }
+  EXPECT_TRUE(Contains(args, "--operator-pod-labels=" + pod_labels)) << pod_labels;
   for (const std::string& arg : args) {
     EXPECT_NE(arg.rfind("--namespace=", 0), 0u) << "cluster scope watches every namespace";
   }

@@ -128,6 +128,12 @@ TEST_F(ConfigTest, InClusterReadsServiceAccountDir) {
   // In-cluster tokens are re-checked at most once a second.
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   EXPECT_EQ(*c->token->Token(), "sa-token-rotated");
+  // ca.crt too (issue 18): a rotated cluster CA is picked up without a restart.
+  ASSERT_NE(c->ca_file, nullptr);
+  EXPECT_EQ(*c->ca_file->Token(), "SA-CA");
+  Write(dir_ / "ca.crt", "SA-CA-ROTATED");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(*c->ca_file->Token(), "SA-CA-ROTATED");
 }
 
 TEST_F(ConfigTest, InClusterNeedsEnvironment) {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "operator/kube/quantity.h"
+
 namespace lockstep::kube {
 namespace {
 
@@ -117,6 +121,24 @@ TEST(ObjectsTest, RejectsObjectsWithoutName) {
   EXPECT_FALSE(DecodeNode(json::array()).ok());
   EXPECT_FALSE(DecodePod(json::parse(R"({"metadata": {"name": "p"},
     "spec": {"containers": [{"resources": {"requests": {"cpu": "lots"}}}]}})")).ok());
+}
+
+// Issue 18: two containers each requesting more than int64 milli-units hold (saturated at
+// INT64_MAX) must sum to INT64_MAX, not wrap to a negative request that fits anywhere.
+TEST(ObjectsTest, SaturatedRequestsSumWithoutWrapping) {
+  StatusOr<Pod> pod = DecodePod(json::parse(R"({"metadata": {"name": "p"},
+    "spec": {"containers": [{"resources": {"requests": {"cpu": "1e30", "memory": "1"}}},
+                            {"resources": {"requests": {"cpu": "1e30", "memory": "-1e30"}}},
+                            {"resources": {"requests": {"memory": "-1e30"}}}],
+             "overhead": {"cpu": "1"}}})"));
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_EQ(pod->requests.at("cpu"), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(pod->requests.at("memory"), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(SaturatingAdd(std::numeric_limits<int64_t>::max(), 1),
+            std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(SaturatingAdd(std::numeric_limits<int64_t>::min(), -1),
+            std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(SaturatingAdd(5, -7), -2);
 }
 
 }  // namespace
