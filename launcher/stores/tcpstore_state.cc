@@ -320,7 +320,13 @@ void TcpStoreState::WakeOne(const std::string& key, std::vector<Reply>* replies)
   if (conns.empty()) waiters_by_key_.erase(it);
 }
 
-void TcpStoreState::DropWaits(ConnId conn) {
+void TcpStoreState::Disconnect(ConnId conn, std::vector<Reply>* replies) {
+  validated_.erase(conn);
+  if (auto r = reservation_.find(conn); r != reservation_.end()) {
+    const std::string queue = r->second;
+    EndReservation(conn, queue);
+    WakeOne(queue, replies);
+  }
   auto w = waiting_.find(conn);
   if (w == waiting_.end()) return;
   for (const std::string& key : w->second) {
@@ -330,17 +336,6 @@ void TcpStoreState::DropWaits(ConnId conn) {
     if (it->second.empty()) waiters_by_key_.erase(it);
   }
   waiting_.erase(w);
-}
-
-void TcpStoreState::Disconnect(ConnId conn, std::vector<Reply>* replies) {
-  validated_.erase(conn);
-  // Waits first, so the released item cannot be handed to the closing client itself.
-  DropWaits(conn);
-  if (auto r = reservation_.find(conn); r != reservation_.end()) {
-    const std::string queue = r->second;
-    EndReservation(conn, queue);
-    WakeOne(queue, replies);
-  }
 }
 
 }  // namespace lockstep::launcher::stores

@@ -81,8 +81,6 @@ class TcpStoreState {
   void WakeOne(const std::string& key, std::vector<Reply>* replies);
   bool Ready(const std::string& key) const;
   bool Wait(ConnId conn, const std::vector<std::string>& keys);
-  // Forgets the keys `conn` waits for (a disconnect).
-  void DropWaits(ConnId conn);
   bool HandleKeyOp(ConnId conn, const Request& req, std::string* out, std::vector<Reply>* replies);
   bool HandleQueueOp(ConnId conn, const Request& req, std::string* out,
                      std::vector<Reply>* replies);

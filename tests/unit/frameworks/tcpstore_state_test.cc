@@ -112,24 +112,6 @@ TEST_F(TcpStoreStateTest, AddBeyondInt64IsRefusedAndKeepsTheCounter) {
             I64(-1));
 }
 
-// Found by tests/fuzz/tcpstore (its corpus has the input): a client holding a queue item (its
-// WAIT on the queue completed) and waiting on that queue again released the item on disconnect
-// before its wait was dropped, so the item went straight back to the closing client itself, and
-// no one could pop it any more. A disconnect now drops the waits first. (A second WAIT while one
-// is pending is refused: TcpStoreLimitsTest.ASecondWaitWhileOneIsPendingIsRefused.)
-TEST_F(TcpStoreStateTest, ADisconnectNeverHandsItsReleasedItemBackToItself) {
-  Connect(1);
-  Connect(2);
-  EXPECT_TRUE(Do(2, QueryType::kQueuePush, {"/q"}, {"item"}).empty());
-  EXPECT_EQ(Do(1, QueryType::kWait, {"/q"})[0].bytes, U8(kWaitStopWaiting));
-  EXPECT_EQ(state_.num_reserved(), 1u) << "the item is held for client 1's pop";
-  EXPECT_TRUE(Do(1, QueryType::kWait, {"/q"}).empty()) << "and it waits for another one";
-  state_.Disconnect(1, &replies_);
-  EXPECT_EQ(state_.num_reserved(), 0u);
-  EXPECT_EQ(state_.num_waiting(), 0u);
-  EXPECT_EQ(Do(2, QueryType::kQueuePop, {"/q"})[0].bytes, I64(1) + Bytes("item"));
-}
-
 TEST_F(TcpStoreStateTest, WaitBlocksUntilEveryKeyExistsThenWakes) {
   Connect(1);
   Connect(2);
