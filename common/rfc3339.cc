@@ -1,5 +1,6 @@
 #include "common/rfc3339.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -12,8 +13,23 @@ StatusOr<system_clock::time_point> Invalid(std::string_view text) {
   return InvalidArgumentError("not an RFC 3339 time: \"" + std::string(text) + "\"");
 }
 
-// The fraction after the seconds, as microseconds (digits past the sixth are dropped).
-std::chrono::microseconds ParseFraction(const std::string& s, size_t* pos) {
+// Reads `n` ASCII digits at `pos` (sscanf's %d took signs and spaces: "+202-01-01..." was
+// read as the year 202, "T-1:00:00" as the hour -1).
+bool Digits(std::string_view s, size_t pos, size_t n, int* out) {
+  if (pos + n > s.size()) return false;
+  int v = 0;
+  for (size_t i = pos; i < pos + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+// The fraction after the seconds' '.', as microseconds (digits past the sixth are dropped);
+// false unless at least one digit follows.
+bool ParseFraction(std::string_view s, size_t* pos, std::chrono::microseconds* out) {
+  const size_t start = *pos;
   int64_t micros = 0;
   int digits = 0;
   for (; *pos < s.size() && s[*pos] >= '0' && s[*pos] <= '9'; ++*pos) {
@@ -23,43 +39,60 @@ std::chrono::microseconds ParseFraction(const std::string& s, size_t* pos) {
     }
   }
   for (; digits < 6; ++digits) micros *= 10;
-  return std::chrono::microseconds(micros);
+  *out = std::chrono::microseconds(micros);
+  return *pos > start;
+}
+
+// "Z", "z" or "+hh:mm" / "-hh:mm" as seconds east of UTC.
+bool ParseOffset(std::string_view s, int64_t* seconds) {
+  if (s == "Z" || s == "z") {
+    *seconds = 0;
+    return true;
+  }
+  int hours = 0, minutes = 0;
+  if (s.size() != 6 || (s[0] != '+' && s[0] != '-') || s[3] != ':' || !Digits(s, 1, 2, &hours) ||
+      !Digits(s, 4, 2, &minutes) || hours > 23 || minutes > 59) {
+    return false;
+  }
+  *seconds = (s[0] == '+' ? 1 : -1) * (hours * 3600 + minutes * 60);
+  return true;
+}
+
+// system_clock counts nanoseconds in 64 bits with libstdc++ (years 1678-2261); an instant
+// beyond that saturates at the last whole second it can hold instead of overflowing.
+system_clock::time_point Saturated(int64_t seconds, std::chrono::microseconds fraction) {
+  using std::chrono::microseconds;
+  const microseconds max = std::chrono::floor<std::chrono::seconds>(system_clock::duration::max());
+  const microseconds min = std::chrono::ceil<std::chrono::seconds>(system_clock::duration::min());
+  // |seconds| < 10^12 (years 0000-9999), so this cannot overflow.
+  const microseconds t = std::chrono::seconds(seconds) + fraction;
+  return system_clock::time_point(std::clamp(t, min, max));
 }
 
 }  // namespace
 
 StatusOr<system_clock::time_point> ParseTime(std::string_view text) {
-  const std::string s(text);
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, consumed = 0;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute,
-                  &second, &consumed) != 6 ||
-      consumed != 19) {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (text.size() < 20 || !Digits(text, 0, 4, &year) || text[4] != '-' ||
+      !Digits(text, 5, 2, &month) || text[7] != '-' || !Digits(text, 8, 2, &day) ||
+      text[10] != 'T' || !Digits(text, 11, 2, &hour) || text[13] != ':' ||
+      !Digits(text, 14, 2, &minute) || text[16] != ':' || !Digits(text, 17, 2, &second)) {
     return Invalid(text);
   }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
-    return InvalidArgumentError("time out of range: \"" + s + "\"");
+  const std::chrono::year_month_day date{std::chrono::year(year),
+                                         std::chrono::month(static_cast<unsigned>(month)),
+                                         std::chrono::day(static_cast<unsigned>(day))};
+  // A leap second (60) is accepted, as RFC 3339 allows, and counts as the next minute's first.
+  if (!date.ok() || hour > 23 || minute > 59 || second > 60) {
+    return InvalidArgumentError("time out of range: \"" + std::string(text) + "\"");
   }
   size_t pos = 19;
   std::chrono::microseconds fraction{0};
-  if (pos < s.size() && s[pos] == '.') fraction = ParseFraction(s, &++pos);
-  long offset_seconds = 0;
-  if (pos + 1 == s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
-    offset_seconds = 0;
-  } else if (pos + 6 == s.size() && (s[pos] == '+' || s[pos] == '-') && s[pos + 3] == ':') {
-    int oh = 0, om = 0;
-    if (std::sscanf(s.c_str() + pos + 1, "%2d:%2d", &oh, &om) != 2) return Invalid(text);
-    offset_seconds = (s[pos] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
-  } else {
-    return Invalid(text);
-  }
-  std::tm utc{};
-  utc.tm_year = year - 1900;
-  utc.tm_mon = month - 1;
-  utc.tm_mday = day;
-  utc.tm_hour = hour;
-  utc.tm_min = minute;
-  utc.tm_sec = second;
-  return system_clock::from_time_t(timegm(&utc) - offset_seconds) + fraction;
+  if (text[pos] == '.' && !ParseFraction(text, &++pos, &fraction)) return Invalid(text);
+  int64_t offset_seconds = 0;
+  if (!ParseOffset(text.substr(pos), &offset_seconds)) return Invalid(text);
+  const int64_t days = std::chrono::sys_days(date).time_since_epoch().count();
+  return Saturated(days * 86400 + hour * 3600 + minute * 60 + second - offset_seconds, fraction);
 }
 
 std::string FormatTime(system_clock::time_point t) {

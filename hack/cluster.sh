@@ -9,6 +9,10 @@
 #   hack/cluster.sh env [--name N]        # the two export lines for a running cluster
 #   hack/cluster.sh status [--name N]
 #   hack/cluster.sh restart apiserver|etcd|kwok|controller-manager [--name N]
+#   hack/cluster.sh kubeconfig --user U [--group G]... [--name N]
+#                                         # a client-certificate kubeconfig for user U in groups G;
+#                                         # prints its path. The writes of group lockstep:audited
+#                                         # are in $STATE/logs/audit.log (docs/reliability.md)
 #   hack/cluster.sh down [--name N]       # stops what `up` and the demo started (by pid), checks
 #                                         # that the test node agent left nothing, removes the state
 #
@@ -22,7 +26,7 @@ source "$REPO_ROOT/hack/lib/cluster-nodes.sh"
 source "$REPO_ROOT/hack/lib/cluster-agent.sh"
 
 usage() {
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -30,7 +34,7 @@ parse_args() {
   CLUSTER_NAME="${LOCKSTEP_CLUSTER_NAME:-lockstep}"
   NODES=16 GPUS_PER_NODE=8 BLOCKS=2 RACKS_PER_BLOCK=2 KWOK_STAGES=""
   COMMAND="${1:-}"; [[ -n "$COMMAND" ]] || usage; shift
-  COMPONENT=""
+  COMPONENT="" USER_NAME="" USER_GROUPS=()
   if [[ "$COMMAND" == restart ]]; then COMPONENT="${1:-}"; [[ -n "$COMPONENT" ]] || usage; shift; fi
   while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -39,6 +43,8 @@ parse_args() {
       --gpus-per-node) GPUS_PER_NODE="$2"; shift 2 ;;
       --blocks) BLOCKS="$2"; shift 2 ;;
       --racks-per-block) RACKS_PER_BLOCK="$2"; shift 2 ;;
+      --user) USER_NAME="$2"; shift 2 ;;
+      --group) USER_GROUPS+=("$2"); shift 2 ;;
       # kwok Stage documents that replace its default pod stages (bench/peers: pods of Jobs
       # keep running instead of kwok's default completing them at once).
       --kwok-stages) KWOK_STAGES="$(realpath "$2")"; shift 2 ;;
@@ -130,6 +136,20 @@ cmd_restart() {
   log "restarted $COMPONENT"
 }
 
+cmd_kubeconfig() {
+  cluster_running || die "cluster '$CLUSTER_NAME' is not running"
+  [[ "$USER_NAME" =~ ^[a-z0-9][a-z0-9.-]*$ ]] || die "--user must be lower-case letters, digits, '.', '-'"
+  local subject="" group
+  for group in "${USER_GROUPS[@]}"; do
+    [[ "$group" =~ ^[a-z0-9:.-]+$ ]] || die "--group must be letters, digits, ':', '.', '-'"
+    subject+="/O=$group"
+  done
+  mkdir -p "$STATE/users"
+  sign_cert "user-$USER_NAME" "$subject/CN=$USER_NAME"
+  write_kubeconfig "$STATE/users/$USER_NAME.kubeconfig" "user-$USER_NAME"
+  echo "$STATE/users/$USER_NAME.kubeconfig"
+}
+
 main() {
   parse_args "$@"
   case "$COMMAND" in
@@ -138,6 +158,7 @@ main() {
     env) cmd_env ;;
     status) cmd_status ;;
     restart) cmd_restart ;;
+    kubeconfig) cmd_kubeconfig ;;
     *) usage ;;
   esac
 }

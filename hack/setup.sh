@@ -21,7 +21,7 @@ source "$(dirname "$0")/lib/common.sh"
 
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git curl ca-certificates openssl
-  clang clang-tidy clang-format
+  clang clang-tidy clang-format libclang-rt-dev
   libcurl4-openssl-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 iptables procps psmisc util-linux prometheus

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test tier of Lockstep from a fresh clone on a fresh machine:
 #   setup (hack/setup.sh) -> build (build/) -> local control plane up -> build-asan/ (ASan+UBSan)
-#   -> unit (sanitized) -> integration (ctest -j) beside launcher -> e2e -> summary.
+#   -> unit (sanitized) -> integration (ctest -j) beside launcher -> measure -> chaos -> e2e
+#   -> summary.
 #
 #   hack/test.sh                 everything
-#   hack/test.sh unit            only some tiers (unit integration launcher measure e2e)
+#   hack/test.sh unit            only some tiers (unit integration launcher measure chaos e2e)
 #
 # Environment: LOCKSTEP_CACHE (tool/pip/ccache/venv caches, default ~/.cache/lockstep),
 # LOCKSTEP_TEST_CLUSTER (cluster name, default lockstep-test), CTEST_ARGS (extra ctest flags),
@@ -17,7 +18,7 @@ source "$(dirname "$0")/lib/common.sh"
 cd "$REPO_ROOT"
 
 TIERS=("$@")
-(( ${#TIERS[@]} > 0 )) || TIERS=(unit integration launcher measure e2e)
+(( ${#TIERS[@]} > 0 )) || TIERS=(unit integration launcher measure chaos e2e)
 CLUSTER="${LOCKSTEP_TEST_CLUSTER:-lockstep-test}"
 RESULTS="$REPO_ROOT/build/test-results"
 INTEGRATION_JOBS="${LOCKSTEP_INTEGRATION_JOBS:-4}"
@@ -172,7 +173,7 @@ main() {
   mkdir -p "$RESULTS"
   log "building build/ (RelWithDebInfo)"
   configure_and_build build
-  if want_tier integration || want_tier measure || want_tier e2e; then
+  if want_tier integration || want_tier measure || want_tier chaos || want_tier e2e; then
     trap 'stop_background; stop_cluster' EXIT
     start_cluster
   fi
@@ -190,6 +191,9 @@ main() {
   run_integration_and_launcher
   # Measurements alone on the machine: nothing else's load in their figures.
   want_tier measure && run_tier measure build
+  # Chaos alone too: it restarts the apiserver and etcd under everyone (short scale; the long
+  # run is hack/chaos.sh; docs/reliability.md).
+  want_tier chaos && run_tier chaos build
   want_tier e2e && run_tier e2e build
   local elapsed=$((SECONDS - started))
   echo "lockstep tests (${TIERS[*]}) in ${elapsed}s"

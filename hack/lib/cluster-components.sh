@@ -16,6 +16,7 @@ component_args() {
         --log-level warn \
         --unsafe-no-fsync --quota-backend-bytes 8589934592 ;;
     apiserver)
+      write_audit_policy
       echo "$TOOLS_BIN/kube-apiserver" --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
         --secure-port "$APISERVER_PORT" --etcd-servers "http://127.0.0.1:$ETCD_CLIENT_PORT" \
         --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
@@ -30,7 +31,9 @@ component_args() {
         --kubelet-preferred-address-types InternalIP,Hostname \
         --service-cluster-ip-range 10.96.0.0/16 --enable-priority-and-fairness=false \
         --max-requests-inflight 1600 --max-mutating-requests-inflight 800 \
-        --event-ttl 1h --profiling=false --v 0 ;;
+        --event-ttl 1h --profiling=false --v 0 \
+        --audit-policy-file "$STATE/run/audit-policy.yaml" --audit-log-path "$STATE/logs/audit.log" \
+        --audit-log-maxsize 100 --audit-log-maxbackup 1 ;;
     controller-manager)
       echo "$TOOLS_BIN/kube-controller-manager" --kubeconfig "$STATE/controller-manager.kubeconfig" \
         --authentication-kubeconfig "$STATE/controller-manager.kubeconfig" \
@@ -54,6 +57,23 @@ component_args() {
         --server-address "127.0.0.1:$KWOK_PORT" --v WARN ;;
     *) die "unknown component $1" ;;
   esac
+}
+
+# The audit log records the writes (create, update, patch, delete) of users in the group
+# lockstep:audited and nothing else, so it costs the other clients nothing. The chaos tests give
+# each operator such an identity (`hack/cluster.sh kubeconfig --user U --group lockstep:audited`)
+# and read $STATE/logs/audit.log to prove who wrote what, and when (docs/reliability.md).
+write_audit_policy() {
+  cat >"$STATE/run/audit-policy.yaml" <<'POLICY'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  userGroups: ["lockstep:audited"]
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+POLICY
 }
 
 start_component() {

@@ -29,11 +29,12 @@ struct OperatorApp::Parts {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<kube::KubeMetrics> kube_metrics;
   std::unique_ptr<controller::ControllerMetrics> metrics;
+  // Before the clients whose writes it fences, so it is destroyed after them.
+  std::unique_ptr<kube::LeaderElector> elector;
   std::unique_ptr<kube::RestClient> client;
   std::unique_ptr<controller::TrainingJobController> controller;
   std::unique_ptr<kube::RestClient> scheduler_client;   // same transport, own rate limit
   std::unique_ptr<scheduler::GangScheduler> scheduler;  // null with --gang-scheduler=false
-  std::unique_ptr<kube::LeaderElector> elector;
   std::thread elector_thread;
   HttpServer metrics_server;
   HttpServer health_server;
@@ -104,9 +105,14 @@ Status OperatorApp::Start() {
   p.transport = std::move(transport);
   p.kube_metrics = std::make_unique<kube::KubeMetrics>(*p.registry);
   p.metrics = std::make_unique<controller::ControllerMetrics>(*p.registry);
+  const std::string identity = Identity();
+  // The elector exists before the clients so that their writes can be fenced by its lease from
+  // the first one on; it starts campaigning at the end of Start().
+  if (options_.leader_elect) LS_RETURN_IF_ERROR(MakeElector(identity));
   kube::RestOptions rest;
   rest.qps = options_.qps;
   rest.burst = options_.burst;
+  if (p.elector) rest.write_fence = [elector = p.elector.get()] { return elector->MayWrite(); };
   p.client = std::make_unique<kube::RestClient>(p.transport, rest, p.kube_metrics.get());
 
   controller::ControllerOptions copts;
@@ -115,7 +121,7 @@ Status OperatorApp::Start() {
   copts.launcher_image = options_.launcher_image;
   // In a pod, the jobs' NetworkPolicies let this operator's pods reach their rendezvous port.
   copts.operator_peer = {Env("POD_NAMESPACE"), options_.operator_pod_labels};
-  copts.events.instance = Identity();
+  copts.events.instance = identity;
   copts.node_health.lease_grace = options_.node_lease_grace;
   copts.node_health.restart_on_cordon = options_.restart_on_node_cordon;
   p.controller = std::make_unique<controller::TrainingJobController>(
@@ -133,6 +139,7 @@ Status OperatorApp::Start() {
     kube::RestOptions srest;
     srest.qps = options_.scheduler_qps;
     srest.burst = options_.scheduler_burst;
+    srest.write_fence = rest.write_fence;
     p.scheduler_client =
         std::make_unique<kube::RestClient>(p.transport, srest, p.kube_metrics.get());
     p.scheduler =
@@ -160,14 +167,22 @@ Status OperatorApp::Start() {
     if (p.scheduler) p.scheduler->Start();
     return Status::Ok();
   }
+  p.elector_thread = std::thread([&p] { p.elector->Run(); });
+  log::Info("leader election started",
+            {{"lease", LeaseNamespace(options_) + "/" + options_.leader_election_id}});
+  return Status::Ok();
+}
+
+Status OperatorApp::MakeElector(const std::string& identity) {
+  Parts& p = *parts_;
   kube::LeaderElectionConfig le;
   le.lease_namespace = LeaseNamespace(options_);
   le.lease_name = options_.leader_election_id;
-  le.identity = copts.events.instance;
+  le.identity = identity;
   LS_RETURN_IF_ERROR(kube::ValidateLeaderElectionConfig(le));
   kube::LeaderCallbacks cb;
-  cb.on_started_leading = [&p, id = le.identity] {
-    log::Info("became leader; starting workers", {{"identity", id}});
+  cb.on_started_leading = [&p, identity] {
+    log::Info("became leader; starting workers", {{"identity", identity}});
     p.controller->StartWorkers();
     // Binding is a leader's act: two schedulers would race for the same capacity.
     if (p.scheduler) p.scheduler->Start();
@@ -182,8 +197,6 @@ Status OperatorApp::Start() {
     std::_Exit(1);
   };
   p.elector = std::make_unique<kube::LeaderElector>(p.transport, le, cb, p.kube_metrics.get());
-  p.elector_thread = std::thread([&p] { p.elector->Run(); });
-  log::Info("leader election started", {{"lease", le.lease_namespace + "/" + le.lease_name}});
   return Status::Ok();
 }
 

@@ -6,7 +6,9 @@
 // With --leader-elect the caches start at once (a standby is warm) but workers start only on
 // winning the Lease; losing it ends the process at once (exit status 1, after flushing logs), as
 // controller-runtime does: a new leader may already be acting, and a restart is the simplest
-// way to drop every in-flight decision.
+// way to drop every in-flight decision. Every write of the controller, the scheduler and the
+// event recorder is fenced by the lease (LeaderElector::MayWrite): a leader that wakes from a
+// pause after its lease expired sends nothing before it exits.
 //
 // A requested stop ends within kStopBound whatever the apiserver does (a leader that cannot stop
 // cannot release its Lease early and holds up every rollout): API requests still running after
@@ -17,6 +19,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "common/status.h"
@@ -54,6 +57,8 @@ class OperatorApp {
     std::thread thread_;  // last: starts after the members above exist
   };
   Status Start();
+  // The leader elector (not yet running) whose lease fences every write of the clients.
+  Status MakeElector(const std::string& identity);
   void WaitForShutdown();
 
   const OperatorOptions options_;

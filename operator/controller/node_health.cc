@@ -1,5 +1,6 @@
 #include "operator/controller/node_health.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <iterator>
 #include <mutex>
@@ -75,13 +76,15 @@ std::optional<api::Time> LeaseDeadline(const kube::Lease& lease, const NodeHealt
 }
 
 NodeVerdict AssessNode(const std::string& name, const kube::Node* node, const kube::Lease* lease,
-                       api::Time now, const NodeHealthOptions& options) {
+                       api::Time now, const NodeHealthOptions& options,
+                       api::Time leases_fresh_since) {
   // 1. Gone: nothing left to run on.
   if (node == nullptr) return Lost(name, "NodeDeleted", "deleted", std::nullopt);
   const std::optional<api::Time> renewed =
       lease != nullptr ? ParseOptionalTime(lease->renew_time) : std::nullopt;
 
-  const bool lease_expired = renewed && now - *renewed > options.lease_grace;
+  const bool lease_expired = renewed && leases_fresh_since <= now &&
+                             now - std::max(*renewed, leases_fresh_since) > options.lease_grace;
 
   // 2. The kubelet (or the node controller on its behalf) says NotReady / Unknown. When the
   // heartbeat also stopped before the condition flipped (the node controller marks Unknown
@@ -103,7 +106,8 @@ NodeVerdict AssessNode(const std::string& name, const kube::Node* node, const ku
 
   // 4. Heartbeat: the Lease is the only signal of a kubelet that died silently.
   if (lease_expired) {
-    const auto silent = std::chrono::duration_cast<std::chrono::seconds>(now - *renewed);
+    const auto silent = std::chrono::duration_cast<std::chrono::seconds>(
+        now - std::max(*renewed, leases_fresh_since));
     return Lost(name, "NodeLeaseExpired",
                 "lease not renewed for " + std::to_string(silent.count()) + "s", renewed);
   }
@@ -274,7 +278,7 @@ NodeVerdict NodeHealthMonitor::Assess(const std::string& node, api::Time now) co
   if (!HasSynced()) return NodeVerdict{};
   const auto n = state_->nodes.store().Get(node);
   const auto l = state_->leases.store().Get(std::string(kNodeLeaseNamespace) + "/" + node);
-  return AssessNode(node, n.get(), l.get(), now, options_);
+  return AssessNode(node, n.get(), l.get(), now, options_, state_->leases.reflector().FreshSince());
 }
 
 }  // namespace lockstep::controller

@@ -46,9 +46,13 @@ struct NodeVerdict {
 
 // `node` null: the Node object is gone. `lease` null: no Lease seen (not an error by itself: a
 // node without a Lease is judged by its conditions only). Unparseable timestamps count as
-// absent.
+// absent. `leases_fresh_since`: since when the caller's view of Leases is continuous
+// (Reflector::FreshSince): a Lease's silence counts from no earlier than that, and not at all
+// while it is in the future (the view is broken). An apiserver that restarts for longer than the
+// grace keeps every Lease from being renewed; without this, every node was then lost at once.
 NodeVerdict AssessNode(const std::string& name, const kube::Node* node, const kube::Lease* lease,
-                       api::Time now, const NodeHealthOptions& options);
+                       api::Time now, const NodeHealthOptions& options,
+                       api::Time leases_fresh_since = api::Time{});
 
 // When the node's Lease would pass the grace if not renewed again (for a timer); unset without
 // a Lease.

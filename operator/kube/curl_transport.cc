@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "operator/kube/line_splitter.h"
 
 namespace lockstep::kube {
 namespace {
@@ -55,8 +56,10 @@ struct Transfer {
   const std::atomic<bool>* cancel = nullptr;  // the stream's, or the request's
   // Streaming only.
   const LineHandler* on_line = nullptr;
-  std::string partial_line;
+  LineSplitter lines;
   bool stopped_by_handler = false;
+  bool fenced = false;  // the request's fence refused it before it was sent
+  bool line_too_long = false;
   std::promise<StatusOr<Response>> done;
 
   ~Transfer() {
@@ -99,19 +102,31 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
     return len;
   }
   if (t->cancel != nullptr && t->cancel->load()) return 0;
-  t->partial_line.append(data, len);
-  size_t start = 0;
-  for (size_t nl; (nl = t->partial_line.find('\n', start)) != std::string::npos; start = nl + 1) {
-    std::string_view line(t->partial_line.data() + start, nl - start);
-    if (line.empty()) continue;
-    if (!(*t->on_line)(line)) {
+  switch (t->lines.Append(std::string_view(data, len), *t->on_line)) {
+    case LineSplitter::Result::kMore:
+      return len;
+    case LineSplitter::Result::kStopped:
       t->stopped_by_handler = true;
       return 0;
-    }
+    case LineSplitter::Result::kTooLong:
+      t->line_too_long = true;
+      return 0;
   }
-  t->partial_line.erase(0, start);
-  return len;
+  return 0;
 }
+
+#if LIBCURL_VERSION_NUM >= 0x075000  // CURLOPT_PREREQFUNCTION: curl 7.80
+// Called once the connection is ready, just before the request is written to it: the last
+// moment a fenced write can still be dropped unsent.
+int OnPrereq(void* user, char*, char*, int, int) {
+  auto* t = static_cast<Transfer*>(user);
+  if (t->request.fence && !t->request.fence()) {
+    t->fenced = true;
+    return CURL_PREREQFUNC_ABORT;
+  }
+  return CURL_PREREQFUNC_OK;
+}
+#endif
 
 int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto* t = static_cast<Transfer*>(user);
@@ -189,6 +204,10 @@ class CurlTransport final : public Transport {
     curl_easy_setopt(t.easy, CURLOPT_XFERINFODATA, &t);
     const CURLcode rc = curl_easy_perform(t.easy);
     if (t.stopped_by_handler) return CancelledError("stream stopped by handler");
+    if (t.line_too_long) {
+      return ResourceExhaustedError("stream line longer than " +
+                                    std::to_string(kMaxStreamLineBytes) + " bytes");
+    }
     if (rc == CURLE_ABORTED_BY_CALLBACK || rc == CURLE_WRITE_ERROR) {
       if (t.cancel != nullptr && t.cancel->load()) return CancelledError("stream cancelled");
     }
@@ -239,6 +258,12 @@ class CurlTransport final : public Transport {
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &OnBody);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    if (t->request.fence) {
+#if LIBCURL_VERSION_NUM >= 0x075000
+      curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &OnPrereq);
+      curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
+#endif
+    }
     return Status::Ok();
   }
 
@@ -322,7 +347,11 @@ class CurlTransport final : public Transport {
       if (it->get() != raw) continue;
       std::shared_ptr<Transfer> t = std::move(*it);
       active->erase(it);
-      if (rc != CURLE_OK) {
+      if (t->fenced) {
+        t->done.set_value(
+            FailedPreconditionError(t->request.method + " " + t->request.path +
+                                    ": not sent, this process may no longer write (lease lost)"));
+      } else if (rc != CURLE_OK) {
         t->done.set_value(CurlError(rc, t->errbuf.data()));
       } else {
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->response.status);

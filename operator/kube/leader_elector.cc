@@ -91,6 +91,14 @@ bool LeaderElector::SleepFor(std::chrono::milliseconds d) {
   return !cv_.wait_for(lock, d, [this] { return stop_; });
 }
 
+bool LeaderElector::MayWrite() const {
+  return leader_.load() && clock_.Now().time_since_epoch().count() < writes_until_.load();
+}
+
+void LeaderElector::ExtendWrites(Clock::Steady renewed) {
+  writes_until_ = (renewed + config_.renew_deadline).time_since_epoch().count();
+}
+
 void LeaderElector::SetLeader(bool leading) {
   leader_ = leading;
   if (status_gauge_ != nullptr) status_gauge_->Set(leading ? 1 : 0);
@@ -210,22 +218,25 @@ std::chrono::milliseconds LeaderElector::CampaignDelay() {
 
 void LeaderElector::Run() {
   SetLeader(false);
+  Clock::Steady attempt_start = clock_.Now();
   while (!TryAcquireOrRenew()) {
     if (!SleepFor(CampaignDelay())) return;
+    attempt_start = clock_.Now();
   }
+  ExtendWrites(attempt_start);
   SetLeader(true);
   log::Info("started leading", {{"lease", config_.lease_name}, {"identity", config_.identity}});
   if (callbacks_.on_started_leading) callbacks_.on_started_leading();
-  const bool requested_stop = Lead();
+  const bool requested_stop = Lead(attempt_start);
   SetLeader(false);
   log::Info("stopped leading", {{"lease", config_.lease_name}, {"identity", config_.identity}});
   if (callbacks_.on_stopped_leading) callbacks_.on_stopped_leading();
   if (requested_stop && config_.release_on_cancel) Release();
 }
 
-bool LeaderElector::Lead() {
+bool LeaderElector::Lead(Clock::Steady acquired) {
   // Measured from before an attempt: the record it wrote is at least this old.
-  Clock::Steady last_renew = clock_.Now();
+  Clock::Steady last_renew = acquired;
   while (true) {
     // Never sleep past the renew deadline, and never start a request after it: an attempt is a
     // read and a write, each within the request timeout, so this process stops leading at most
@@ -236,6 +247,7 @@ bool LeaderElector::Lead() {
     const Clock::Steady attempt_start = clock_.Now();
     if (TryAcquireOrRenew(deadline)) {
       last_renew = attempt_start;
+      ExtendWrites(last_renew);
       continue;
     }
     // Someone else holds it now, or we could not renew in time: stop leading at once.

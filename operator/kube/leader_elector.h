@@ -14,7 +14,12 @@
 //    leading at once: OnStoppedLeading runs and IsLeader() turns false at most renew_deadline +
 //    the request timeout after its last successful renewal began, before the Lease can expire
 //    for others (renew_deadline + timeout + MaxBackdate() <= lease_duration);
-//  - writes are optimistic (resourceVersion), so two candidates never both win one round.
+//  - writes are optimistic (resourceVersion), so two candidates never both win one round;
+//  - fencing: MayWrite() is true only while the lease is certainly still this process's, by its
+//    own monotonic clock: less than renew_deadline since its last successful renewal began. A
+//    leader that was paused (SIGSTOP, a frozen VM) past its lease wakes with MayWrite() false,
+//    before its elector thread has noticed anything, and lockstep-operator sends none of its
+//    writes while it is false (RestOptions::write_fence), so the new leader is never overwritten.
 // leader_election_master_status{name} is 1 while leading, else 0.
 
 #include <atomic>
@@ -86,6 +91,10 @@ class LeaderElector {
   void Stop();
 
   bool IsLeader() const { return leader_.load(); }
+  // True while leading and less than renew_deadline has passed since the start of the last
+  // successful acquire or renewal (on the monotonic clock, which runs on while the process is
+  // stopped). Thread-safe and cheap: checked before every write the operator sends.
+  bool MayWrite() const;
   std::string ObservedLeader() const;
 
  private:
@@ -98,7 +107,11 @@ class LeaderElector {
   void Observe(const std::string& holder, const std::string& renew_time);
   void Release();
   bool SleepFor(std::chrono::milliseconds d);  // false when stopped
-  bool Lead();  // renews until the lease is lost or Stop(); true when Stop() ended it
+  // Renews until the lease is lost or Stop(); true when Stop() ended it. `acquired` is when the
+  // acquiring attempt began.
+  bool Lead(Clock::Steady acquired);
+  // MayWrite() holds until renew_deadline after `renewed` (the start of a successful attempt).
+  void ExtendWrites(Clock::Steady renewed);
   std::chrono::milliseconds CampaignDelay();
   void SetLeader(bool leading);
 
@@ -111,6 +124,8 @@ class LeaderElector {
   Backoff jitter_;
 
   std::atomic<bool> leader_{false};
+  // Steady-clock ticks (time_since_epoch) until which MayWrite() holds.
+  std::atomic<Clock::Steady::rep> writes_until_{0};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;                  // guarded by mu_

@@ -1,5 +1,6 @@
 #include "operator/kube/reflector.h"
 
+#include <limits>
 #include <random>
 
 #include "common/check.h"
@@ -42,6 +43,18 @@ std::string Reflector::LastResourceVersion() const {
   return last_rv_;
 }
 
+std::chrono::system_clock::time_point Reflector::FreshSince() const {
+  return std::chrono::system_clock::time_point(
+      std::chrono::system_clock::duration(fresh_since_.load()));
+}
+
+void Reflector::MarkBroken() { fresh_since_ = std::numeric_limits<int64_t>::max(); }
+
+void Reflector::MarkFresh() {
+  if (fresh_since_.load() != std::numeric_limits<int64_t>::max()) return;
+  fresh_since_ = std::chrono::system_clock::now().time_since_epoch().count();
+}
+
 bool Reflector::SleepFor(std::chrono::milliseconds d) {
   std::unique_lock<std::mutex> lock(mu_);
   return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
@@ -56,6 +69,7 @@ void Reflector::Run() {
     if (need_list) {
       Status s = ListAndReplace();
       if (!s.ok()) {
+        MarkBroken();
         log::Warning("list failed", {{"resource", ref_.resource}, {"error", s.ToString()}});
         if (!SleepFor(backoff_.Delay(failures++))) return;
         continue;
@@ -80,6 +94,7 @@ void Reflector::Run() {
       if (!SleepFor(backoff_.Delay(0))) return;
       continue;
     }
+    MarkBroken();
     log::Warning("watch failed", {{"resource", ref_.resource}, {"error", s.ToString()}});
     if (!SleepFor(backoff_.Delay(failures++))) return;
   }
@@ -103,6 +118,7 @@ Status Reflector::ListAndReplace() {
       &rv);
   sink_->EndReplace(s.ok());
   if (!s.ok()) return s;
+  MarkFresh();
   std::lock_guard<std::mutex> lock(mu_);
   last_rv_ = rv;
   return Status::Ok();
@@ -127,6 +143,7 @@ Status Reflector::WatchOnce(bool* made_progress) {
       return false;
     }
     *made_progress = true;
+    MarkFresh();
     std::string rv;
     if (auto m = event.object.find("metadata"); m != event.object.end() && m->is_object()) {
       rv = m->value("resourceVersion", "");

@@ -8,6 +8,7 @@
 // Runs on its own thread between Start() and Stop(). Sink calls come from that thread only.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -59,6 +60,12 @@ class Reflector {
   void Stop();
 
   std::string LastResourceVersion() const;
+  // Since when the sink's view is continuous, on the wall clock: the epoch while no list or
+  // watch has failed; after a failure (the apiserver restarting, a partition), time_point::max()
+  // until a list, event or bookmark succeeds again, then that moment. A cache whose view broke
+  // off cannot tell an object that went quiet from one it did not hear about: the node health
+  // monitor counts Lease ages from here (an apiserver restart once expired every Lease).
+  std::chrono::system_clock::time_point FreshSince() const;
   // Counters for tests and logs.
   int64_t lists() const { return lists_.load(); }
   int64_t watches() const { return watches_.load(); }
@@ -82,6 +89,11 @@ class Reflector {
   std::condition_variable cv_;
   std::string last_rv_;  // guarded by mu_
   std::thread thread_;
+  void MarkBroken();
+  void MarkFresh();
+
+  // FreshSince() in system_clock ticks; 0: never broken; max: broken now.
+  std::atomic<int64_t> fresh_since_{0};
   std::atomic<int64_t> lists_{0};
   std::atomic<int64_t> watches_{0};
 };

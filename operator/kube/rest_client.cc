@@ -99,6 +99,7 @@ Request RestClient::MakeRequest(std::string method, std::string path, const json
   r.method = std::move(method);
   r.path = std::move(path);
   r.timeout = options_.timeout;
+  if (r.method != "GET") r.fence = options_.write_fence;
   if (body != nullptr) {
     r.body = body->dump();
     r.content_type = std::move(content_type);
@@ -124,6 +125,11 @@ StatusOr<Response> RestClient::Execute(const std::string& verb, Request request)
   for (int attempt = 0;; ++attempt) {
     if (cancelled_) return CancelledError(request.method + " " + request.path + ": client stopped");
     limiter_.Wait();
+    // After the limiter's wait, which a paused process ends with a burst of sends.
+    if (request.fence && !request.fence()) {
+      return FailedPreconditionError(request.method + " " + request.path +
+                                     ": not sent, this process may no longer write (lease lost)");
+    }
     const auto start = clock_.Now();
     StatusOr<Response> result = transport_->Do(request);
     const double seconds = std::chrono::duration<double>(clock_.Now() - start).count();
@@ -233,7 +239,13 @@ Status RestClient::Watch(const ResourceRef& ref, const std::string& ns,
           decode_error = doc.status();
           return false;
         }
-        const auto type = ParseEventType(doc->value("type", ""));
+        // A line that is not an object, or whose type is not a string, made json::value()
+        // throw out of the watch and end the process (found by tests/fuzz/watch_stream).
+        std::optional<WatchEventType> type;
+        if (doc->is_object()) {
+          auto it = doc->find("type");
+          if (it != doc->end() && it->is_string()) type = ParseEventType(it->get<std::string>());
+        }
         if (!type || !doc->contains("object")) {
           decode_error = InvalidArgumentError("malformed watch event");
           return false;

@@ -114,6 +114,12 @@ struct RestOptions {
   BackoffPolicy backoff{std::chrono::milliseconds(200), std::chrono::seconds(10), 2.0, 0.5};
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
   std::string field_manager = "lockstep";
+  // When set, every request but a GET (creates, updates, patches, deletes, bindings) is sent only
+  // while this returns true: checked before each attempt and again by the transport just before
+  // the request is written (Request::fence); otherwise it fails with FAILED_PRECONDITION, unsent.
+  // lockstep-operator passes LeaderElector::MayWrite, so a leader that lost its lease while it
+  // was paused writes nothing when it wakes (docs/kube-client.md, "Fencing").
+  std::function<bool()> write_fence;
 };
 
 class RestClient {

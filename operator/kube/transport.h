@@ -8,7 +8,9 @@
 //                      failed), so retrying is safe even for a non-idempotent create;
 //   INTERNAL           the connection broke after the request may have been sent;
 //   DEADLINE_EXCEEDED  the request timeout (or a watch's idle bound) expired;
-//   CANCELLED          a stream was cancelled by its caller.
+//   CANCELLED          a stream was cancelled by its caller;
+//   FAILED_PRECONDITION the request's fence was closed when it was about to be sent: it never
+//                      left this process (see Request::fence).
 // Any HTTP status, including 4xx/5xx, is a successful Response.
 
 #include <atomic>
@@ -27,6 +29,11 @@ struct Request {
   std::string body;
   std::string content_type;  // empty when there is no body
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};  // ignored by Stream()
+  // When set, asked as late as the transport can (curl: once the connection is ready, just before
+  // the request is written to it); false drops the request unsent. A leader's writes carry its
+  // lease check here, so a request queued before the process was paused is not sent after the
+  // lease was lost (RestOptions::write_fence). Called on the transport's thread.
+  std::function<bool()> fence;
   // Do(): polled while the request is in flight; true aborts it with CANCELLED. May be null.
   const std::atomic<bool>* cancel = nullptr;
 };

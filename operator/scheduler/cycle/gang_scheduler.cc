@@ -171,6 +171,7 @@ void GangScheduler::RunCycle() {
   // Phase 1: pending gangs whose every pod exists.
   const std::vector<PodPtr> pods = pods_.store().List();
   GangCollection gangs = Collect(pods);
+  for (LeftoverGang& leftover : gangs.leftovers) UndoLeftover(std::move(leftover));
   const Steady collected = clock_.Now();
   // Nothing to place (e.g. gangs still arriving pod by pod): skip the snapshot, which re-sums
   // every bound pod, except once per tick to keep the gauges fresh.
@@ -340,6 +341,39 @@ void GangScheduler::OnGangBound(const GangBind& bind, const BindOutcome& outcome
     in_flight_.erase(bind.gang.key);
   }
   Trigger();
+}
+
+// A gang split between bound and pending members that no bind of ours is completing (its
+// scheduler was killed mid-bind, say): the bound members are deleted, as a failed bind's undo
+// does, so the controller recreates them and the gang is placed whole (found by the chaos tier's
+// scheduler failover test: the gang waited for ever). The key is in flight meanwhile, so no
+// cycle places or undoes it twice.
+void GangScheduler::UndoLeftover(LeftoverGang leftover) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!in_flight_.insert(leftover.key).second) return;
+  }
+  pool_->Submit([this, leftover = std::move(leftover)] {
+    int deleted = 0;
+    for (const PodPtr& pod : leftover.bound) {
+      kube::DeleteOptions options;
+      options.precondition_uid = pod->meta.uid;
+      Status del =
+          client_.Delete(kube::resources::Pods(), pod->meta.namespace_, pod->meta.name, options)
+              .status();
+      if (del.ok() || IsNotFound(del)) ++deleted;
+    }
+    const std::string message = "found partly bound (" + std::to_string(leftover.bound.size()) +
+                                " pods bound, by a scheduler that stopped mid-bind?); deleted " +
+                                std::to_string(deleted) + " so the gang is placed whole";
+    log::Warning("partial gang undone", {{"gang", leftover.key}, {"message", message}});
+    conditions_.Event(*leftover.job, kEventBindFailed, message);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_flight_.erase(leftover.key);
+    }
+    Trigger();
+  });
 }
 
 void GangScheduler::Explain(const CollectedGang& gang, const GangDecision& decision) {

@@ -4,7 +4,8 @@
 // and PriorityClasses, and runs the scheduling cycle (docs/scheduler-cycle.md):
 //   1 collect pending complete gangs   2 snapshot (bound + assumed pods)   3 PlanCycle
 //   4 assume placements                5 bind every pod of each placed gang concurrently
-//   6 undo a gang whose bind failed (delete its possibly-bound pods) and let it requeue
+//   6 undo a gang whose bind failed (delete its possibly-bound pods) and let it requeue, and a
+//     gang found split between bound and pending members that no bind of ours is completing
 // then explains every waiting gang in its Scheduled condition, and answers elastic jobs' capacity
 // question in status.capacity (elastic_capacity.h). Cycles run on one thread,
 // triggered by informer events (at most once per `debounce`) and by a periodic `tick`; binds
@@ -101,6 +102,7 @@ class GangScheduler {
   void Explain(const CollectedGang& gang, const GangDecision& decision);
   void UpdateGauges(const CyclePlan& plan, const std::vector<PodPtr>& pods, size_t waiting);
   void OnGangBound(const GangBind& bind, const BindOutcome& outcome);
+  void UndoLeftover(LeftoverGang leftover);
   Steady QueuedSince(const std::string& gang_key, Steady now);
   void ForgetStaleQueueEntries(const GangCollection& gangs);
   void EvaluateCapacity(const Snapshot& snapshot, const std::vector<PodPtr>& pods,

@@ -118,8 +118,11 @@ GangRequest RequestFor(const JobInfo& job, const std::vector<PodPtr>& pods, int3
   return req;
 }
 
-bool IsPendingFor(const kube::Pod& pod, const CollectOptions& options) {
-  if (pod.scheduler_name != options.scheduler_name || !pod.node_name.empty()) return false;
+namespace {
+
+// Ours, alive, in the namespace and labelled with a job: a gang member, bound or not.
+bool IsMemberFor(const kube::Pod& pod, const CollectOptions& options) {
+  if (pod.scheduler_name != options.scheduler_name) return false;
   if (pod.meta.deletion_timestamp || pod.IsTerminal()) return false;
   if (!options.namespace_filter.empty() && pod.meta.namespace_ != options.namespace_filter) {
     return false;
@@ -127,14 +130,42 @@ bool IsPendingFor(const kube::Pod& pod, const CollectOptions& options) {
   return pod.meta.labels.count(std::string(api::kLabelJobName)) != 0;
 }
 
+std::string GroupKey(const kube::Pod& pod) {
+  return pod.meta.namespace_ + "/" + Label(pod, api::kLabelJobName) + "/" +
+         Label(pod, api::kLabelAttempt);
+}
+
+// The bound members of a split gang of `job` whose pending members are `pending`, or empty.
+std::vector<PodPtr> LeftoverBound(const JobInfo& job, const std::vector<PodPtr>& pending,
+                                  const std::vector<PodPtr>& bound) {
+  if (bound.empty() ||
+      static_cast<int64_t>(pending.size() + bound.size()) != ExpectedPodCount(job)) {
+    return {};
+  }
+  for (const PodPtr& pod : bound) {
+    const kube::OwnerRef* owner = pod->meta.ControllerRef();
+    if (owner == nullptr || owner->uid != job.meta.uid) return {};
+  }
+  return bound;
+}
+
+}  // namespace
+
+bool IsPendingFor(const kube::Pod& pod, const CollectOptions& options) {
+  return pod.node_name.empty() && IsMemberFor(pod, options);
+}
+
+bool IsBoundFor(const kube::Pod& pod, const CollectOptions& options) {
+  return !pod.node_name.empty() && IsMemberFor(pod, options);
+}
+
 GangCollection CollectGangs(const std::vector<PodPtr>& pods, const CollectInputs& inputs,
                             const CollectOptions& options) {
   std::map<std::string, std::vector<PodPtr>> groups;
+  std::map<std::string, std::vector<PodPtr>> bound;  // by the same key
   for (const PodPtr& pod : pods) {
-    if (!IsPendingFor(*pod, options)) continue;
-    const std::string key = pod->meta.namespace_ + "/" + Label(*pod, api::kLabelJobName) + "/" +
-                            Label(*pod, api::kLabelAttempt);
-    groups[key].push_back(pod);
+    if (IsPendingFor(*pod, options)) groups[GroupKey(*pod)].push_back(pod);
+    if (IsBoundFor(*pod, options)) bound[GroupKey(*pod)].push_back(pod);
   }
   GangCollection out;
   for (auto& [key, members] : groups) {
@@ -151,8 +182,13 @@ GangCollection CollectGangs(const std::vector<PodPtr>& pods, const CollectInputs
     }
     CollectedGang gang;
     if (job == nullptr || attempt == AttemptMatch::kNewer || job->meta.deletion_timestamp ||
-        job->spec.run_policy.suspend || !BuildGang(key, std::move(members), job, inputs, &gang)) {
+        job->spec.run_policy.suspend || !BuildGang(key, members, job, inputs, &gang)) {
       ++out.incomplete;
+      if (job != nullptr && attempt == AttemptMatch::kCurrent && !job->meta.deletion_timestamp &&
+          !job->spec.run_policy.suspend) {
+        std::vector<PodPtr> split = LeftoverBound(*job, members, bound[key]);
+        if (!split.empty()) out.leftovers.push_back({key, job, std::move(split)});
+      }
       continue;
     }
     out.complete.push_back(std::move(gang));

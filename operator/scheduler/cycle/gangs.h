@@ -5,6 +5,9 @@
 // a restart) are ignored, never members; pods of a newer attempt than the cached status wait until
 // the cache catches up. A gang is complete only when every pod its TrainingJob expects exists,
 // unbound, exactly once per (role, index); anything else waits (a partial gang is never placed).
+// A gang of the current attempt that is split, some members bound and the rest pending, with no
+// bind of this scheduler in flight, is a leftover (a scheduler killed mid-bind, an undo whose
+// delete failed): nothing would ever complete it, so it is reported for undoing.
 // Pure, thread-safe.
 
 #include <cstdint>
@@ -45,8 +48,16 @@ struct CollectInputs {
   api::Time now{};
 };
 
+// A partly bound gang nobody is binding (see above): its bound members, to be deleted.
+struct LeftoverGang {
+  std::string key;  // "namespace/job/attempt"
+  JobPtr job;
+  std::vector<PodPtr> bound;
+};
+
 struct GangCollection {
   std::vector<CollectedGang> complete;  // sorted by key
+  std::vector<LeftoverGang> leftovers;  // also counted as incomplete
   int64_t incomplete = 0;               // gangs still missing pods, without their job, or of a
                                         // newer attempt than the cached status
   int64_t stale = 0;                    // groups of an older attempt: ignored
@@ -54,6 +65,8 @@ struct GangCollection {
 
 // A pod this scheduler must place: ours, unbound, not terminating, not finished.
 bool IsPendingFor(const kube::Pod& pod, const CollectOptions& options);
+// A pod of ours that is bound and holds its node (not terminating, not finished).
+bool IsBoundFor(const kube::Pod& pod, const CollectOptions& options);
 
 // The pod's lockstep.dev/attempt label; nullopt when absent or not a number.
 std::optional<int32_t> PodAttempt(const kube::Pod& pod);
@@ -68,6 +81,8 @@ void SortGangOrder(const JobInfo& job, std::vector<PodPtr>& pods);
 GangRequest RequestFor(const JobInfo& job, const std::vector<PodPtr>& pods, int32_t priority,
                        api::Time now, std::vector<std::vector<PodPtr>>* by_role = nullptr);
 
+// `pods`: every pod of the cache but those this scheduler assumes (binds it made whose watch
+// events have not arrived), so a gang of its own being bound never looks split.
 GangCollection CollectGangs(const std::vector<PodPtr>& pods, const CollectInputs& inputs,
                             const CollectOptions& options = {});
 

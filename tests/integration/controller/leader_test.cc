@@ -2,8 +2,6 @@
 // releases the Lease) the standby takes over and reconciles new jobs.
 #include <gtest/gtest.h>
 
-#include <regex>
-
 #include "tests/integration/controller/operator_env.h"
 #include "tests/integration/kube/test_env.h"
 
@@ -11,17 +9,6 @@ namespace lockstep::controller::testing {
 namespace {
 
 using std::chrono::seconds;
-
-// leader_election_master_status of the process serving metrics on `port`: 1, 0 or -1 (none).
-int LeaderStatus(int port) {
-  StatusOr<std::string> body = HttpGet(port, "/metrics");
-  if (!body.ok()) return -1;
-  std::smatch m;
-  if (!std::regex_search(*body, m, std::regex("leader_election_master_status\\{[^}]*\\} ([01])"))) {
-    return -1;
-  }
-  return std::stoi(m[1]);
-}
 
 bool PodsCreated(kube::RestClient& client, const std::string& ns, const std::string& job) {
   auto pods = ListJobPods(client, ns, job);

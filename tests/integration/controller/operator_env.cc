@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <regex>
 #include <thread>
 
 #include "tests/integration/kube/test_env.h"
@@ -55,6 +56,16 @@ StatusOr<std::string> HttpGet(int port, const std::string& path) {
     return UnavailableError("HTTP " + std::to_string(reply.status) + " for " + path);
   }
   return reply.body;
+}
+
+int LeaderStatus(int port) {
+  StatusOr<std::string> body = HttpGet(port, "/metrics");
+  std::smatch m;
+  if (!body.ok() ||
+      !std::regex_search(*body, m, std::regex("leader_election_master_status\\{[^}]*\\} ([01])"))) {
+    return -1;
+  }
+  return std::stoi(m[1]);
 }
 
 OperatorProcess::OperatorProcess(std::vector<std::string> namespaces,
@@ -153,6 +164,45 @@ json MakeJob(const std::string& name, int replicas,
                            {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}}}}}};
   if (mutate) mutate(job);
   return job;
+}
+
+json KwokNode(const std::string& name, const std::string& pool_label, const std::string& pool,
+              int gpus) {
+  const json capacity = {{"cpu", "96"},
+                         {"memory", "1536Gi"},
+                         {"pods", "110"},
+                         {"nvidia.com/gpu", std::to_string(gpus)}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", name},
+        {"labels", {{"kubernetes.io/hostname", name}, {"type", "kwok"}, {pool_label, pool}}},
+        {"annotations", {{"kwok.x-k8s.io/node", "fake"}, {"node.alpha.kubernetes.io/ttl", "0"}}}}},
+      {"spec", json::object()},
+      {"status", {{"capacity", capacity}, {"allocatable", capacity}}}};
+}
+
+json PoolJob(const std::string& name, int replicas, const std::string& pool_label,
+             const std::string& pool, int gpus) {
+  const json resources = {
+      {"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", std::to_string(gpus)}};
+  const json container = {{"name", "trainer"},
+                          {"image", "lockstep/examples:dev"},
+                          {"command", json::array({"python", "train.py"})},
+                          {"resources", {{"requests", resources}, {"limits", resources}}}};
+  return {
+      {"apiVersion", "lockstep.dev/v1alpha1"},
+      {"kind", "TrainingJob"},
+      {"metadata", {{"name", name}}},
+      {"spec",
+       {{"framework", "Generic"},
+        {"replicas", replicas},
+        {"failurePolicy",
+         {{"restartMode", "Recreate"}, {"backoff", {{"initialSeconds", 0}, {"maxSeconds", 0}}}}},
+        {"template",
+         {{"spec",
+           {{"nodeSelector", {{pool_label, pool}}}, {"containers", json::array({container})}}}}}}}};
 }
 
 StatusOr<std::vector<json>> ListJobPods(kube::RestClient& client, const std::string& ns,

@@ -31,6 +31,10 @@ using ::lockstep::testing::FreePort;  // tests/testing/free_port.h
 // GET http://127.0.0.1:<port><path>; the body, or an error for a non-200 answer.
 StatusOr<std::string> HttpGet(int port, const std::string& path);
 
+// leader_election_master_status of the operator serving /metrics on `port`: 1, 0, or -1 when it
+// cannot be read.
+int LeaderStatus(int port);
+
 class OperatorProcess {
  public:
   explicit OperatorProcess(std::vector<std::string> namespaces,
@@ -64,6 +68,17 @@ class OperatorProcess {
 // A PyTorch TrainingJob with `replicas` workers; `mutate` edits the JSON before it is returned.
 nlohmann::json MakeJob(const std::string& name, int replicas,
                        const std::function<void(nlohmann::json&)>& mutate = nullptr);
+
+// A Node for kwok to run (annotation kwok.x-k8s.io/node=fake) with `gpus` nvidia.com/gpu, 96
+// CPUs and 1536Gi, labelled `pool_label`=`pool` so that a test's jobs can select its own nodes.
+nlohmann::json KwokNode(const std::string& name, const std::string& pool_label,
+                        const std::string& pool, int gpus);
+
+// A Generic TrainingJob of `replicas` workers with `gpus` GPUs each (1 CPU, 1Gi), pinned to the
+// kwok nodes labelled `pool_label`=`pool`, with Recreate restarts and no backoff (kwok pods have
+// no launcher to restart in place).
+nlohmann::json PoolJob(const std::string& name, int replicas, const std::string& pool_label,
+                       const std::string& pool, int gpus);
 
 // Pods of a job (label selector), live from the API.
 StatusOr<std::vector<nlohmann::json>> ListJobPods(kube::RestClient& client, const std::string& ns,

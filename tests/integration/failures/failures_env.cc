@@ -23,10 +23,6 @@ namespace {
 const char kJobLabel[] = "lockstep.dev/job-name";
 const char kAttemptLabel[] = "lockstep.dev/attempt";
 
-json Resources(int gpus) {
-  return {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", std::to_string(gpus)}};
-}
-
 std::optional<Clock::time_point> Parse(const json& obj, const json::json_pointer& ptr) {
   if (!obj.contains(ptr) || !obj.at(ptr).is_string()) return std::nullopt;
   StatusOr<Clock::time_point> t = api::ParseTime(obj.at(ptr).get<std::string>());
@@ -155,20 +151,8 @@ std::vector<std::string> FailuresTest::CreateNodes(int count, int gpus) {
   std::vector<std::string> names;
   for (int i = 0; i < count; ++i) {
     const std::string name = pool_ + "-n" + std::to_string(nodes_.size());
-    const json capacity = {{"cpu", "96"},
-                           {"memory", "1536Gi"},
-                           {"pods", "110"},
-                           {"nvidia.com/gpu", std::to_string(gpus)}};
-    const json node = {
-        {"apiVersion", "v1"},
-        {"kind", "Node"},
-        {"metadata",
-         {{"name", name},
-          {"labels", {{"kubernetes.io/hostname", name}, {"type", "kwok"}, {kPoolLabel, pool_}}},
-          {"annotations", {{kKwokAnnotation, "fake"}, {"node.alpha.kubernetes.io/ttl", "0"}}}}},
-        {"spec", json::object()},
-        {"status", {{"capacity", capacity}, {"allocatable", capacity}}}};
-    StatusOr<json> created = client().Create(kube::resources::Nodes(), "", node);
+    StatusOr<json> created = client().Create(
+        kube::resources::Nodes(), "", controller::testing::KwokNode(name, kPoolLabel, pool_, gpus));
     EXPECT_TRUE(created.ok()) << created.status();
     nodes_.push_back(name);
     names.push_back(name);
@@ -254,23 +238,7 @@ std::optional<Clock::time_point> FailuresTest::LeaseRenewTime(const std::string&
 
 json FailuresTest::MakeJob(const std::string& name, int replicas,
                            const std::function<void(json&)>& mutate) {
-  const json container = {{"name", "trainer"},
-                          {"image", "lockstep/examples:dev"},
-                          {"command", json::array({"python", "train.py"})},
-                          {"resources", {{"requests", Resources(8)}, {"limits", Resources(8)}}}};
-  json job = {
-      {"apiVersion", "lockstep.dev/v1alpha1"},
-      {"kind", "TrainingJob"},
-      {"metadata", {{"name", name}}},
-      {"spec",
-       {{"framework", "Generic"},
-        {"replicas", replicas},
-        {"failurePolicy",
-         {{"restartMode", "Recreate"}, {"backoff", {{"initialSeconds", 0}, {"maxSeconds", 0}}}}},
-        {"template",
-         {{"spec",
-           {{"nodeSelector", {{kPoolLabel, pool_}}},
-            {"containers", json::array({container})}}}}}}}};
+  json job = controller::testing::PoolJob(name, replicas, kPoolLabel, pool_, 8);
   if (mutate) mutate(job);
   return job;
 }

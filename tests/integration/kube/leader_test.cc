@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -154,6 +155,46 @@ TEST_F(LeaderTest, LosingTheLeaseStopsLeadingAtOnce) {
   EXPECT_EQ(metrics.LeaderStatus("steal").Value(), 0);
   runner.join();  // Run returns after losing
   EXPECT_EQ(Holder("steal"), "thief");  // a loser never releases someone else's lease
+}
+
+// Fencing (docs/kube-client.md): a leader whose elector thread cannot run (here it is stuck in
+// its on_started_leading callback; in life, the process was paused) still says IsLeader(), but
+// MayWrite() closes by itself renew_deadline after the acquiring attempt began, before any
+// candidate may take the lease; a standby then takes it, and the old leader's fenced writes are
+// refused, whichever of its threads runs first when it resumes.
+TEST_F(LeaderTest, MayWriteClosesAtTheRenewDeadlineWhenTheElectorCannotRun) {
+  std::atomic<bool> leading{false}, release{false};
+  LeaderCallbacks stuck;
+  stuck.on_started_leading = [&] {
+    leading = true;
+    while (!release) std::this_thread::sleep_for(milliseconds(10));
+  };
+  const auto begun = std::chrono::steady_clock::now();
+  LeaderElector elector(cluster_.transport, Fast("fence", "stuck"), stuck);
+  std::thread runner([&] { elector.Run(); });
+  ASSERT_TRUE(testing::WaitFor([&] { return leading.load(); }, seconds(20)));
+  const auto led = std::chrono::steady_clock::now();
+  EXPECT_TRUE(elector.MayWrite());
+  ASSERT_TRUE(testing::WaitFor([&] { return !elector.MayWrite(); }, seconds(5), milliseconds(5)));
+  const auto closed = std::chrono::steady_clock::now();
+  EXPECT_TRUE(elector.IsLeader()) << "the stuck elector cannot have noticed anything";
+  EXPECT_GE(closed - begun, seconds(2)) << "closed before the renew deadline";
+  EXPECT_LT(closed - led, seconds(3)) << "still open when the lease (3 s) expired";
+
+  std::atomic<bool> standby_leads{false};
+  LeaderCallbacks standby_cb;
+  standby_cb.on_started_leading = [&] { standby_leads = true; };
+  LeaderElector standby(cluster_.transport, Fast("fence", "standby"), standby_cb);
+  std::thread t2([&] { standby.Run(); });
+  ASSERT_TRUE(testing::WaitFor([&] { return standby_leads.load(); }, seconds(10)));
+  EXPECT_TRUE(standby.MayWrite());
+  EXPECT_FALSE(elector.MayWrite());
+  release = true;  // the old elector resumes, finds its deadline gone and stops leading
+  runner.join();
+  EXPECT_FALSE(elector.IsLeader());
+  EXPECT_EQ(Holder("fence"), "standby");
+  standby.Stop();
+  t2.join();
 }
 
 TEST_F(LeaderTest, ReleaseOnStopLetsAStandbyTakeOverImmediately) {

@@ -112,6 +112,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"ReplicasString", "/spec/replicas", "4", "spec.replicas: expected an integer"},
         BadInput{"ReplicasFraction", "/spec/replicas", 2.5, "spec.replicas: expected an integer"},
         BadInput{"ReplicasHuge", "/spec/replicas", 1LL << 40, "spec.replicas: integer out of"},
+        // Found by tests/fuzz/api_codec: a float beyond int64 was cast first (undefined; the
+        // unit tier's UBSan aborts), then compared.
+        BadInput{"ReplicasHugeFloat", "/spec/replicas", 1e300, "spec.replicas: integer out of"},
+        BadInput{"DeadlineBelowInt64", "/spec/runPolicy", json{{"activeDeadlineSeconds", -1e19}},
+                 "spec.runPolicy.activeDeadlineSeconds: integer out of range"},
         BadInput{"UnknownFramework", "/spec/framework", "MXNet",
                  "spec.framework: unsupported value \"MXNet\""},
         BadInput{"MissingFramework", "/spec/framework", kRemove, "spec.framework: required"},

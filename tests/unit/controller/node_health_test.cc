@@ -178,6 +178,25 @@ INSTANTIATE_TEST_SUITE_P(
              "node gpu-node-1: cordoned")),
     [](const ::testing::TestParamInfo<Row>& row) { return row.param.name; });
 
+// Found by the chaos tier (ControlPlaneChaosTest): while the apiserver restarted, no Lease was
+// renewed, and the Leases then looked 20+ s old to a monitor whose own view had broken off: every
+// node with a job was lost and its jobs restarted. A Lease's silence counts only from when the
+// monitor's view of Leases is continuous again, and not at all while it is broken.
+TEST(AssessNodeLeaseViewTest, SilenceCountsFromWhenTheViewOfLeasesResumed) {
+  NodeHealthOptions options;
+  options.lease_grace = seconds(20);
+  const kube::Node node = HealthyNode();
+  const auto verdict = [&](api::Time fresh_since) {
+    return AssessNode("gpu-node-1", &node, &kStale, kNow, options, fresh_since);
+  };
+  EXPECT_TRUE(verdict(api::Time{}).lost) << "a continuous view: 22.5 s of silence is lost";
+  EXPECT_FALSE(verdict(api::Time::max()).lost) << "a broken view judges no Lease";
+  EXPECT_FALSE(verdict(T("2026-11-29T11:59:45Z")).lost) << "resumed 15 s ago";
+  const NodeVerdict late = verdict(T("2026-11-29T11:59:39Z"));  // resumed 21 s ago
+  EXPECT_TRUE(late.lost);
+  EXPECT_EQ(late.message, "node gpu-node-1: lease not renewed for 21s");
+}
+
 TEST(LeaseDeadlineTest, RenewTimePlusGrace) {
   NodeHealthOptions options;
   options.lease_grace = seconds(3);

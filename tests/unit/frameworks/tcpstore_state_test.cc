@@ -92,6 +92,26 @@ TEST_F(TcpStoreStateTest, AddKeepsDecimalStringsLikeTorch) {
   EXPECT_FALSE(state_.Handle(1, add, &replies_));
 }
 
+// Found by tests/fuzz/tcpstore (its corpus has the input): ADD summed in a signed int64 and
+// overflowed (undefined behaviour; UBSan aborts). A sum beyond int64 is refused like a value
+// that is not a number: the connection closes and the counter keeps its value.
+TEST_F(TcpStoreStateTest, AddBeyondInt64IsRefusedAndKeepsTheCounter) {
+  Connect(1);
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(Do(1, QueryType::kAdd, {"/c"}, {}, max)[0].bytes, I64(max));
+  for (int64_t delta : {int64_t{1}, max}) {
+    Request add;
+    add.type = QueryType::kAdd;
+    add.keys = {"/c"};
+    add.i64 = delta;
+    EXPECT_FALSE(state_.Handle(1, add, &replies_)) << delta;
+  }
+  Connect(2);
+  EXPECT_EQ(Do(2, QueryType::kGet, {"/c"})[0].bytes, Bytes(std::to_string(max)));
+  EXPECT_EQ(Do(2, QueryType::kAdd, {"/c"}, {}, std::numeric_limits<int64_t>::min())[0].bytes,
+            I64(-1));
+}
+
 TEST_F(TcpStoreStateTest, WaitBlocksUntilEveryKeyExistsThenWakes) {
   Connect(1);
   Connect(2);

@@ -142,5 +142,45 @@ TEST(RestClientTest, WatchDecodesEventsAndErrors) {
       client.Watch(resources::Pods(), "ns", options, [](WatchEvent&&) { return true; })));
 }
 
+// A leader's fence (RestOptions::write_fence, LeaderElector::MayWrite): closed, every write is
+// refused before it reaches the transport and reads still go; open, writes carry the fence to
+// the transport, which asks it again just before sending (Request::fence).
+TEST(RestClientTest, WriteFenceRefusesWritesUnsentButNotReads) {
+  auto t = std::make_shared<FakeTransport>();
+  bool open = false;
+  RestOptions options = FastRetries();
+  options.write_fence = [&open] { return open; };
+  RestClient client(t, options);
+  const json cm = json::parse(kConfigMap);
+  EXPECT_EQ(client.Create(resources::ConfigMaps(), "ns", cm).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(client.Delete(resources::ConfigMaps(), "ns", "c").status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(t->requests().empty()) << "a fenced write reached the transport";
+  t->Push(Response{200, kConfigMap, ""});
+  EXPECT_TRUE(client.Get(resources::ConfigMaps(), "ns", "c").ok());
+  ASSERT_EQ(t->requests().size(), 1u);
+  EXPECT_FALSE(t->requests()[0].fence) << "reads are never fenced";
+  open = true;
+  t->Push(Response{201, kConfigMap, ""});
+  EXPECT_TRUE(client.Create(resources::ConfigMaps(), "ns", cm).ok());
+  ASSERT_EQ(t->requests().size(), 2u);
+  ASSERT_TRUE(t->requests()[1].fence);
+  open = false;
+  EXPECT_FALSE(t->requests()[1].fence()) << "the transport sees the fence as it is now";
+}
+
+// Found by tests/fuzz/watch_stream: a line holding JSON that is not an object made
+// json::value() throw out of the watch, which ended the whole operator.
+TEST(RestClientTest, WatchLineThatIsNotAnObjectIsAnError) {
+  auto t = std::make_shared<FakeTransport>();
+  RestClient client(t, FastRetries());
+  for (const char* line : {R"("type")", "42", "[1,2]", "null", R"({"type":1,"object":{}})"}) {
+    t->SetStreamLines({line});
+    Status s = client.Watch(resources::Pods(), "ns", {}, [](WatchEvent&&) { return true; });
+    EXPECT_TRUE(IsInvalidArgument(s)) << line << ": " << s;
+  }
+}
+
 }  // namespace
 }  // namespace lockstep::kube

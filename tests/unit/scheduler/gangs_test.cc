@@ -69,6 +69,37 @@ TEST(CollectGangsTest, OlderAttemptPodsAreNeverMembersNorAGang) {
   EXPECT_EQ(got.stale, 1);
 }
 
+// Found by the chaos tier (SchedulerFailoverChaosTest): a scheduler killed mid-bind leaves a gang
+// split between bound and pending members that nothing ever completed. Its bound members are
+// reported for undoing, unless a bind of ours is in flight, a member is missing, or the job is
+// suspended.
+TEST(CollectGangsTest, AGangSplitBetweenBoundAndPendingIsALeftover) {
+  const JobPtr job = Job(JobJson(4, 0, 8, {{"attempt", 1}}));
+  const std::vector<PodPtr> bound = {PodOf("worker", 0, 1, 8, "n0"),
+                                     PodOf("worker", 1, 1, 8, "n1")};
+  GangCollection got = CollectGangs(Concat(bound, Workers(2, 1, 2)), InputsFor(job));
+  EXPECT_TRUE(got.complete.empty());
+  EXPECT_EQ(got.incomplete, 1);
+  ASSERT_EQ(got.leftovers.size(), 1u);
+  EXPECT_EQ(got.leftovers[0].key, "ns/job/1");
+  EXPECT_EQ(got.leftovers[0].bound, bound);
+
+  CollectInputs binding = InputsFor(job);
+  binding.in_flight = [](const std::string& key) { return key == "ns/job/1"; };
+  EXPECT_TRUE(CollectGangs(Concat(bound, Workers(2, 1, 2)), binding).leftovers.empty());
+  // One member not created yet: the controller is still at it.
+  EXPECT_TRUE(CollectGangs(Concat(bound, Workers(1, 1, 2)), InputsFor(job)).leftovers.empty());
+  // A whole gang bound, or an older attempt's bound pods beside a pending gang: no leftover.
+  EXPECT_TRUE(
+      CollectGangs(bound, InputsFor(Job(JobJson(2, 0, 8, {{"attempt", 1}})))).leftovers.empty());
+  const std::vector<PodPtr> old_bound = {PodOf("worker", 0, 0, 8, "n0")};
+  EXPECT_TRUE(CollectGangs(Concat(old_bound, Workers(3, 1, 1)), InputsFor(job)).leftovers.empty());
+  json suspended = JobJson(4, 0, 8, {{"attempt", 1}});
+  suspended["spec"]["runPolicy"] = {{"suspend", true}};
+  EXPECT_TRUE(
+      CollectGangs(Concat(bound, Workers(2, 1, 2)), InputsFor(Job(suspended))).leftovers.empty());
+}
+
 TEST(CollectGangsTest, NewerAttemptThanTheCachedStatusWaits) {
   const JobPtr job = Job(JobJson(4, 0, 8, {{"attempt", 1}}));
   const GangCollection got = CollectGangs(Workers(4, 2), InputsFor(job));
