@@ -1,5 +1,5 @@
 // A node dies under a running job: the agent's `--fail-node` kills the node's pods and stops its
-// Lease, the operator (node-lease grace 6 s) finds the node lost, recreates the gang as the next
+// Lease, the operator (node-lease grace 10 s) finds the node lost, recreates the gang as the next
 // attempt on the other nodes, and the ranks resume from the checkpoint in the shared volume.
 // A binary of its own: the dead node stays dead for the rest of the agent's life.
 
@@ -18,9 +18,11 @@ using std::chrono::seconds;
 class NodeLoss : public SharedClusterTest<NodeLoss> {
  public:
   // 3 nodes: whichever the gang used, a spare one is left; a short grace so the loss is found
-  // within seconds (the agent heartbeats every second).
+  // within seconds (the agent heartbeats every second). 10 s, not 6: beside the other framework
+  // binaries (ctest -j3 on 2 cores) a live node's renewals were once seen 6 s late, and the
+  // gang was restarted a second time off a healthy node (cold check, 2026-12-01).
   static ClusterOptions Options() {
-    return ClusterOptions{.nodes = 3, .operator_args = {"--node-lease-grace=6s"}};
+    return ClusterOptions{.nodes = 3, .operator_args = {"--node-lease-grace=10s"}};
   }
 };
 
