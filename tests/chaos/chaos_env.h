@@ -23,12 +23,18 @@
 #include "common/status.h"
 #include "operator/kube/rest_client.h"
 #include "tests/chaos/invariants.h"
+#include "tests/integration/controller/operator_env.h"
 #include "tests/integration/kube/test_env.h"
 
 namespace lockstep::chaos {
 
 using nlohmann::json;
 using WallClock = std::chrono::system_clock;
+// What every chaos test names: the operator processes it starts and stops, and their leases.
+using controller::testing::LeaderStatus;
+using controller::testing::OperatorProcess;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
 
 // How hard the tests push: the short run of hack/test.sh (ctest label `chaos`), or the long one
 // hack/chaos.sh asks for with LOCKSTEP_CHAOS=long.

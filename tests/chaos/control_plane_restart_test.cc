@@ -7,16 +7,9 @@
 #include <thread>
 
 #include "tests/chaos/chaos_env.h"
-#include "tests/chaos/invariants.h"
-#include "tests/integration/controller/operator_env.h"
-#include "tests/integration/kube/test_env.h"
 
 namespace lockstep::chaos {
 namespace {
-
-using controller::testing::OperatorProcess;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
 
 // What the test does to job i, and so where it must end.
 enum class Plan { kSucceed, kFailThenSucceed, kKeepRunning };

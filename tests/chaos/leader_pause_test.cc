@@ -7,17 +7,9 @@
 #include <thread>
 
 #include "tests/chaos/chaos_env.h"
-#include "tests/chaos/invariants.h"
-#include "tests/integration/controller/operator_env.h"
-#include "tests/integration/kube/test_env.h"
 
 namespace lockstep::chaos {
 namespace {
-
-using controller::testing::LeaderStatus;
-using controller::testing::OperatorProcess;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
 
 constexpr auto kLease = seconds(15);  // the operator's default lease duration
 constexpr auto kPause = seconds(30);

@@ -10,16 +10,9 @@
 #include <thread>
 
 #include "tests/chaos/chaos_env.h"
-#include "tests/chaos/invariants.h"
-#include "tests/integration/controller/operator_env.h"
-#include "tests/integration/kube/test_env.h"
 
 namespace lockstep::chaos {
 namespace {
-
-using controller::testing::OperatorProcess;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
 
 struct JobModel {
   int replicas = 1;

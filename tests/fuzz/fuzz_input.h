@@ -63,4 +63,14 @@ void ForEachRecord(FuzzInput& in, Fn&& fn) {
   }
 }
 
+// The whole of a stream target's entry point: a fresh Harness fed every record of the input,
+// `fn(harness, control, bytes)` deciding which connection gets which bytes.
+template <typename Harness, typename Fn>
+int FeedRecords(const uint8_t* data, size_t size, Fn&& fn) {
+  FuzzInput in(data, size);
+  Harness harness;
+  ForEachRecord(in, [&](uint8_t control, std::string_view bytes) { fn(harness, control, bytes); });
+  return 0;
+}
+
 }  // namespace lockstep::fuzz

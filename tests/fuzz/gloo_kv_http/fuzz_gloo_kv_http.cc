@@ -70,10 +70,9 @@ class Harness {
 }  // namespace lockstep::launcher::stores
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace lockstep::launcher::stores;
-  lockstep::fuzz::FuzzInput in(data, size);
-  Harness harness;
-  lockstep::fuzz::ForEachRecord(
-      in, [&](uint8_t control, std::string_view bytes) { harness.Receive(control & 3, bytes); });
-  return 0;
+  using lockstep::launcher::stores::Harness;
+  return lockstep::fuzz::FeedRecords<Harness>(
+      data, size, [](Harness& harness, uint8_t control, std::string_view bytes) {
+        harness.Receive(control & 3, bytes);
+      });
 }

@@ -81,12 +81,10 @@ class Harness {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep::launcher::stores;
-  lockstep::fuzz::FuzzInput in(data, size);
-  Harness harness;
-  lockstep::fuzz::ForEachRecord(in, [&](uint8_t control, std::string_view bytes) {
-    const ConnId conn = control & 3;
-    if (control & 0x80) harness.Close(conn);
-    harness.Receive(conn, bytes);
-  });
-  return 0;
+  return lockstep::fuzz::FeedRecords<Harness>(
+      data, size, [](Harness& harness, uint8_t control, std::string_view bytes) {
+        const ConnId conn = control & 3;
+        if (control & 0x80) harness.Close(conn);
+        harness.Receive(conn, bytes);
+      });
 }
