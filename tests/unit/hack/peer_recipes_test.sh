@@ -23,17 +23,8 @@ for t in "${!KEYS[@]}"; do BEFORE[$t]="${KEYS[$t]}"; done
 all
 for t in "${!KEYS[@]}"; do [[ "${KEYS[$t]}" == "${BEFORE[$t]}" ]] || fail "$t's key is not stable"; done
 
-original="$(declare -f build_kueue)"
-eval "$(sed 's/go_install_with_files /GOFLAGS=-v go_install_with_files /' <<<"$original")"
-[[ "$(declare -f build_kueue)" != "$original" ]] || fail "the test's edit of build_kueue did not apply"
-all; expect_changed build_kueue
-eval "$original"
-
-original="$(declare -f copy_module_files)"
-eval "$(sed 's/cp -r /cp -rL /' <<<"$original")"
-[[ "$(declare -f copy_module_files)" != "$original" ]] || fail "the test's edit did not apply"
-all; expect_changed copy_module_files
-eval "$original"
+expect_edit_rekeys build_kueue 's/go_install_with_files /GOFLAGS=-v go_install_with_files /' all
+expect_edit_rekeys copy_module_files 's/cp -r /cp -rL /' all
 
 # Another script (its own environment) sourcing only the libraries and calling peer_kueue gets
 # the same key.

@@ -20,18 +20,10 @@ main
 for t in "${!KEYS[@]}"; do [[ "${KEYS[$t]}" == "${BEFORE[$t]}" ]] || fail "$t's key is not stable"; done
 
 # A flag in kwok's build function: kwok only.
-original="$(declare -f build_kwok)"
-eval "$(sed 's/go_install_build /GOFLAGS=-v go_install_build /' <<<"$original")"
-[[ "$(declare -f build_kwok)" != "$original" ]] || fail "the test's edit of build_kwok did not apply"
-main; expect_changed build_kwok
-eval "$original"
+expect_edit_rekeys build_kwok 's/go_install_build /GOFLAGS=-v go_install_build /' main
 
 # The wrapper-module helper: every tool built through it (etcd, kubernetes), no other.
-original="$(declare -f wrapper_module_build)"
-eval "$(sed 's/go mod tidy || exit 1/go mod tidy -e || exit 1/' <<<"$original")"
-[[ "$(declare -f wrapper_module_build)" != "$original" ]] || fail "the test's edit did not apply"
-main; expect_changed wrapper_module_build
-eval "$original"
+expect_edit_rekeys wrapper_module_build 's/go mod tidy || exit 1/go mod tidy -e || exit 1/' main
 
 # Another version of one tool: that tool only.
 ETCD_VERSION=v9.9.9 main
