@@ -54,17 +54,16 @@ def tables(res):
         lb = L.get("burst", {})
         t += ["| system | p50 s | p95 s | max s | all running s | jobs running | p50 / L's |",
               "|---|---:|---:|---:|---:|---:|---:|"]
+        def burst_row(name, b, jobs):
+            return (f"| {name} | {fmt(b['p50'])} | {fmt(b['p95'])} | {fmt(b['max'])} | "
+                    f"{fmt(b['all_running_s'])} | {jobs} | {ratio(b['p50'], lb.get('p50'))} |")
         for k, r in s.items():
             b = r.get("burst")
             if b:
-                t.append(f"| {k} | {fmt(b['p50'])} | {fmt(b['p95'])} | {fmt(b['max'])} | "
-                         f"{fmt(b['all_running_s'])} | {b['jobs_running']}/{b['jobs']} | "
-                         f"{ratio(b['p50'], lb.get('p50'))} |")
+                t.append(burst_row(k, b, f"{b['jobs_running']}/{b['jobs']}"))
         for k, runs in res.get("ceiling", {}).items():
             for c in runs:
-                t.append(f"| {k} ceiling | {fmt(c['p50'])} | {fmt(c['p95'])} | {fmt(c['max'])} | "
-                         f"{fmt(c['all_running_s'])} | {c['jobs_running']} | "
-                         f"{ratio(c['p50'], lb.get('p50'))} |")
+                t.append(burst_row(f"{k} ceiling", c, c['jobs_running']))
         t.append("")
         t += ["| system | process | CPU-s over burst | peak RSS MB |", "|---|---|---:|---:|"]
         for k, r in s.items():
