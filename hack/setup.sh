@@ -60,6 +60,40 @@ install_linters() {
   ln -sfn "$venv" "$link.tmp.$$" && mv -T "$link.tmp.$$" "$link"
 }
 
+# install_venvs: the framework venv, then Horovod's.
+install_venvs() {
+  timed_step "framework venv (PyPI)" "$REPO_ROOT/hack/setup-venv.sh"
+  timed_step "Horovod venv (PyPI, Horovod built from source)" "$REPO_ROOT/hack/setup-venv-horovod.sh"
+}
+
+# Cold, the venvs install beside the Go tools: `go build` keeps both cores compiling while pip
+# mostly waits on downloads and unpacks wheels (one after the other they took tools 866 s + venvs
+# 548 s on 2 cores). Their output goes to a log; what they did is printed once both are done.
+# Warm, both finish in about a second.
+start_venvs() {
+  local log_file="$1"
+  mkdir -p "$(dirname "$log_file")"
+  log "the framework and Horovod venvs install in the background beside the Go tools (log: $log_file)"
+  install_venvs >"$log_file" 2>&1 &
+  VENVS_PID=$!
+}
+
+# finish_venvs LOG: waits for start_venvs' job (a line every 30 s), prints its own progress lines
+# (not pip's), and fails with the log's tail if it failed (the log is kept then, removed if not).
+finish_venvs() {
+  local log_file="$1" rc=0
+  if kill -0 "$VENVS_PID" 2>/dev/null; then
+    with_heartbeat "waiting for the venvs (log: $log_file)" tail --pid="$VENVS_PID" -f /dev/null
+  fi
+  wait "$VENVS_PID" || rc=$?
+  grep -E '^\[[0-9:]+\] ' "$log_file" | grep -v '  still ' >&2 || true
+  if (( rc != 0 )); then
+    tail -n 40 "$log_file" >&2
+    die "installing the venvs failed (exit $rc); whole log: $log_file"
+  fi
+  rm -f "$log_file"
+}
+
 main() {
   if [[ "${1:-}" == "--cold" ]]; then
     shift
@@ -70,9 +104,13 @@ main() {
   local started=$SECONDS
   timed_step "Debian packages" install_apt_packages
   command -v go >/dev/null || die "Go is required (the machine image provides it) to build the control plane"
+  local venv_log; venv_log="$LOCKSTEP_CACHE/logs/setup-venvs-$(date +%Y%m%dT%H%M%S)-$$.log"
+  start_venvs "$venv_log"
+  # On a failed tools build the venvs' job is stopped with this script.
+  trap '[[ -z "${VENVS_PID:-}" ]] || pkill -TERM -P "$VENVS_PID" 2>/dev/null || true' EXIT
   timed_step "control-plane tools (Go)" "$REPO_ROOT/hack/build-tools.sh"
-  timed_step "framework venv (PyPI)" "$REPO_ROOT/hack/setup-venv.sh"
-  timed_step "Horovod venv (PyPI, Horovod built from source)" "$REPO_ROOT/hack/setup-venv-horovod.sh"
+  finish_venvs "$venv_log"
+  VENVS_PID=""
   timed_step "NCCL library" "$REPO_ROOT/hack/setup-nccl.sh" >/dev/null
   timed_step "linters" install_linters
   log "setup complete ($((SECONDS - started)) s)"

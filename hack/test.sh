@@ -40,6 +40,29 @@ print("\n".join(sorted({os.path.basename(t["command"][0]) for t in tests
                          if t.get("command") and "/tests/" in t["command"][0]})))'
 }
 
+# build_targets: what build/ compiles for the tiers: every directory's `all` except tests/unit and
+# tests/fuzz, whose tests run in the unit tier from build-asan/ only. Compiling those ~90 test
+# files a second time at -O2 -g ran nothing and cost a cold run minutes. (`ninja -C build` still
+# builds everything for a developer.)
+build_targets() {
+  grep -oE '^build [^ :]+/all:' build/build.ninja | sed -E 's/^build //; s/:$//' |
+    awk -F/ '(NF == 2 && $1 != "tests") || (NF == 3 && $1 == "tests" && $2 != "unit" && $2 != "fuzz")'
+}
+
+# check_tier_executables LABEL...: every test of these tiers finds its executable, so a test
+# whose binary lives under a directory build_targets left out fails here, by name, not as a
+# "not found" in the middle of a tier.
+check_tier_executables() {
+  local label missing
+  for label in "$@"; do
+    missing="$(ctest --test-dir build -L "^${label}\$" --show-only=json-v1 | python3 -c '
+import json, os, sys
+print("\n".join(t["name"] + ": " + t["command"][0] for t in json.load(sys.stdin)["tests"]
+                if t.get("command") and not os.path.exists(t["command"][0])))')"
+    [[ -z "$missing" ]] || die "tier $label: executables not built in build/:"$'\n'"$missing"
+  done
+}
+
 # unit_test_count DIR: how many tests carry the unit label in DIR.
 unit_test_count() {
   ctest --test-dir "$1" -L '^unit$' -N | sed -nE 's/^Total Tests: ([0-9]+)$/\1/p'
@@ -171,8 +194,14 @@ main() {
   LOCKSTEP_TEST_NCCL_LIBRARY="$(hack/setup-nccl.sh)"
   export LOCKSTEP_TEST_NCCL_LIBRARY LOCKSTEP_REQUIRE_NCCL=1
   mkdir -p "$RESULTS"
-  log "building build/ (RelWithDebInfo)"
-  configure_and_build build
+  log "building build/ (RelWithDebInfo; the unit tier builds in build-asan/)"
+  configure_build_dir build
+  local targets; mapfile -t targets < <(build_targets)
+  (( ${#targets[@]} > 0 )) || die "found no directory targets in build/build.ninja"
+  ninja_condensed build "${targets[@]}"
+  local tier tiers=()
+  for tier in integration launcher measure chaos e2e; do want_tier "$tier" && tiers+=("$tier"); done
+  check_tier_executables "${tiers[@]}"
   if want_tier integration || want_tier measure || want_tier chaos || want_tier e2e; then
     trap 'stop_background; stop_cluster' EXIT
     start_cluster

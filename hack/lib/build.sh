@@ -30,16 +30,21 @@ ninja_condensed() {
   return "$rc"
 }
 
-# configure_and_build DIR [CMAKE_ARGS...] [-- TARGET...]: configures DIR (RelWithDebInfo, ccache)
-# and builds it.
+# configure_build_dir DIR [CMAKE_ARGS...]: configures DIR (RelWithDebInfo, ccache), builds nothing.
+configure_build_dir() {
+  local dir="$1"; shift
+  cmake -S "$REPO_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache "$@" >/dev/null
+}
+
+# configure_and_build DIR [CMAKE_ARGS...] [-- TARGET...]: configures DIR and builds TARGETs
+# (everything when none is named).
 configure_and_build() {
   local dir="$1"; shift
   local cmake_args=() targets=()
   while (( $# > 0 )) && [[ "$1" != "--" ]]; do cmake_args+=("$1"); shift; done
   (( $# > 0 )) && shift
   targets=("$@")
-  cmake -S "$REPO_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
-    "${cmake_args[@]}" >/dev/null
+  configure_build_dir "$dir" "${cmake_args[@]}"
   ninja_condensed "$dir" "${targets[@]}"
 }
