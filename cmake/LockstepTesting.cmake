@@ -35,6 +35,10 @@ function(lockstep_test name)
   # "[  SKIPPED ]" also follows a failed SetUpTestSuite, and ctest would hide that failure.
   set(props LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT}
       SKIP_REGULAR_EXPRESSION "LOCKSTEP_TEST_SKIPPED: ")
+  if(T_LABEL STREQUAL "unit")
+    # The unit tier's binaries, built by target lockstep_unit_tests (CMakeLists.txt).
+    set_property(GLOBAL APPEND PROPERTY LOCKSTEP_UNIT_TEST_TARGETS ${name})
+  endif()
   if(NOT T_LABEL STREQUAL "unit" AND NOT T_CONCURRENT)
     list(APPEND props RUN_SERIAL TRUE)
   endif()

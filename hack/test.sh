@@ -30,16 +30,6 @@ want_tier() { local t; for t in "${TIERS[@]}"; do [[ "$t" == "$1" ]] && return 0
 
 source "$REPO_ROOT/hack/lib/build.sh"  # configure_and_build, ccache settings
 
-# unit_targets: the executables behind the unit tier, read from build/ (configured and built
-# first), so build-asan/ builds only those instead of every integration, launcher and e2e binary.
-unit_targets() {
-  ctest --test-dir build -L '^unit$' --show-only=json-v1 | python3 -c '
-import json, os, sys
-tests = json.load(sys.stdin)["tests"]
-print("\n".join(sorted({os.path.basename(t["command"][0]) for t in tests
-                         if t.get("command") and "/tests/" in t["command"][0]})))'
-}
-
 # build_targets: what build/ compiles for the tiers: every directory's `all` except tests/unit and
 # tests/fuzz, whose tests run in the unit tier from build-asan/ only. Compiling those ~90 test
 # files a second time at -O2 -g ran nothing and cost a cold run minutes. (`ninja -C build` still
@@ -49,38 +39,30 @@ build_targets() {
     awk -F/ '(NF == 2 && $1 != "tests") || (NF == 3 && $1 == "tests" && $2 != "unit" && $2 != "fuzz")'
 }
 
-# check_tier_executables LABEL...: every test of these tiers finds its executable, so a test
-# whose binary lives under a directory build_targets left out fails here, by name, not as a
-# "not found" in the middle of a tier.
+# check_tier_executables DIR LABEL...: every test of these tiers in DIR finds its executable, so
+# a test whose binary was left unbuilt fails here, by name, not as a "not found" in a tier.
 check_tier_executables() {
-  local label missing
+  local dir="$1" label missing; shift
   for label in "$@"; do
-    missing="$(ctest --test-dir build -L "^${label}\$" --show-only=json-v1 | python3 -c '
+    missing="$(ctest --test-dir "$dir" -L "^${label}\$" --show-only=json-v1 | python3 -c '
 import json, os, sys
 print("\n".join(t["name"] + ": " + t["command"][0] for t in json.load(sys.stdin)["tests"]
                 if t.get("command") and not os.path.exists(t["command"][0])))')"
-    [[ -z "$missing" ]] || die "tier $label: executables not built in build/:"$'\n'"$missing"
+    [[ -z "$missing" ]] || die "tier $label: executables not built in $dir:"$'\n'"$missing"
   done
 }
 
-# unit_test_count DIR: how many tests carry the unit label in DIR.
-unit_test_count() {
-  ctest --test-dir "$1" -L '^unit$' -N | sed -nE 's/^Total Tests: ([0-9]+)$/\1/p'
-}
-
-# build_asan_unit: build-asan/ with only the unit tier's targets. A unit binary that was not
-# built would silently drop its tests from the tier, so the counts of both trees must agree.
+# build_asan_unit: build-asan/ with only the unit tier's binaries (target lockstep_unit_tests:
+# every lockstep_test(... LABEL unit)), not every integration, launcher and e2e binary.
 build_asan_unit() {
-  local targets; mapfile -t targets < <(unit_targets)
-  (( ${#targets[@]} > 0 )) || die "found no unit test targets in build/"
   # -O1 -g1 (line tables) as the sanitizers' own docs advise: reports keep file:line, and the
   # build costs a third of -O2 -g's CPU (tests/unit/api/codec_test.cc: 43 s instead of 126 s),
-  # the longest step of a cold run.
+  # the longest step of a cold run. Test files build at -O0 (tests/CMakeLists.txt says why).
   configure_and_build build-asan -DLOCKSTEP_SANITIZE=ON -DLOCKSTEP_BUILD_BENCH=OFF \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
-    -- "${targets[@]}"
-  local want have; want="$(unit_test_count build)"; have="$(unit_test_count build-asan)"
-  [[ "$want" == "$have" ]] || die "build-asan/ has $have unit tests, build/ has $want"
+    -- lockstep_unit_tests
+  check_tier_executables build-asan unit
+  log "build-asan/: $(ctest --test-dir build-asan -L '^unit$' -N | sed -nE 's/^Total Tests: //p') unit tests"
 }
 
 # tier_jobs LABEL: ctest -j for a tier. Unit tests are pure logic: every core. Integration tests
@@ -201,7 +183,7 @@ main() {
   ninja_condensed build "${targets[@]}"
   local tier tiers=()
   for tier in integration launcher measure chaos e2e; do want_tier "$tier" && tiers+=("$tier"); done
-  check_tier_executables "${tiers[@]}"
+  check_tier_executables build "${tiers[@]}"
   if want_tier integration || want_tier measure || want_tier chaos || want_tier e2e; then
     trap 'stop_background; stop_cluster' EXIT
     start_cluster
