@@ -60,8 +60,9 @@ struct RendezvousServer::Conn {
 
 namespace {
 constexpr uint32_t kMaxNprocPerNode = 1u << 16;
-// One read of an authenticated peer: a maximal frame, so a member's Failure never waits a turn.
-constexpr size_t kMemberReadBytes = protocol::kMaxFrameBytes;
+// One read of an authenticated peer (net::ReadAvailable's default, as before): a busy peer
+// cannot hold the loop from the others.
+constexpr size_t kMemberReadBytes = 1u << 20;
 const char* kLogPrefix = "rendezvous server: ";
 }  // namespace
 

@@ -18,7 +18,6 @@ namespace {
 using protocol::Frame;
 using protocol::MessageType;
 using Steady = std::chrono::steady_clock;
-using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr char kToken[] = "attempt-token";
