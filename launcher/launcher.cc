@@ -41,8 +41,8 @@ Status Launcher::Setup() {
   LS_ASSIGN_OR_RETURN(sys::SignalFd signals, sys::SignalFd::Create());
   signals_.emplace(std::move(signals));
   if (!config_.has_token) {
-    log::Warning("no rendezvous token (--token-file or LOCKSTEP_TOKEN): joins are not "
-                 "authenticated by a secret");
+    log::Warning("--insecure-no-auth and no rendezvous token: joins are not authenticated, so "
+                 "any peer that reaches the rendezvous port may join");
   }
   if (config_.node_rank != 0) return Status::Ok();
   StatusOr<std::unique_ptr<nccl::NcclLibrary>> lib = nccl::NcclLibrary::Load(config_.nccl_library);
@@ -56,6 +56,7 @@ Status Launcher::Setup() {
   rendezvous::ServerOptions opt;
   opt.run_id = config_.rdzv_id;
   opt.token = config_.token;
+  opt.insecure_no_auth = config_.insecure_no_auth;
   opt.attempt = config_.attempt;
   opt.min_nodes = config_.min_nodes;
   opt.max_nodes = config_.max_nodes;
@@ -85,6 +86,7 @@ StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
   opt.endpoint = config_.rdzv_endpoint;
   opt.run_id = config_.rdzv_id;
   opt.token = config_.token;
+  opt.key_attempt = config_.attempt;
   opt.attempt = attempt;
   opt.node_rank = config_.node_rank;
   opt.role = config_.role;

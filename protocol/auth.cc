@@ -14,6 +14,8 @@ namespace lockstep::protocol {
 namespace {
 constexpr size_t kSha256Block = 64;
 constexpr size_t kNoncesPerRefill = 256;
+// Domain separation from the join and control MAC inputs (a nonce or "lockstep-control" first).
+constexpr std::string_view kAttemptKeyLabel = "lockstep-attempt-key";
 
 struct MdCtxFree {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
@@ -50,9 +52,16 @@ std::string HmacSha256(std::string_view key, std::string_view data) {
   return std::string(reinterpret_cast<const char*>(mac), mac_len);
 }
 
-std::string JoinMac(std::string_view token, std::string_view nonce, std::string_view run_id,
+std::string AttemptKey(std::string_view token, uint32_t attempt) {
+  WireWriter info;
+  info.String(kAttemptKeyLabel);
+  info.U32(attempt);
+  return HmacSha256(token, info.data());
+}
+
+std::string JoinMac(std::string_view key, std::string_view nonce, std::string_view run_id,
                     uint32_t attempt, uint32_t node_rank) {
-  return HmacSha256(token, MacInput(nonce, run_id, attempt, node_rank));
+  return HmacSha256(key, MacInput(nonce, run_id, attempt, node_rank));
 }
 
 struct JoinMacKey::State {

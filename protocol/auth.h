@@ -1,8 +1,14 @@
 #pragma once
 // Join authentication. The server sends a fresh random nonce; the client proves it knows the
-// per-job token with HMAC-SHA256(token, nonce || run_id || attempt || node_rank), so the token
-// never crosses the wire and a recorded join cannot be replayed against another nonce, run,
-// attempt or node. Fields are length-prefixed inside the MAC input so no two field lists collide.
+// attempt's key with HMAC-SHA256(key, nonce || run_id || round || node_rank), so no key crosses
+// the wire and a recorded join cannot be replayed against another nonce, run, round or node.
+// Fields are length-prefixed inside the MAC input so no two field lists collide.
+//
+// The key is not the job's token itself but AttemptKey(token, attempt): the attempt the operator
+// created the pod for (LOCKSTEP_ATTEMPT, fixed for the pod's life; in-place rounds within it keep
+// the key). A launcher of an earlier attempt still running on a lost node (its pod force-deleted)
+// has another key, so it cannot join the next attempt's rounds even when its round number,
+// advanced by its own in-place restarts, equals theirs.
 
 #include <cstdint>
 #include <memory>
@@ -20,18 +26,23 @@ StatusOr<std::string> RandomBytes(size_t n);
 // MACs both go through it.
 std::string HmacSha256(std::string_view key, std::string_view data);
 
-std::string JoinMac(std::string_view token, std::string_view nonce, std::string_view run_id,
+// HMAC-SHA256(token, "lockstep-attempt-key" | attempt), fields length-prefixed: the join key of
+// one attempt (an HKDF-Expand of one block, with the label as the info).
+std::string AttemptKey(std::string_view token, uint32_t attempt);
+
+// `key`: AttemptKey(token, attempt) of the joining launcher's attempt.
+std::string JoinMac(std::string_view key, std::string_view nonce, std::string_view run_id,
                     uint32_t attempt, uint32_t node_rank);
 
-// JoinMac with the token keyed once: the HMAC inner and outer pad blocks are hashed at
+// JoinMac with the key (AttemptKey) keyed once: the HMAC inner and outer pad blocks are hashed at
 // construction, so each MAC costs copying two SHA-256 states and hashing the short input.
 // OpenSSL 3's one-shot HMAC() fetches the digest and keys itself on every call: 7.5 us per MAC
 // against 0.5-0.9 us here, which the rendezvous server pays once per join (8,192 at W=8,192).
-// Same result as JoinMac for every token (tokens longer than a SHA-256 block are hashed first,
+// Same result as JoinMac for every key (keys longer than a SHA-256 block are hashed first,
 // as HMAC prescribes). Not thread-safe: Mac() reuses one scratch context.
 class JoinMacKey {
  public:
-  explicit JoinMacKey(std::string_view token);
+  explicit JoinMacKey(std::string_view key);
   ~JoinMacKey();
   JoinMacKey(const JoinMacKey&) = delete;
   JoinMacKey& operator=(const JoinMacKey&) = delete;

@@ -21,6 +21,7 @@ inline constexpr std::string_view kEnvRdzvEndpoint = "LOCKSTEP_RDZV_ENDPOINT";
 inline constexpr std::string_view kEnvRdzvId = "LOCKSTEP_RDZV_ID";
 inline constexpr std::string_view kEnvTokenFile = "LOCKSTEP_TOKEN_FILE";
 inline constexpr std::string_view kEnvToken = "LOCKSTEP_TOKEN";  // value; prefer the file
+inline constexpr std::string_view kEnvInsecureNoAuth = "LOCKSTEP_INSECURE_NO_AUTH";
 inline constexpr std::string_view kEnvRole = "LOCKSTEP_ROLE";
 inline constexpr std::string_view kEnvRoleIndex = "LOCKSTEP_ROLE_INDEX";
 inline constexpr std::string_view kEnvAttempt = "LOCKSTEP_ATTEMPT";
@@ -68,10 +69,16 @@ inline constexpr std::array kFlags = {
     FlagSpec{"--token-file", kEnvTokenFile, "",
              "file holding the per-job rendezvous token (HMAC key; never sent)"},
     FlagSpec{"", kEnvToken, "", "the token itself, when no token file is given"},
+    FlagSpec{"--insecure-no-auth", kEnvInsecureNoAuth, "",
+             "local use only: run without a token, so any peer that reaches the rendezvous port "
+             "may join (without it and without a token the launcher refuses to start); "
+             "the variable takes 1|true",
+             true},
     FlagSpec{"--role", kEnvRole, "worker", "role of this pod (worker, chief, ps, head, ...)"},
     FlagSpec{"--role-index", kEnvRoleIndex, "0", "index of this pod within its role"},
     FlagSpec{"--attempt", kEnvAttempt, "0",
-             "first rendezvous round; older rounds are refused as stale"},
+             "the attempt the operator created this pod for: the first rendezvous round, and "
+             "the key joins are made with (a launcher of another attempt is refused)"},
     FlagSpec{"--max-restarts", kEnvMaxRestarts, "0",
              "in-place restarts (new round, new children) before giving up"},
     FlagSpec{"--fail-exit-codes", kEnvFailExitCodes, "",

@@ -29,7 +29,9 @@ StatusOr<Frame> NextFrame(int fd, FrameDecoder& decoder, Steady::time_point dead
   }
 }
 
-StatusOr<ControlReply> ReadReply(const Frame& answer) {
+}  // namespace
+
+StatusOr<ControlReply> ParseControlAnswer(const Frame& answer) {
   ControlReply reply;
   switch (static_cast<MessageType>(answer.type)) {
     case MessageType::kRefuse: {
@@ -49,8 +51,6 @@ StatusOr<ControlReply> ReadReply(const Frame& answer) {
   }
 }
 
-}  // namespace
-
 StatusOr<ControlReply> ControlCall(const ControlTarget& target, ControlKind kind,
                                    std::string_view reason, std::chrono::milliseconds timeout) {
   const Steady::time_point deadline = Steady::now() + timeout;
@@ -69,7 +69,7 @@ StatusOr<ControlReply> ControlCall(const ControlTarget& target, ControlKind kind
   request.mac = ControlMac(target.token, challenge.nonce, request.run_id, kind, request.reason);
   LS_RETURN_IF_ERROR(net::WriteAll(fd.get(), Encode(request), deadline).WithContext("control"));
   LS_ASSIGN_OR_RETURN(Frame answer, NextFrame(fd.get(), decoder, deadline));
-  return ReadReply(answer);
+  return ParseControlAnswer(answer);
 }
 
 }  // namespace lockstep::protocol

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "protocol/frame.h"
 #include "protocol/messages.h"
 
 namespace lockstep::protocol {
@@ -25,6 +26,10 @@ struct ControlReply {
   std::optional<ControlStatus> status;  // for kStatus
   std::optional<ControlAck> ack;        // for kRestart
 };
+
+// The server's answer to a control request: ControlStatus, ControlAck, or Refuse (an error
+// carrying its reason). Pure; ControlCall's last step, and fuzzed (tests/fuzz/control).
+StatusOr<ControlReply> ParseControlAnswer(const Frame& answer);
 
 // One request, blocking at most `timeout` in total (connect, challenge, reply). Errors:
 // Unavailable (no connection, the peer closed), DeadlineExceeded, PermissionDenied (refused:

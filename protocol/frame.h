@@ -33,6 +33,10 @@ class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_frame_bytes = kMaxFrameBytes) : max_(max_frame_bytes) {}
 
+  // A new limit for frames not yet begun (the rendezvous server raises it once a peer has
+  // authenticated).
+  void set_max_frame_bytes(size_t max_frame_bytes) { max_ = max_frame_bytes; }
+
   void Append(std::string_view bytes);
   // The next complete frame; std::nullopt when more bytes are needed.
   StatusOr<std::optional<Frame>> Next();

@@ -30,9 +30,10 @@ namespace lockstep::protocol {
 
 // 2: World carries the member's role rank and role size (so PyTorch needs no peer table).
 // 3: Started, Failure's stderr tail, and the control messages (control.h).
+// 4: Join carries key_attempt, and its MAC is keyed by that attempt's key (auth.h AttemptKey).
 // Join, Challenge and Control carry it; the server refuses another version with a reason that
 // names it (a launcher of another version never fails to decode instead).
-inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;  // HMAC-SHA256
 inline constexpr size_t kNcclIdBytes = 128;
@@ -71,6 +72,9 @@ struct Join {
   static constexpr MessageType kType = MessageType::kJoin;
   uint32_t version = kProtocolVersion;
   std::string run_id;
+  // The attempt whose key (AttemptKey) made `mac`: the launcher's --attempt, which the operator
+  // sets per attempt and in-place rounds never change. `attempt` is the round it joins.
+  uint32_t key_attempt = 0;
   uint32_t attempt = 0;
   uint32_t node_rank = 0;  // the launcher's --node-rank (pod index)
   std::string role;
@@ -85,6 +89,7 @@ struct Join {
   static void Fields(Io& io, M& m) {
     io.U32(m.version);
     io.String(m.run_id);
+    io.U32(m.key_attempt);
     io.U32(m.attempt);
     io.U32(m.node_rank);
     io.String(m.role);

@@ -1,6 +1,8 @@
 #include "protocol/termination.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -36,9 +38,18 @@ json ToJson(const TerminationMessage& m, const std::string& message,
   return j;
 }
 
+// An integer beyond int's range keeps the default: get<int>() would wrap it, and a container can
+// write anything here (an exitCode of 2^32 + 3 must not read as 3 and match a FailJob rule).
 void ReadInt(const json& j, const char* key, int* out) {
   auto it = j.find(key);
-  if (it != j.end() && it->is_number_integer()) *out = it->get<int>();
+  if (it == j.end() || !it->is_number_integer()) return;
+  constexpr int64_t kMin = std::numeric_limits<int>::min(), kMax = std::numeric_limits<int>::max();
+  if (it->is_number_unsigned()) {
+    if (it->get<uint64_t>() <= static_cast<uint64_t>(kMax)) *out = it->get<int>();
+    return;
+  }
+  const int64_t v = it->get<int64_t>();
+  if (v >= kMin && v <= kMax) *out = static_cast<int>(v);
 }
 
 void ReadString(const json& j, const char* key, std::string* out) {

@@ -71,7 +71,7 @@ int RunClients(uint16_t port, uint32_t first, uint32_t count, bool want_nccl, bo
   // Keyed once per worker process: stands for 2,048 launchers on separate machines, each of
   // which computes one MAC, so the worker should not pay OpenSSL's per-call HMAC setup 2,048
   // times on the cores the server needs.
-  const JoinMacKey mac_key(kToken);
+  const JoinMacKey mac_key(protocol::AttemptKey(kToken, 0));  // the server's attempt 0
   std::unordered_map<int, Client> clients;
   uint32_t next = 0, done = 0, in_flight = 0;
   sockaddr_in addr{};

@@ -100,6 +100,13 @@ StatusOr<std::chrono::milliseconds> ToSeconds(const Raw& raw, bool allow_zero) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000)));
 }
 
+// A switch: "1" from its flag; from the environment 1|true, or 0|false|"" for off.
+StatusOr<bool> ToSwitch(const Raw& raw) {
+  if (raw.value == "1" || raw.value == "true") return true;
+  if (raw.value.empty() || raw.value == "0" || raw.value == "false") return false;
+  return Bad(raw, "want 1|true|0|false");
+}
+
 Status ParseNnodes(const Raw& raw, LauncherConfig* c) {
   const size_t colon = raw.value.find(':');
   if (colon == std::string::npos) {
@@ -228,6 +235,12 @@ StatusOr<LauncherConfig> ParseConfig(const std::vector<std::string>& args, const
   } else if (std::optional<std::string> token = env(k::kEnvToken); token && !token->empty()) {
     c.token = *token;
     c.has_token = true;
+  }
+  LS_ASSIGN_OR_RETURN(c.insecure_no_auth, ToSwitch(v.Get(k::kEnvInsecureNoAuth)));
+  if (!c.has_token && !c.insecure_no_auth) {
+    return InvalidArgumentError(
+        "no rendezvous token: give --token-file or LOCKSTEP_TOKEN (the operator mounts one), or "
+        "--insecure-no-auth for local use, where any peer that reaches the port may join");
   }
   if (c.command.empty()) return InvalidArgumentError("no command given (put it after --)");
   return c;

@@ -26,6 +26,9 @@ struct LauncherConfig {
   std::string rdzv_id;
   std::string token;  // secret: never logged
   bool has_token = false;
+  // --insecure-no-auth: no token is acceptable (local use). Without a token and without it,
+  // ParseConfig fails: a rendezvous keyed by nothing lets any peer join.
+  bool insecure_no_auth = false;
   std::string role = "worker";
   uint32_t role_index = 0;
   uint32_t attempt = 0;

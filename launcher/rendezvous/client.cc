@@ -163,6 +163,7 @@ class Connection {
     if (!ch.ok()) return;
     Join join;
     join.run_id = opt_.run_id;
+    join.key_attempt = opt_.key_attempt;
     join.attempt = opt_.attempt;
     join.node_rank = opt_.node_rank;
     join.role = opt_.role;
@@ -171,8 +172,8 @@ class Connection {
     join.port = opt_.port;
     join.nproc = opt_.nproc;
     join.want_peer_table = opt_.want_peer_table;
-    join.mac = protocol::JoinMac(opt_.token, ch->nonce, opt_.run_id, opt_.attempt,
-                                 opt_.node_rank);
+    join.mac = protocol::JoinMac(protocol::AttemptKey(opt_.token, opt_.key_attempt), ch->nonce,
+                                 opt_.run_id, opt_.attempt, opt_.node_rank);
     Status s = net::WriteAll(fd_.get(), Encode(join), opt_.deadline);
     if (!s.ok()) return End(std::move(s), true);
     state_ = State::kJoined;

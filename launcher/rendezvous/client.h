@@ -23,7 +23,10 @@ struct ClientOptions {
   net::HostPort endpoint;
   std::string run_id;
   std::string token;
-  uint32_t attempt = 0;
+  // The launcher's --attempt (the attempt the operator created its pod for): joins are
+  // authenticated with that attempt's key (protocol/auth.h AttemptKey), whatever the round.
+  uint32_t key_attempt = 0;
+  uint32_t attempt = 0;  // the round to join
   uint32_t node_rank = 0;
   std::string role = "worker";
   uint32_t role_index = 0;

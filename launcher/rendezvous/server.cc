@@ -42,20 +42,27 @@ using std::chrono::milliseconds;
 
 struct RendezvousServer::Conn {
   UniqueFd fd;
-  FrameDecoder decoder;
+  FrameDecoder decoder{kMaxUnauthenticatedFrameBytes};
   std::string out;
   size_t out_pos = 0;
   bool want_write = false;
+  bool reading = true;  // false once a closing connection sent kMaxDiscardBytes
   ConnState state = ConnState::kAwaitJoin;
+  uint64_t seq = 0;         // accept order: the key in evictable_
+  Clock::Steady deadline;   // kAwaitJoin: authenticate by; kClosing: closed at. Never extended
+  size_t discarded = 0;     // bytes read and dropped while kClosing
   std::string nonce;
   Join join;
-  Clock::Steady last_seen;
+  Clock::Steady last_seen;  // the last bytes of an authenticated peer
   uint32_t first_rank = 0;  // of the member's local rank 0, once the round completed
   bool started = false;     // the member's children run (Started for the current round)
 };
 
 namespace {
 constexpr uint32_t kMaxNprocPerNode = 1u << 16;
+// One read of an authenticated peer (net::ReadAvailable's default, as before): a busy peer
+// cannot hold the loop from the others.
+constexpr size_t kMemberReadBytes = 1u << 20;
 const char* kLogPrefix = "rendezvous server: ";
 }  // namespace
 
@@ -63,6 +70,11 @@ StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(ServerOptio
                                                                       uint16_t port) {
   if (options.min_nodes == 0 || options.min_nodes > options.max_nodes) {
     return InvalidArgumentError("rendezvous server: need 0 < min_nodes <= max_nodes");
+  }
+  if (options.token.empty() && !options.insecure_no_auth) {
+    return InvalidArgumentError(
+        "rendezvous server: no token, so any peer could join; give one (--token-file or "
+        "LOCKSTEP_TOKEN), or --insecure-no-auth for local use");
   }
   net::RaiseFileLimit();
   LS_ASSIGN_OR_RETURN(UniqueFd fd, net::ListenTcp(port));
@@ -73,11 +85,15 @@ StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(ServerOptio
 
 RendezvousServer::RendezvousServer(ServerOptions options, UniqueFd listen_fd, uint16_t port)
     : opt_(std::move(options)),
-      mac_key_(opt_.token),
+      mac_key_(protocol::AttemptKey(opt_.token, opt_.attempt)),
       listen_fd_(std::move(listen_fd)),
       epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
       wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       port_(port),
+      max_unauthenticated_(opt_.max_unauthenticated != 0 ? opt_.max_unauthenticated
+                                                         : opt_.max_nodes + 64),
+      max_connections_(opt_.max_connections != 0 ? opt_.max_connections
+                                                 : 2 * opt_.max_nodes + 128),
       attempt_(opt_.attempt) {
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -149,10 +165,17 @@ void RendezvousServer::AcceptAll() {
       }
       return;
     }
+    UniqueFd owned(fd);
+    if (!MakeRoom()) {
+      ++shed_since_log_;
+      continue;  // closed on scope exit
+    }
     // TCP_NODELAY comes from the listening socket (net::ListenTcp).
     auto conn = std::make_unique<Conn>();
-    conn->fd = UniqueFd(fd);
+    conn->fd = std::move(owned);
     conn->last_seen = opt_.clock->Now();
+    conn->seq = ++accepted_;
+    conn->deadline = conn->last_seen + opt_.auth_timeout;
     StatusOr<std::string> nonce = nonces_.Next();
     if (!nonce.ok()) {
       log::Error(std::string(kLogPrefix) + "no randomness for a nonce",
@@ -166,13 +189,50 @@ void RendezvousServer::AcceptAll() {
     ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev);
     Conn& c = *conn;
     conns_[fd] = std::move(conn);
+    evictable_[c.seq] = fd;
     Challenge challenge;
     challenge.nonce = c.nonce;
     Queue(c, Encode(challenge));
   }
 }
 
+bool RendezvousServer::MakeRoom() {
+  const bool full = conns_.size() >= max_connections_;
+  if (!full && evictable_.size() < max_unauthenticated_) return true;
+  if (evictable_.empty()) return false;
+  // The oldest has had the longest to authenticate; a real launcher closed here connects again.
+  ++shed_since_log_;
+  CloseConn(evictable_.begin()->second, "closed for a newer connection");
+  return true;
+}
+
+void RendezvousServer::SetState(Conn& c, ConnState state) {
+  const ConnState was = c.state;
+  c.state = state;
+  if (state == ConnState::kClosing) {
+    if (was != ConnState::kClosing) {
+      c.deadline = opt_.clock->Now() + opt_.closing_timeout;
+      evictable_[c.seq] = c.fd.get();
+    }
+    return;
+  }
+  // Authenticated: it may send any protocol frame, and leaves the queue the caps evict from.
+  evictable_.erase(c.seq);
+  c.decoder.set_max_frame_bytes(protocol::kMaxFrameBytes);
+}
+
+void RendezvousServer::UpdateEvents(Conn& c) {
+  epoll_event ev{};
+  ev.events = (c.reading ? EPOLLIN : 0u) | (c.want_write ? EPOLLOUT : 0u);
+  ev.data.fd = c.fd.get();
+  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
+}
+
 void RendezvousServer::Queue(Conn& c, std::string_view bytes) {
+  if (c.out.size() - c.out_pos + bytes.size() > kMaxPendingOutBytes) {
+    CloseConn(c.fd.get(), "the peer does not read what the server sends");
+    return;
+  }
   if (c.out_pos == c.out.size()) {
     c.out.clear();
     c.out_pos = 0;
@@ -202,23 +262,40 @@ void RendezvousServer::OnWritable(Conn& c) {
   const bool pending = c.out_pos < c.out.size();
   if (pending != c.want_write) {
     c.want_write = pending;
-    epoll_event ev{};
-    ev.events = EPOLLIN | (pending ? EPOLLOUT : 0u);
-    ev.data.fd = fd;
-    ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, fd, &ev);
+    UpdateEvents(c);
+  }
+}
+
+void RendezvousServer::Discard(Conn& c) {
+  const int fd = c.fd.get();
+  // Not reading: only a hang-up or an error wakes it.
+  if (!c.reading) return CloseConn(fd, "the peer closed the connection");
+  std::string bytes;
+  StatusOr<net::ReadResult> r = net::ReadAvailable(fd, &bytes, kMaxDiscardBytes - c.discarded);
+  if (!r.ok()) return CloseConn(fd, r.status().ToString());
+  if (r->eof) return CloseConn(fd, "the peer closed the connection");
+  c.discarded += r->bytes;
+  if (c.discarded >= kMaxDiscardBytes) {
+    // It keeps sending after its answer: let TCP's window stop it until closing_timeout.
+    c.reading = false;
+    UpdateEvents(c);
   }
 }
 
 void RendezvousServer::OnReadable(Conn& c) {
+  if (c.state == ConnState::kClosing) return Discard(c);
   const int fd = c.fd.get();
+  const bool authenticated = c.state != ConnState::kAwaitJoin;
   std::string bytes;
-  StatusOr<net::ReadResult> r = net::ReadAvailable(fd, &bytes);
+  StatusOr<net::ReadResult> r = net::ReadAvailable(
+      fd, &bytes, authenticated ? kMemberReadBytes : kMaxUnauthenticatedFrameBytes);
   if (!r.ok()) {
     CloseConn(fd, r.status().ToString());
     return;
   }
   if (r->bytes > 0) {
-    c.last_seen = opt_.clock->Now();
+    // Only an authenticated peer's bytes keep it alive; the others have their fixed deadline.
+    if (authenticated) c.last_seen = opt_.clock->Now();
     c.decoder.Append(bytes);
   }
   while (conns_.count(fd) != 0 && c.state != ConnState::kClosing) {
@@ -234,7 +311,10 @@ void RendezvousServer::OnReadable(Conn& c) {
       return;
     }
   }
-  if (r->eof && conns_.count(fd) != 0) CloseConn(fd, "peer closed the connection");
+  if (conns_.count(fd) == 0) return;
+  // Refused or answered: what it sent after that frame is dropped, not kept.
+  if (c.state == ConnState::kClosing) c.decoder = FrameDecoder(kMaxUnauthenticatedFrameBytes);
+  if (r->eof) CloseConn(fd, "peer closed the connection");
 }
 
 Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
@@ -287,7 +367,7 @@ Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
       if (c.state == ConnState::kMember) {
         // A finished member may leave without that counting as a lost peer.
         members_.erase(c.join.node_rank);
-        c.state = ConnState::kWaiting;
+        SetState(c, ConnState::kWaiting);
         if (d.ends_job && d.attempt == attempt_) EndJob(c);
       }
       return Status::Ok();
@@ -303,6 +383,15 @@ Status RendezvousServer::OnJoin(Conn& c, const Join& join) {
     Refuse(c, RefuseCode::kProtocol, "protocol version " + std::to_string(join.version) +
                                          " unsupported (server speaks " +
                                          std::to_string(protocol::kProtocolVersion) + ")");
+    return Status::Ok();
+  }
+  if (join.key_attempt != opt_.attempt) {
+    // A launcher of another attempt (its pod of an earlier attempt still running, say on a lost
+    // node): its key is not this attempt's, whatever round it reached by restarting in place.
+    Refuse(c, RefuseCode::kStaleAttempt,
+           who + ": a launcher of attempt " + std::to_string(join.key_attempt) + " is " +
+               (join.key_attempt < opt_.attempt ? "stale" : "ahead") +
+               "; this server serves attempt " + std::to_string(opt_.attempt));
     return Status::Ok();
   }
   const std::string expected = mac_key_.Mac(c.nonce, join.run_id, join.attempt, join.node_rank);
@@ -339,12 +428,12 @@ Status RendezvousServer::OnJoin(Conn& c, const Join& join) {
   c.join = join;
   if (phase_ != Phase::kGathering) {
     // Exclusivity: a late node waits for the next round instead of forming a parallel group.
-    c.state = ConnState::kWaiting;
+    SetState(c, ConnState::kWaiting);
     log::Info(std::string(kLogPrefix) + "late node waits for the next round",
               {{"node_rank", std::to_string(join.node_rank)}});
     return Status::Ok();
   }
-  c.state = ConnState::kMember;
+  SetState(c, ConnState::kMember);
   members_[join.node_rank] = c.fd.get();
   return Status::Ok();
 }
@@ -384,7 +473,7 @@ void RendezvousServer::OnControl(Conn& c, const ControlRequest& request) {
     answer = Encode(ack);
   }
   const int fd = c.fd.get();
-  c.state = ConnState::kClosing;
+  SetState(c, ConnState::kClosing);
   Queue(c, answer);
   if (conns_.count(fd) != 0) ::shutdown(fd, SHUT_WR);
 }
@@ -411,7 +500,7 @@ void RendezvousServer::Refuse(Conn& c, RefuseCode code, const std::string& reaso
   refuse.code = code;
   refuse.reason = reason;
   const int fd = c.fd.get();
-  c.state = ConnState::kClosing;
+  SetState(c, ConnState::kClosing);
   Queue(c, Encode(refuse));
   if (conns_.count(fd) == 0) return;  // the write failed, which closed (and freed) it
   // Half-close: the refusal is delivered, and the peer's close ends the connection.
@@ -561,7 +650,7 @@ void RendezvousServer::AbortRound(FailureReason reason, int node_rank,
   }
   for (int fd : targets) {
     Conn& c = *conns_.at(fd);
-    c.state = ConnState::kClosing;  // clients reconnect for the next attempt
+    SetState(c, ConnState::kClosing);  // clients reconnect for the next attempt
     Queue(c, bytes);
   }
   members_.clear();
@@ -574,7 +663,14 @@ void RendezvousServer::AbortRound(FailureReason reason, int node_rank,
 void RendezvousServer::OnTick() {
   const Clock::Steady now = opt_.clock->Now();
   next_tick_ = now + opt_.heartbeat_interval;
-  std::vector<int> silent;
+  if (shed_since_log_ > 0) {
+    log::Warning(std::string(kLogPrefix) + "closed connections beyond the caps",
+                 {{"closed", std::to_string(shed_since_log_)},
+                  {"max_unauthenticated", std::to_string(max_unauthenticated_)},
+                  {"max_connections", std::to_string(max_connections_)}});
+    shed_since_log_ = 0;
+  }
+  std::vector<std::pair<int, const char*>> expired;
   const std::string beat = Encode(Heartbeat{attempt_});
   std::vector<int> fds;
   fds.reserve(conns_.size());
@@ -583,14 +679,22 @@ void RendezvousServer::OnTick() {
     auto it = conns_.find(fd);
     if (it == conns_.end()) continue;
     Conn& c = *it->second;
-    if (now - c.last_seen > opt_.peer_timeout) {
-      silent.push_back(fd);
+    if (c.state == ConnState::kAwaitJoin || c.state == ConnState::kClosing) {
+      if (now >= c.deadline) {
+        expired.emplace_back(fd, c.state == ConnState::kAwaitJoin
+                                     ? "did not authenticate within the auth timeout"
+                                     : "closing timeout");
+      }
       continue;
     }
-    if (c.state == ConnState::kMember || c.state == ConnState::kWaiting) Queue(c, beat);
+    if (now - c.last_seen > opt_.peer_timeout) {
+      expired.emplace_back(fd, "no heartbeat within the peer timeout");
+      continue;
+    }
+    Queue(c, beat);
   }
-  for (int fd : silent) {
-    if (conns_.count(fd) != 0) CloseConn(fd, "no heartbeat within the peer timeout");
+  for (const auto& [fd, why] : expired) {
+    if (conns_.count(fd) != 0) CloseConn(fd, why);
   }
 }
 
@@ -599,6 +703,7 @@ void RendezvousServer::CloseConn(int fd, const std::string& why) {
   if (it == conns_.end()) return;
   std::unique_ptr<Conn> conn = std::move(it->second);
   conns_.erase(it);
+  evictable_.erase(conn->seq);
   ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
   if (conn->state != ConnState::kMember) return;
   const uint32_t node_rank = conn->join.node_rank;

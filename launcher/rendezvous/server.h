@@ -14,6 +14,20 @@
 // round like a failure would, with Abort::reason kRequested, which no launcher charges to its
 // budget. A refused or closed control connection never touches the round.
 //
+// Bounds: any pod that reaches the port can connect, so what an unauthenticated or refused peer
+// costs is bounded in memory and time, whatever it sends (docs/launcher.md "Limits"):
+//   - before it authenticates (a Join or Control with a valid MAC) a connection buffers at most
+//     one frame of kMaxUnauthenticatedFrameBytes, and must authenticate within auth_timeout of its
+//     accept: bytes it sends meanwhile do not extend that;
+//   - a refused or answered connection (kClosing) keeps nothing it sends: up to
+//     kMaxDiscardBytes are read and dropped (so a polite peer's close is seen), then the server
+//     stops reading, and closes it closing_timeout after the answer at the latest;
+//   - at most max_unauthenticated connections wait to authenticate or close: a new one closes
+//     the oldest of them (so idle connections cannot lock the real launchers out, who connect
+//     again), and at most max_connections in all (beyond that a new connection is closed at once);
+//   - a member's pending output is bounded (kMaxPendingOutBytes): a peer that stops reading is
+//     closed, as a silent one is.
+//
 // Thread safety: Start/Stop/port from one owning thread; everything else runs on the loop thread.
 
 #include <atomic>
@@ -36,9 +50,20 @@
 
 namespace lockstep::launcher::rendezvous {
 
+// A frame before authentication: a Join (three strings of at most 8 KiB) or a Control fits.
+inline constexpr size_t kMaxUnauthenticatedFrameBytes = 32u << 10;
+inline constexpr size_t kMaxDiscardBytes = 64u << 10;
+inline constexpr size_t kMaxPendingOutBytes = 16u << 20;
+
 struct ServerOptions {
   std::string run_id;
+  // The job's token; joins are checked with AttemptKey(token, attempt) (protocol/auth.h).
   std::string token;
+  // Local use only (--insecure-no-auth): an empty token is accepted. Otherwise Listen refuses one,
+  // since anybody can compute a MAC keyed by nothing.
+  bool insecure_no_auth = false;
+  // The attempt the operator created node 0's pod for (LOCKSTEP_ATTEMPT): the first round, and
+  // the attempt whose key every join must be made with, in every later in-place round too.
   uint32_t attempt = 0;
   uint32_t min_nodes = 1;
   uint32_t max_nodes = 1;
@@ -52,6 +77,12 @@ struct ServerOptions {
   // thread once per completed round.
   std::function<std::string()> nccl_id_source;
   const Clock* clock = &RealClock::Get();
+  // Bounds (above). 0 for the connection caps: max_nodes + 64 waiting to authenticate, and
+  // 2 * max_nodes + 128 in all (members, late joiners, the operator's control requests).
+  std::chrono::milliseconds auth_timeout{10000};
+  std::chrono::milliseconds closing_timeout{2000};
+  uint32_t max_unauthenticated = 0;
+  uint32_t max_connections = 0;
 };
 
 class RendezvousServer {
@@ -77,6 +108,8 @@ class RendezvousServer {
   void AcceptAll();
   void OnReadable(Conn& c);
   void OnWritable(Conn& c);
+  // A closing connection's bytes: read and dropped up to kMaxDiscardBytes, then no more reads.
+  void Discard(Conn& c);
   Status OnFrame(Conn& c, const protocol::Frame& frame);
   Status OnJoin(Conn& c, const protocol::Join& join);
   void OnControl(Conn& c, const protocol::ControlRequest& request);
@@ -90,6 +123,12 @@ class RendezvousServer {
   void AbortRound(protocol::FailureReason reason, int node_rank, const std::string& message,
                   std::optional<protocol::RoundFailure> cause = std::nullopt);
   void OnTick();
+  // Every state change of a connection goes through here: it leaves the unauthenticated queue,
+  // a member may send larger frames, and a closing one gets its deadline.
+  void SetState(Conn& c, ConnState state);
+  // Makes room for one more connection; false when there is none (all are authenticated).
+  bool MakeRoom();
+  void UpdateEvents(Conn& c);
   void Queue(Conn& c, std::string_view bytes);
   void CloseConn(int fd, const std::string& why);
   std::chrono::milliseconds NextTimeout() const;
@@ -105,6 +144,13 @@ class RendezvousServer {
   std::thread thread_;
 
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+  // Connections waiting to authenticate or closing, oldest first (accept sequence -> fd): what
+  // the caps count and close first.
+  std::map<uint64_t, int> evictable_;
+  uint64_t accepted_ = 0;
+  uint32_t max_unauthenticated_;
+  uint32_t max_connections_;
+  uint64_t shed_since_log_ = 0;  // connections closed by the caps since the last tick's log
   uint32_t attempt_;
   Phase phase_ = Phase::kGathering;
   std::map<uint32_t, int> members_;  // node rank -> fd, for the current attempt

@@ -83,7 +83,9 @@ json LauncherEnv(const TrainingJob& job, const PodSlot& slot, const AttemptConte
       EnvVar(contract::kEnvNprocPerNode, std::to_string(slot.procs_per_pod)),
       EnvVar(contract::kEnvRdzvEndpoint, ctx.rdzv_endpoint),
       // The run id is the job's uid: pods kept across InPlace restarts keep their env, so the
-      // attempt travels separately (LOCKSTEP_ATTEMPT) and the launcher refuses older rounds.
+      // attempt travels separately (LOCKSTEP_ATTEMPT). It also keys the joins (protocol/auth.h
+      // AttemptKey): a launcher of an earlier attempt still running, its pod force-deleted on a
+      // lost node, is refused by this attempt's node 0 whatever round it reached.
       EnvVar(contract::kEnvRdzvId, job.metadata.uid),
       EnvVar(contract::kEnvAttempt, std::to_string(options.attempt)),
       EnvVar(contract::kEnvTokenFile, std::string(kTokenDir) + "/" + std::string(kTokenKey)),

@@ -14,12 +14,19 @@ namespace {
 
 namespace contract = protocol::contract;
 
-EnvLookup Env(std::map<std::string, std::string> vars) {
+// `vars`, plus a token unless they name one (a launcher without a token refuses to start unless
+// told --insecure-no-auth; NoTokenIsRefusedUnlessInsecureNoAuth tests that with BareEnv).
+EnvLookup BareEnv(std::map<std::string, std::string> vars) {
   return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
     auto it = vars.find(std::string(name));
     if (it == vars.end()) return std::nullopt;
     return it->second;
   };
+}
+
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  vars.emplace(contract::kEnvToken, "test-token");
+  return BareEnv(std::move(vars));
 }
 
 TEST(ConfigTest, DefaultsFromTheContract) {
@@ -31,7 +38,36 @@ TEST(ConfigTest, DefaultsFromTheContract) {
   EXPECT_EQ(c->peer_timeout.count(), 5000);
   EXPECT_EQ(c->termination_log, "/dev/termination-log");
   EXPECT_EQ(c->command, (std::vector<std::string>{"python", "train.py"}));
-  EXPECT_FALSE(c->has_token);
+  EXPECT_TRUE(c->has_token);
+  EXPECT_FALSE(c->insecure_no_auth);
+}
+
+// Without a token any peer could compute a join's MAC: the launcher refuses to start unless told
+// --insecure-no-auth (or LOCKSTEP_INSECURE_NO_AUTH=1) for local use.
+TEST(ConfigTest, NoTokenIsRefusedUnlessInsecureNoAuth) {
+  StatusOr<LauncherConfig> refused = ParseConfig({"--", "x"}, BareEnv({}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--insecure-no-auth"), std::string::npos)
+      << refused.status();
+  // An empty token variable is no token.
+  EXPECT_FALSE(ParseConfig({"--", "x"}, BareEnv({{"LOCKSTEP_TOKEN", ""}})).ok());
+  for (const auto& [args, env] :
+       std::vector<std::pair<std::vector<std::string>, std::map<std::string, std::string>>>{
+           {{"--insecure-no-auth", "--", "x"}, {}},
+           {{"--", "x"}, {{"LOCKSTEP_INSECURE_NO_AUTH", "1"}}},
+           {{"--", "x"}, {{"LOCKSTEP_INSECURE_NO_AUTH", "true"}}}}) {
+    StatusOr<LauncherConfig> c = ParseConfig(args, BareEnv(env));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_TRUE(c->insecure_no_auth);
+    EXPECT_FALSE(c->has_token);
+  }
+  StatusOr<LauncherConfig> off =
+      ParseConfig({"--", "x"}, BareEnv({{"LOCKSTEP_INSECURE_NO_AUTH", "0"}}));
+  EXPECT_FALSE(off.ok());
+  StatusOr<LauncherConfig> bad =
+      ParseConfig({"--", "x"}, BareEnv({{"LOCKSTEP_INSECURE_NO_AUTH", "maybe"}}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("LOCKSTEP_INSECURE_NO_AUTH"), std::string::npos);
 }
 
 TEST(ConfigTest, FlagBeatsEnvBeatsDefault) {
@@ -103,7 +139,7 @@ TEST(ConfigTest, TokenFileIsReadAndTrimmed) {
   {
     std::ofstream(path) << "abc123\n";
   }
-  StatusOr<LauncherConfig> c = ParseConfig({"--token-file", path, "--", "x"}, Env({}));
+  StatusOr<LauncherConfig> c = ParseConfig({"--token-file", path, "--", "x"}, BareEnv({}));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->token, "abc123");
   std::remove(path.c_str());

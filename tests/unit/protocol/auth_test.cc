@@ -37,6 +37,20 @@ TEST(AuthTest, KnownVector) {
   EXPECT_EQ(Hex(mac), "929d5259218e09af366cbe58bfeeb9d5884fc6fc6ecf1a0fa5ceeb0ab8ad59b4");
 }
 
+// Each attempt has its own join key, none of them the token, and the derivation is pinned by a
+// vector computed independently (Python hmac over u32be(20) "lockstep-attempt-key" u32be(N)).
+TEST(AuthTest, AttemptKeysDifferPerAttemptAndFromTheToken) {
+  EXPECT_EQ(Hex(AttemptKey("token", 0)),
+            "6f64116d96d1b7b5e2c5b8f577ebe16e112fd6b853c7615f5694c0957684f92d");
+  EXPECT_EQ(Hex(AttemptKey("token", 1)),
+            "33b52dc8078539505a9bfd7ca3fbe56eb3936e791a57b5205a45ea953f6d6999");
+  EXPECT_NE(AttemptKey("token", 1), AttemptKey("token2", 1));
+  const std::string nonce(kNonceBytes, 'n');
+  // A join of round 1 made with attempt 0's key is not attempt 1's MAC for the same round.
+  EXPECT_NE(JoinMac(AttemptKey("token", 0), nonce, "run", 1, 0),
+            JoinMac(AttemptKey("token", 1), nonce, "run", 1, 0));
+}
+
 TEST(AuthTest, MacEqualsIsExact) {
   EXPECT_TRUE(MacEquals("abc", "abc"));
   EXPECT_FALSE(MacEquals("abc", "abd"));

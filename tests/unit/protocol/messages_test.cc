@@ -20,6 +20,7 @@ using testing::Only;
 AllMessages Samples() {
   const Join join{.version = kProtocolVersion,
                   .run_id = "run-1",
+                  .key_attempt = 1,
                   .attempt = 2,
                   .node_rank = 3,
                   .role = "worker",
@@ -50,16 +51,16 @@ AllMessages Samples() {
 }
 static_assert(std::is_same_v<decltype(Samples()), AllMessages>);
 
-// The samples' frames as protocol version 3 writes them. A layout change fails here: bump
+// The samples' frames as protocol version 4 writes them. A layout change fails here: bump
 // kProtocolVersion and record the new bytes (protocol/README.md).
-const std::map<MessageType, std::string> kVersion3Bytes = {
+const std::map<MessageType, std::string> kVersion4Bytes = {
     {MessageType::kChallenge,
-     "000000290100000003000000206e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e"
+     "000000290100000004000000206e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e"
      "6e6e6e"},
     {MessageType::kJoin,
-     "0000006502000000030000000572756e2d31000000020000000300000006776f726b6572000000010000"
-     "0010706f642d332e6a6f622e6e732e737663000008ae0000000401000000206d6d6d6d6d6d6d6d6d6d6d"
-     "6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d"},
+     "0000006902000000040000000572756e2d3100000001000000020000000300000006776f726b65720000"
+     "000100000010706f642d332e6a6f622e6e732e737663000008ae0000000401000000206d6d6d6d6d6d6d"
+     "6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d"},
     {MessageType::kRefuse, "0000001303030000000d7374616c6520617474656d7074"},
     {MessageType::kPeerTable,
      "000000530400000002000000000000000000000005636869656600000000000000016100000001000000"
@@ -82,7 +83,7 @@ const std::map<MessageType, std::string> kVersion3Bytes = {
      "7400"},
     {MessageType::kStarted, "000000050a00000004"},
     {MessageType::kControl,
-     "0000003c0b000000030000000572756e2d31020000000561736b65640000002063636363636363636363"
+     "0000003c0b000000040000000572756e2d31020000000561736b65640000002063636363636363636363"
      "63636363636363636363636363636363636363636363"},
     {MessageType::kControlStatus,
      "000000510c00000003010100000002000000010000000201000000020000000100000005000000010000"
@@ -95,7 +96,7 @@ template <typename M>
 void ExpectRoundTrip(const M& m) {
   SCOPED_TRACE("message type " + std::to_string(static_cast<int>(M::kType)));
   const std::string bytes = Encode(m);
-  EXPECT_EQ(Hex(bytes), kVersion3Bytes.at(M::kType));
+  EXPECT_EQ(Hex(bytes), kVersion4Bytes.at(M::kType));
   const Frame f = Only(bytes);
   EXPECT_EQ(f.type, static_cast<uint8_t>(M::kType));
   StatusOr<M> back = Decode<M>(f.body);

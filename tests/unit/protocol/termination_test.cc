@@ -87,6 +87,24 @@ TEST(TerminationTest, MistypedKeysKeepTheirDefaultsAndCountsAreNeverNegative) {
   EXPECT_EQ(m->stderr_tail, std::vector<std::string>{"kept"});
 }
 
+// Found by tests/fuzz/termination: integers beyond int's range used to wrap (2^32 + 3 read as 3,
+// 2^64 - 1 as -1). They keep their defaults; the bounds themselves still read.
+TEST(TerminationTest, IntegersBeyondIntKeepTheirDefaultsInsteadOfWrapping) {
+  std::optional<TerminationMessage> m = DecodeTermination(
+      R"({"exitCode":4294967299,"rank":-9223372036854775808,"attempt":18446744073709551615,)"
+      R"("signal":2147483648,"nodeRank":-2147483649,"stderrTail":[]})");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->exit_code, 0);
+  EXPECT_EQ(m->rank, -1);
+  EXPECT_EQ(m->attempt, 0);
+  EXPECT_EQ(m->signal, 0);
+  EXPECT_EQ(m->node_rank, 0);
+  m = DecodeTermination(R"({"exitCode":2147483647,"rank":-2147483648,"stderrTail":[]})");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->exit_code, 2147483647);
+  EXPECT_EQ(m->rank, -2147483648);
+}
+
 TEST(TerminationTest, StaysUnderKubernetesLimitDroppingOldestLines) {
   TerminationMessage m = Sample();
   m.stderr_tail.clear();
