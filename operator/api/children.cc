@@ -1,6 +1,7 @@
 #include "operator/api/children.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include <openssl/evp.h>
@@ -277,7 +278,9 @@ json BuildRdzvSecret(const TrainingJob& job, std::string_view token) {
           {"data", {{kTokenKey, Base64(token)}}}};
 }
 
-StatusOr<std::vector<json>> BuildPods(const TrainingJob& job, const ChildrenOptions& options) {
+StatusOr<std::vector<json>> BuildMissingPods(const TrainingJob& job,
+                                             const ChildrenOptions& options,
+                                             const std::set<std::string>& present, size_t limit) {
   if (options.launcher_image.empty()) {
     return InvalidArgumentError("no launcher image: set the operator's --launcher-image");
   }
@@ -287,12 +290,17 @@ StatusOr<std::vector<json>> BuildPods(const TrainingJob& job, const ChildrenOpti
   std::vector<json> pods;
   if (slots.empty()) return pods;
   const AttemptContext ctx = MakeAttemptContext(job, slots, workers);
-  pods.reserve(slots.size());
   for (const PodSlot& slot : slots) {
+    if (pods.size() >= limit) break;
+    if (present.count(PodName(job.metadata.name, slot.role, slot.index)) > 0) continue;
     LS_ASSIGN_OR_RETURN(json pod, BuildPod(job, slot, ctx, options));
     pods.push_back(std::move(pod));
   }
   return pods;
+}
+
+StatusOr<std::vector<json>> BuildPods(const TrainingJob& job, const ChildrenOptions& options) {
+  return BuildMissingPods(job, options, {}, std::numeric_limits<size_t>::max());
 }
 
 }  // namespace lockstep::api

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,5 +73,13 @@ nlohmann::json BuildRdzvSecret(const TrainingJob& job, std::string_view token);
 // Every pod of the attempt, in node-rank order.
 StatusOr<std::vector<nlohmann::json>> BuildPods(const TrainingJob& job,
                                                 const ChildrenOptions& options);
+// The pods of the attempt whose names `present` does not hold, in node-rank order, at most
+// `limit` of them: a reconcile pass builds only the pods it will create, so what it holds is
+// bounded by its create budget, not by the job's size (a 1 MB template x 10,000 replicas would
+// be 10 GB; docs/reliability.md, hole 4).
+StatusOr<std::vector<nlohmann::json>> BuildMissingPods(const TrainingJob& job,
+                                                       const ChildrenOptions& options,
+                                                       const std::set<std::string>& present,
+                                                       size_t limit);
 
 }  // namespace lockstep::api

@@ -137,6 +137,30 @@ void ValidateRoles(const TrainingJobSpec& spec, Errors* errors) {
   }
 }
 
+// kMaxPodBytesPerJob (validation.h). The field named is the template that weighs most.
+void ValidatePodBytes(const TrainingJobSpec& spec, Errors* errors) {
+  const int64_t workers =
+      spec.elastic ? std::max(spec.replicas, spec.elastic->max_replicas) : spec.replicas;
+  std::string heaviest = "spec.template";
+  int64_t heaviest_bytes = static_cast<int64_t>(spec.pod_template.dump().size()) * workers;
+  int64_t total = heaviest_bytes;
+  for (size_t i = 0; i < spec.roles.size(); ++i) {
+    const int64_t bytes = static_cast<int64_t>(spec.roles[i].pod_template.dump().size()) *
+                          std::max<int64_t>(spec.roles[i].replicas, 0);
+    total += bytes;
+    if (bytes > heaviest_bytes) {
+      heaviest = "spec.roles[" + std::to_string(i) + "].template";
+      heaviest_bytes = bytes;
+    }
+  }
+  if (total <= kMaxPodBytesPerJob) return;
+  errors->Add(heaviest, "the job's pods would hold " + std::to_string(total >> 20) +
+                            " MiB of templates (template bytes x replicas), over the " +
+                            std::to_string(kMaxPodBytesPerJob >> 20) +
+                            " MiB one job may create; make the template smaller (large env or "
+                            "args into a ConfigMap) or the job fewer pods");
+}
+
 void ValidatePlacementAndSuccess(const TrainingJobSpec& spec, Errors* errors) {
   if (spec.placement && spec.placement->required_topology_key) {
     const auto& keys = spec.placement->topology_keys;
@@ -214,6 +238,7 @@ std::vector<FieldError> Validate(const TrainingJob& job) {
   ValidateName(job.metadata, &errors);
   ValidateWorkers(job.spec, &errors);
   ValidateRoles(job.spec, &errors);
+  ValidatePodBytes(job.spec, &errors);
   ValidatePlacementAndSuccess(job.spec, &errors);
   ValidateFailurePolicy(job.spec.failure_policy, &errors);
   ValidateRunPolicy(job.spec.run_policy, &errors);

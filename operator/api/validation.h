@@ -12,6 +12,13 @@
 
 namespace lockstep::api {
 
+// The Pod objects one job may ask the cluster to store: template bytes x pods, summed over the
+// workers (at their elastic maximum) and the roles. The operator builds at most one pass's creates
+// at a time, but etcd (2 GiB default quota) and every pod watcher hold all of them: a 1 MB
+// template x 10,000 replicas is 10 GB. CEL cannot measure an object's bytes, so this one rule has
+// no CRD counterpart: a job over it is Stalled/InvalidSpec, and no pod of it is created.
+inline constexpr int64_t kMaxPodBytesPerJob = int64_t{256} << 20;
+
 struct FieldError {
   std::string field;  // "spec.elastic.minReplicas"
   std::string message;

@@ -147,14 +147,12 @@ Status PlanCreates(Pass& p) {
   opts.attempt = p.job.status.attempt;
   if (p.job.spec.elastic) opts.worker_replicas = p.spec.replicas;
   opts.launcher_max_restarts = LauncherRestartBudget(p.job);
-  LS_ASSIGN_OR_RETURN(std::vector<nlohmann::json> desired, api::BuildPods(p.job, opts));
   std::set<std::string> present;
   for (const kube::Pod& pod : p.observed.pods) present.insert(pod.meta.name);
-  for (nlohmann::json& pod : desired) {
-    if (present.count(pod["metadata"]["name"].get<std::string>()) == 0) {
-      p.plan->pod_creates.push_back(std::move(pod));
-    }
-  }
+  // Only the pods this pass creates: the executor creates at most kMaxCreatesPerPass, and the
+  // next pass (once the cache shows these) builds the next ones.
+  LS_ASSIGN_OR_RETURN(p.plan->pod_creates,
+                      api::BuildMissingPods(p.job, opts, present, kMaxCreatesPerPass));
   return Status::Ok();
 }
 

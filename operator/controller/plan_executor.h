@@ -23,9 +23,6 @@
 
 namespace lockstep::controller {
 
-inline constexpr int kMaxCreatesPerPass = 500;
-inline constexpr int kMaxDeletesPerPass = 500;
-
 class PlanExecutor {
  public:
   // `operator_peer`: who the jobs' NetworkPolicies let reach the rendezvous port.

@@ -67,11 +67,17 @@ struct EventSpec {
 
 enum class Outcome { kNone, kSucceeded, kFailed };
 
+// What one pass may write (PlanExecutor), and so what a plan holds: pods beyond these wait for
+// the next pass.
+inline constexpr int kMaxCreatesPerPass = 500;
+inline constexpr int kMaxDeletesPerPass = 500;
+
 struct Plan {
   bool create_service = false;
   bool create_secret = false;
   bool create_network_policy = false;
-  std::vector<nlohmann::json> pod_creates;  // full Pod objects, in node-rank order
+  // Full Pod objects, in node-rank order: at most kMaxCreatesPerPass (only those built).
+  std::vector<nlohmann::json> pod_creates;
   std::vector<PodDeletion> pod_deletes;
   bool delete_job = false;  // TTL after finished expired
 

@@ -115,12 +115,45 @@ INSTANTIATE_TEST_SUITE_P(
                j->spec.placement = Placement{{"rack"}, "block"};
              },
              "spec.placement.requiredTopologyKey", "must be one of"},
+        // Hole 4 (docs/reliability.md): 300 KB of env x 1,000 workers is 286 MiB of pods.
+        Case{"WorkerTemplatesOverThePodBytesCap",
+             [](TrainingJob* j) {
+               j->spec.pod_template["spec"]["containers"][0]["env"] =
+                   json::array({{{"name", "BIG"}, {"value", std::string(300 << 10, 'x')}}});
+               j->spec.replicas = 1000;
+             },
+             "spec.template", "over the 256 MiB one job may create"},
+        // An elastic job is counted at its maximum (30 KB x 10,000), not at spec.replicas.
+        Case{"ElasticMaximumOverThePodBytesCap",
+             [](TrainingJob* j) {
+               j->spec.pod_template["spec"]["containers"][0]["args"] =
+                   json::array({std::string(30 << 10, 'a')});
+               j->spec.replicas = 1;
+               j->spec.elastic = ElasticPolicy{1, 10000};
+             },
+             "spec.template", "MiB of templates (template bytes x replicas)"},
+        // The heaviest template is the one named: 300 KB x 1,024 parameter servers.
+        Case{"RoleTemplatesOverThePodBytesCap",
+             [](TrainingJob* j) {
+               j->spec.roles.push_back(MakeRole("ps", 1024));
+               j->spec.roles[0].pod_template["spec"]["containers"][0]["args"] =
+                   json::array({std::string(300 << 10, 'a')});
+             },
+             "spec.roles[0].template", "over the 256 MiB one job may create"},
         Case{"UnknownSuccessRole",
              [](TrainingJob* j) {
                j->spec.success_policy = SuccessPolicy{SuccessOperator::kAll, {"chief"}};
              },
              "spec.successPolicy.targetRoles", "must name 'worker' or a role"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
+
+TEST(ValidationTest, LargeTemplatesUnderThePodBytesCapAreValid) {
+  TrainingJob job = testing::MinimalJob();
+  job.spec.pod_template["spec"]["containers"][0]["env"] =
+      json::array({{{"name", "BIG"}, {"value", std::string(100 << 10, 'x')}}});
+  job.spec.replicas = 2000;  // ~196 MiB
+  EXPECT_TRUE(Validate(job).empty()) << ToStatus(Validate(job));
+}
 
 TEST(ValidationTest, RolesAllowZeroWorkers) {
   TrainingJob job = testing::MinimalJob();

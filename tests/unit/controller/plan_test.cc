@@ -338,6 +338,26 @@ TEST(PlanDetailTest, SharedChildrenAreCreatedWhenMissingEvenIfUnsettled) {
   EXPECT_TRUE(plan.pod_creates.empty());
 }
 
+// Hole 4 (docs/reliability.md): a pass builds only the pods it creates, so what it holds is
+// bounded by kMaxCreatesPerPass, not by the job (before: all 10,000 pods built every pass, then
+// those that existed dropped). The next pass builds the next pods in node-rank order.
+TEST(PlanDetailTest, ALargeJobsPassBuildsOnlyThePodsItCreates) {
+  CachedJob job = Job(10000);
+  const Plan first = ComputePlan(job, Observed{{}, true, true}, T0(), true, PlanOptions{"l"});
+  ASSERT_EQ(first.pod_creates.size(), static_cast<size_t>(kMaxCreatesPerPass));
+  EXPECT_EQ(first.pod_creates.front()["metadata"]["name"], job.job.metadata.name + "-worker-0");
+  EXPECT_EQ(first.pod_creates.back()["metadata"]["name"],
+            job.job.metadata.name + "-worker-" + std::to_string(kMaxCreatesPerPass - 1));
+  Observed created{{}, true, true};
+  for (int i = 0; i < kMaxCreatesPerPass; ++i) {
+    created.pods.push_back(Pod("worker", i, "Pending", ""));
+  }
+  const Plan second = ComputePlan(job, created, T0(), true, PlanOptions{"l"});
+  ASSERT_EQ(second.pod_creates.size(), static_cast<size_t>(kMaxCreatesPerPass));
+  EXPECT_EQ(second.pod_creates.front()["metadata"]["name"],
+            job.job.metadata.name + "-worker-" + std::to_string(kMaxCreatesPerPass));
+}
+
 // The pods of an attempt carry what is left of the budget (inplace_policy.h), none in Recreate.
 TEST(PlanDetailTest, NewPodsCarryTheInPlaceRestartBudget) {
   auto budget_in_pods = [](CachedJob job) {
