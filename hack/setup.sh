@@ -66,10 +66,10 @@ install_venvs() {
   timed_step "Horovod venv (PyPI, Horovod built from source)" "$REPO_ROOT/hack/setup-venv-horovod.sh"
 }
 
-# Cold, the venvs install beside the Go tools: `go build` keeps both cores compiling while pip
-# mostly waits on downloads and unpacks wheels (one after the other they took tools 866 s + venvs
-# 548 s on 2 cores). Their output goes to a log; what they did is printed once both are done.
-# Warm, both finish in about a second.
+# Cold, the venvs install beside the Go tools: one after the other they took tools 866 s + venvs
+# 548 s on 2 cores; side by side setup took 1123 s (pip also unpacks and byte-compiles on the CPU,
+# so the framework venv took 533 s beside the Go builds, 186 s alone). Their output goes to a log;
+# what they did is printed once both are done. Warm, both finish in about a second.
 start_venvs() {
   local log_file="$1"
   mkdir -p "$(dirname "$log_file")"

@@ -140,7 +140,9 @@ void ValidateRoles(const TrainingJobSpec& spec, Errors* errors) {
 // kMaxPodBytesPerJob (validation.h). The field named is the template that weighs most.
 void ValidatePodBytes(const TrainingJobSpec& spec, Errors* errors) {
   const int64_t workers =
-      spec.elastic ? std::max(spec.replicas, spec.elastic->max_replicas) : spec.replicas;
+      std::max<int64_t>(spec.elastic ? std::max(spec.replicas, spec.elastic->max_replicas)
+                                     : spec.replicas,
+                        0);  // a negative count is ValidateWorkers' error, not negative bytes
   std::string heaviest = "spec.template";
   int64_t heaviest_bytes = static_cast<int64_t>(spec.pod_template.dump().size()) * workers;
   int64_t total = heaviest_bytes;
