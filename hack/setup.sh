@@ -101,6 +101,8 @@ main() {
     cold_check "$@"
     return
   fi
+  # Any other argument is a mistake (a --help once started a full setup): say how to call it.
+  (( $# == 0 )) || die "usage: hack/setup.sh | hack/setup.sh --cold [--with-tests] [--keep] (got: $*)"
   local started=$SECONDS
   timed_step "Debian packages" install_apt_packages
   command -v go >/dev/null || die "Go is required (the machine image provides it) to build the control plane"
