@@ -67,17 +67,9 @@ Change Transition(std::unordered_map<std::string, std::string>& lost, const std:
   return Change::kNewReason;
 }
 
-}  // namespace
-
-std::optional<api::Time> LeaseDeadline(const kube::Lease& lease, const NodeHealthOptions& options) {
-  std::optional<api::Time> renewed = ParseOptionalTime(lease.renew_time);
-  if (!renewed) return std::nullopt;
-  return *renewed + options.lease_grace;
-}
-
-NodeVerdict AssessNode(const std::string& name, const kube::Node* node, const kube::Lease* lease,
-                       api::Time now, const NodeHealthOptions& options,
-                       api::Time leases_fresh_since) {
+// AssessNode's verdict before the taints are attached.
+NodeVerdict Judge(const std::string& name, const kube::Node* node, const kube::Lease* lease,
+                  api::Time now, const NodeHealthOptions& options, api::Time leases_fresh_since) {
   // 1. Gone: nothing left to run on.
   if (node == nullptr) return Lost(name, "NodeDeleted", "deleted", std::nullopt);
   const std::optional<api::Time> renewed =
@@ -123,6 +115,26 @@ NodeVerdict AssessNode(const std::string& name, const kube::Node* node, const ku
     return Lost(name, "NodeCordoned", "cordoned", failed_at);
   }
   return NodeVerdict{};
+}
+
+}  // namespace
+
+std::optional<api::Time> LeaseDeadline(const kube::Lease& lease, const NodeHealthOptions& options) {
+  std::optional<api::Time> renewed = ParseOptionalTime(lease.renew_time);
+  if (!renewed) return std::nullopt;
+  return *renewed + options.lease_grace;
+}
+
+NodeVerdict AssessNode(const std::string& name, const kube::Node* node, const kube::Lease* lease,
+                       api::Time now, const NodeHealthOptions& options,
+                       api::Time leases_fresh_since) {
+  NodeVerdict v = Judge(name, node, lease, now, options, leases_fresh_since);
+  if (v.lost && node != nullptr) {
+    for (const kube::Taint& taint : node->taints) {
+      if (taint.effect == "NoExecute") v.no_execute_taints.push_back(taint);
+    }
+  }
+  return v;
 }
 
 struct NodeHealthMonitor::State {

@@ -42,6 +42,9 @@ struct NodeVerdict {
   // Best estimate of when the node failed (the last lease renewal, the Ready transition, the
   // taint's timeAdded); unset when unknown. Detection delay = detection time - this.
   std::optional<api::Time> failed_at;
+  // The lost node's NoExecute taints, whatever the reason: the taint-eviction controller deletes
+  // the pods there that do not tolerate them, by name (restart_plan.cc leaves those pods to it).
+  std::vector<kube::Taint> no_execute_taints;
 };
 
 // `node` null: the Node object is gone. `lease` null: no Lease seen (not an error by itself: a

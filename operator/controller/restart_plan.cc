@@ -22,11 +22,62 @@ bool OnLostNode(const Pass& p, const kube::Pod& pod) {
   return it != p.observed.lost_nodes.end() && it->second.lost;
 }
 
+// v1.Toleration.ToleratesTaint over the kube types (the scheduler's feasibility.h has it over its
+// own typed copies).
+bool ToleratesTaint(const kube::Toleration& t, const kube::Taint& taint) {
+  if (!t.effect.empty() && t.effect != taint.effect) return false;
+  if (!t.key.empty() && t.key != taint.key) return false;
+  return t.op == "Exists" || t.value == taint.value;
+}
+
+// The taint-eviction controller deletes `pod` at once: a NoExecute taint of its node that no
+// toleration of the pod matches, or one matches for 0 s. (One tolerated for longer is evicted
+// later, by when the successor is bound to another node, which cancels that eviction.)
+bool EvictedAtOnce(const kube::Pod& pod, const std::vector<kube::Taint>& no_execute_taints) {
+  return std::any_of(no_execute_taints.begin(), no_execute_taints.end(), [&](const kube::Taint& t) {
+    return std::none_of(pod.tolerations.begin(), pod.tolerations.end(),
+                        [&](const kube::Toleration& tol) {
+                          return ToleratesTaint(tol, t) && tol.toleration_seconds.value_or(1) > 0;
+                        });
+  });
+}
+
+// Its DisruptionTarget condition and deletion: that controller's delete was accepted, and it
+// does nothing more for this pod.
+bool TaintEvictionDone(const kube::Pod& pod) {
+  const kube::Condition* c = pod.FindCondition("DisruptionTarget");
+  return pod.meta.deletion_timestamp && c != nullptr && c->status == "True" &&
+         c->reason == "DeletionByTaintManager";
+}
+
+// The taint-eviction controller (kube-controller-manager) deletes by name: it reads the pod, adds
+// DisruptionTarget and deletes it with no UID precondition, and retries a pod it did not find.
+// When the operator had deleted such a pod and created its successor of the same name within
+// that window, it deleted the successor (seen: attempt 3's pod marked DeletionByTaintManager,
+// the job's maxDisruptions then used up). So a restart leaves such a pod to it until its delete
+// was accepted, or for kTaintEvictionWait after the restart (a cluster that runs no such
+// controller); the successors wait for it like for any pod of the old attempt.
+constexpr seconds kTaintEvictionWait{10};
+
+bool LeftToTaintEviction(Pass& p, const kube::Pod& pod) {
+  if (pod.node_name.empty() || TaintEvictionDone(pod)) return false;
+  auto it = p.observed.lost_nodes.find(pod.node_name);
+  if (it == p.observed.lost_nodes.end() || !EvictedAtOnce(pod, it->second.no_execute_taints)) {
+    return false;
+  }
+  const std::optional<api::LastRestart>& last = p.status().last_restart;
+  const api::Time until = (last ? last->time : p.now) + kTaintEvictionWait;
+  if (p.now >= until) return false;
+  p.RequeueIn(Elapsed(p.now, until) + seconds(1));
+  return true;
+}
+
 // A pod already being deleted needs nothing more, unless its node is lost: then only a force
 // delete removes it.
-std::optional<PodDeletion> DeletionFor(const Pass& p, const kube::Pod& pod) {
+std::optional<PodDeletion> DeletionFor(Pass& p, const kube::Pod& pod) {
   const bool lost = OnLostNode(p, pod);
   if (pod.meta.deletion_timestamp && !lost) return std::nullopt;
+  if (lost && LeftToTaintEviction(p, pod)) return std::nullopt;
   PodDeletion d{pod.meta.name, pod.meta.uid, std::nullopt};
   if (lost) d.grace_period_seconds = 0;
   return d;

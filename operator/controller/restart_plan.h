@@ -2,7 +2,9 @@
 // The gang-restart steps of ComputePlan (see plan.h for the pass order):
 //   SplitByAttempt  - pods of the current attempt (label lockstep.dev/attempt) vs older ones;
 //   PlanStaleDeletes - delete what is left of older attempts; grace 0 for pods on lost nodes,
-//                      whose kubelet will never confirm, so nothing stays Terminating;
+//                      whose kubelet will never confirm, so nothing stays Terminating; a pod the
+//                      taint-eviction controller deletes (by name) is left to it for up to 10 s,
+//                      so it cannot take the successor of the same name for it;
 //   PlanRestart     - start attempt N+1: counters, backoff, lastRestart, excluded nodes,
 //                     Restarting condition, the event, and the deletes of attempt N's pods;
 //   PlanRestartWait - the new attempt's pods wait until the old ones are gone (same names)

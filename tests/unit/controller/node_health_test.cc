@@ -197,6 +197,21 @@ TEST(AssessNodeLeaseViewTest, SilenceCountsFromWhenTheViewOfLeasesResumed) {
   EXPECT_EQ(late.message, "node gpu-node-1: lease not renewed for 21s");
 }
 
+// A lost node's verdict carries its NoExecute taints, whatever the reason (the restart leaves the
+// pods the taint-eviction controller deletes to it); a healthy node's carries none.
+TEST(AssessNodeTaintsTest, ALostNodesVerdictCarriesItsNoExecuteTaints) {
+  const NodeHealthOptions options;
+  const kube::Node tainted = WithTaint(WithTaint(WithReady("False", "2026-11-29T11:59:58Z"),
+                                                 "node.kubernetes.io/not-ready", "NoExecute"),
+                                       "spot", "NoSchedule");
+  const NodeVerdict lost = AssessNode("gpu-node-1", &tainted, &kFresh, kNow, options);
+  ASSERT_EQ(lost.reason, "NodeNotReady");
+  ASSERT_EQ(lost.no_execute_taints.size(), 1u);
+  EXPECT_EQ(lost.no_execute_taints[0].key, "node.kubernetes.io/not-ready");
+  const kube::Node healthy = WithTaint(HealthyNode(), "spot", "NoSchedule");
+  EXPECT_TRUE(AssessNode("gpu-node-1", &healthy, &kFresh, kNow, options).no_execute_taints.empty());
+}
+
 TEST(LeaseDeadlineTest, RenewTimePlusGrace) {
   NodeHealthOptions options;
   options.lease_grace = seconds(3);

@@ -205,6 +205,73 @@ TEST(RestartPlanTest, LostNodeForceDeletesItsPodsAndExcludesTheNode) {
   EXPECT_FALSE(plan.restart->detection_delay_seconds.has_value());
 }
 
+// The taint-eviction controller deletes a pod that does not tolerate its node's NoExecute taint by
+// name; a successor created under that name meanwhile was deleted in its place. So the restart
+// leaves such a pod to that controller (until its delete was accepted, or 10 s), and the new
+// attempt's pods wait for it like for any old pod.
+TEST(RestartPlanTest, APodTheTaintManagerEvictsIsLeftToItUntilItsDeleteIsAccepted) {
+  NodeVerdict tainted = LostNode("NodeTainted", "node node-bad: tainted hw=xid:NoExecute");
+  tainted.no_execute_taints = {kube::Taint{"hw", "xid", "NoExecute", ""}};
+  const kube::Pod w0 = Pod("worker", 0, "Running", "node-bad");
+  const kube::Pod w1 = Pod("worker", 1, "Running", "node-ok");
+  CachedJob job = Started();
+
+  // The decision: worker-1 is deleted, worker-0 left to the taint manager; a requeue for its
+  // wait (10 s, plus one for lastRestart.time's truncation).
+  Plan plan = RunPass(job, {w0, w1}, T0(), {{"node-bad", tainted}});
+  ASSERT_EQ(plan.status.attempt, 1);
+  ASSERT_EQ(plan.pod_deletes.size(), 1u);
+  EXPECT_EQ(plan.pod_deletes[0].name, "job-worker-1");
+  ASSERT_TRUE(plan.requeue_after.has_value());
+  EXPECT_EQ(plan.requeue_after->count(), 11);
+  job.job.status = plan.status;
+
+  // Still untouched 5 s later: nothing deleted, nothing created.
+  plan = RunPass(job, {w0}, T0() + seconds(5), {{"node-bad", tainted}});
+  EXPECT_TRUE(plan.pod_deletes.empty());
+  EXPECT_TRUE(plan.pod_creates.empty());
+  EXPECT_EQ(plan.status.reason, "WaitingForOldPods");
+
+  // The taint manager's delete was accepted: the operator forces it (the node is lost).
+  kube::Pod evicted = Terminating(w0);
+  evicted.conditions.push_back(
+      kube::Condition{"DisruptionTarget", "True", "DeletionByTaintManager", "", "", ""});
+  plan = RunPass(job, {evicted}, T0() + seconds(6), {{"node-bad", tainted}});
+  ASSERT_EQ(plan.pod_deletes.size(), 1u);
+  EXPECT_EQ(plan.pod_deletes[0].grace_period_seconds, 0);
+  EXPECT_TRUE(plan.pod_creates.empty());
+
+  // No taint manager acted within 10 s: the operator deletes it itself.
+  plan = RunPass(job, {w0}, T0() + seconds(10), {{"node-bad", tainted}});
+  ASSERT_EQ(plan.pod_deletes.size(), 1u);
+  EXPECT_EQ(plan.pod_deletes[0].grace_period_seconds, 0);
+}
+
+TEST(RestartPlanTest, APodThatToleratesTheTaintForAWhileIsDeletedAtOnce) {
+  NodeVerdict tainted = LostNode("NodeTainted", "node node-bad: tainted hw=xid:NoExecute");
+  tainted.no_execute_taints = {kube::Taint{"hw", "xid", "NoExecute", ""}};
+  struct Case {
+    const char* name;
+    std::vector<kube::Toleration> tolerations;
+    bool left_to_taint_manager;
+  };
+  const std::vector<Case> cases = {
+      {"none", {}, true},
+      {"another key", {{"other", "Exists", "", "NoExecute", std::nullopt}}, true},
+      {"another value", {{"hw", "Equal", "ecc", "NoExecute", std::nullopt}}, true},
+      {"for 0 s", {{"hw", "Exists", "", "NoExecute", 0}}, true},
+      {"for 300 s", {{"hw", "Exists", "", "NoExecute", 300}}, false},
+      {"forever", {{"hw", "Equal", "xid", "", std::nullopt}}, false},
+      {"every taint", {{"", "Exists", "", "", std::nullopt}}, false},
+  };
+  for (const Case& c : cases) {
+    kube::Pod w0 = Pod("worker", 0, "Running", "node-bad");
+    w0.tolerations = c.tolerations;
+    const Plan plan = RunPass(Started(), {w0}, T0(), {{"node-bad", tainted}});
+    EXPECT_EQ(plan.pod_deletes.empty(), c.left_to_taint_manager) << c.name;
+  }
+}
+
 TEST(RestartPlanTest, UnsettledCachesDecideTheRestartButDeleteNothing) {
   const Plan plan = RunPass(Started(), {FailedPod("worker", 0, 1), Pod("worker", 1, "Running")},
                             T0(), {}, /*settled=*/false);
