@@ -107,6 +107,7 @@ yes watch pods @JOBS
 yes create pods @JOBS
 yes delete pods @JOBS
 yes create pods/binding @JOBS
+yes patch pods/status @JOBS
 yes watch services @JOBS
 yes create services @JOBS
 yes watch secrets @JOBS

@@ -1,0 +1,133 @@
+// Gang-aware priority preemption against the real apiserver and kwok nodes (docs/scheduler.md,
+// "Preemption"). No controller runs here: the test plays it (creates the pods), so a victim's
+// pods, once deleted, stay gone, and what the scheduler did is all there is to see.
+
+#include <atomic>
+#include <thread>
+
+#include "tests/integration/scheduler/scheduler_env.h"
+
+namespace lockstep::scheduler::testing {
+namespace {
+
+using kube::testing::WaitFor;
+using nlohmann::json;
+using std::chrono::seconds;
+
+// A high-priority gang that does not fit evicts the running low-priority gang: all of its pods,
+// never fewer; the job reads Preempted naming the preemptor.
+TEST_F(SchedulerTest, HigherPriorityGangPreemptsAWholeLowerGang) {
+  CreateNodes(std::vector<NodeSpec>(4));  // 32 GPUs
+  const std::string low_class = CreatePriorityClass("low", 10);
+  const std::string high_class = CreatePriorityClass("high", 1000);
+  StartScheduler();
+  JobSpec low{4, 8};
+  low.priority_class = low_class;
+  CreateJob("low", low);
+  ASSERT_TRUE(WaitAllBound("low", 4, seconds(60)));
+
+  JobSpec high{2, 8};
+  high.priority_class = high_class;
+  CreateJob("high", high);
+  ASSERT_TRUE(WaitAllBound("high", 2, seconds(60)));
+  // The preemptor needed two nodes; the victim loses all four pods, never only the two in the way.
+  EXPECT_TRUE(WaitFor([&] { return Placement("low").empty(); }, seconds(60)))
+      << "the victim gang was not evicted whole: " << Placement("low").size() << " pods left";
+  EXPECT_EQ(scheduler_->gangs_preempted(), 1);
+
+  ASSERT_TRUE(WaitFor([&] { return Condition("low", "Preempted").value("status", "") == "True"; },
+                      seconds(30)));
+  const json preempted = Condition("low", "Preempted");
+  EXPECT_EQ(preempted.value("reason", ""), "PreemptedByHigherPriority");
+  EXPECT_NE(preempted.value("message", "").find("preempted by " + ns() + "/high"),
+            std::string::npos)
+      << preempted.dump();
+}
+
+// preemptionPolicy: Never waits however high its priority.
+TEST_F(SchedulerTest, PreemptionPolicyNeverPreemptsNothing) {
+  CreateNodes(std::vector<NodeSpec>(2));
+  const std::string low_class = CreatePriorityClass("low", 10);
+  const std::string polite = CreatePriorityClass("polite", 1000, /*never_preempts=*/true);
+  StartScheduler();
+  JobSpec low{2, 8};
+  low.priority_class = low_class;
+  CreateJob("low", low);
+  ASSERT_TRUE(WaitAllBound("low", 2, seconds(60)));
+  JobSpec high{1, 8};
+  high.priority_class = polite;
+  CreateJob("polite", high);
+  ASSERT_TRUE(WaitFor(
+      [&] { return ScheduledCondition("polite").value("reason", "") == "InsufficientResources"; },
+      seconds(30)));
+  std::this_thread::sleep_for(seconds(3));  // several cycles
+  EXPECT_EQ(BoundCount("low"), 2);
+  EXPECT_EQ(BoundCount("polite"), 0);
+  EXPECT_EQ(scheduler_->gangs_preempted(), 0);
+  EXPECT_TRUE(Condition("low", "Preempted").empty());
+}
+
+// Equal priority never preempts: the newcomer waits.
+TEST_F(SchedulerTest, EqualPriorityNeverPreempts) {
+  CreateNodes(std::vector<NodeSpec>(2));
+  const std::string same = CreatePriorityClass("same", 500);
+  StartScheduler();
+  JobSpec first{2, 8};
+  first.priority_class = same;
+  CreateJob("first", first);
+  ASSERT_TRUE(WaitAllBound("first", 2, seconds(60)));
+  JobSpec second{1, 8};
+  second.priority_class = same;
+  CreateJob("second", second);
+  ASSERT_TRUE(WaitFor(
+      [&] { return ScheduledCondition("second").value("reason", "") == "InsufficientResources"; },
+      seconds(30)));
+  std::this_thread::sleep_for(seconds(3));
+  EXPECT_EQ(BoundCount("first"), 2);
+  EXPECT_EQ(BoundCount("second"), 0);
+  EXPECT_EQ(scheduler_->gangs_preempted(), 0);
+}
+
+// While the victim's pods go one by one, a smaller gang of lower priority than the preemptor
+// would fit in the first node freed: the capacity is held, so it never starts there.
+TEST_F(SchedulerTest, NoLowerGangStartsInTheFreedCapacityAheadOfThePreemptor) {
+  CreateNodes(std::vector<NodeSpec>(4));
+  const std::string low_class = CreatePriorityClass("low", 10);
+  const std::string high_class = CreatePriorityClass("high", 1000);
+  StartScheduler();
+  JobSpec victim{4, 8};
+  victim.priority_class = low_class;
+  CreateJob("victim", victim);
+  ASSERT_TRUE(WaitAllBound("victim", 4, seconds(60)));
+  // The small mid-priority gang waits first (nothing is free, and it may not preempt: its
+  // class says Never), then the preemptor arrives.
+  const std::string mid_never = CreatePriorityClass("mid-never", 500, /*never_preempts=*/true);
+  JobSpec small{1, 8};
+  small.priority_class = mid_never;
+  CreateJob("small", small);
+  ASSERT_TRUE(WaitFor(
+      [&] { return ScheduledCondition("small").value("reason", "") == "InsufficientResources"; },
+      seconds(30)));
+  JobSpec big{4, 8};
+  big.priority_class = high_class;
+  CreateJob("big", big);
+
+  std::atomic<bool> stop{false};
+  std::atomic<bool> small_jumped{false};
+  std::thread watcher([&] {
+    while (!stop) {
+      if (BoundCount("small") > 0 && BoundCount("big") < 4) small_jumped = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  const bool big_bound = WaitAllBound("big", 4, seconds(60));
+  stop = true;
+  watcher.join();
+  ASSERT_TRUE(big_bound);
+  EXPECT_FALSE(small_jumped) << "a lower-priority gang started in capacity freed for big";
+  EXPECT_EQ(BoundCount("small"), 0);
+  EXPECT_EQ(scheduler_->gangs_preempted(), 1);
+}
+
+}  // namespace
+}  // namespace lockstep::scheduler::testing
