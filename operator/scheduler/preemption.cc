@@ -1,6 +1,7 @@
 #include "operator/scheduler/preemption.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -25,6 +26,16 @@ class VictimSearch {
   PreemptionPlan Run();
 
  private:
+  void PrepareBound();
+  bool MayFit(const Snapshot& s) const;
+  // PlaceGang, skipped when MayFit already says no (placement_ is set when it fits).
+  bool Fits(const Snapshot& s, Placement* placement) const {
+    if (!MayFit(s)) return false;
+    Placement p = PlaceGang(s, preemptor_);
+    if (!p.placed()) return false;
+    *placement = std::move(p);
+    return true;
+  }
   void OrderCandidates();
   const std::vector<std::pair<NodeIndex, const Resources*>>& Pods(Candidate& c);
   void Evict(Snapshot& s, Candidate& c) {
@@ -41,6 +52,11 @@ class VictimSearch {
   const GangRequest& preemptor_;
   const std::vector<RunningGang>& running_;
   std::vector<Candidate> candidates_;  // eviction preference order
+  // The cheap bound: what the preemptor asks in total per resource, and the domains it must fit
+  // into one of (requiredTopologyKey) when it has one.
+  std::vector<std::pair<ResourceId, int64_t>> demand_;
+  bool unknown_resource_ = false;  // a resource no node has: PlaceGang never places it
+  std::optional<DomainIndex> required_domains_;
   // The search state: victims_ are positions in candidates_ (preference order), `evicted_` the
   // snapshot without them, `placement_` the preemptor's placement there.
   std::vector<size_t> victims_;
@@ -59,6 +75,59 @@ void VictimSearch::OrderCandidates() {
     return std::tie(x.priority, y.start_time, x.job_key) <
            std::tie(y.priority, x.start_time, y.job_key);
   });
+}
+
+void VictimSearch::PrepareBound() {
+  // Each pod takes one "pods" slot (Snapshot::Assume); a pod naming "pods" itself is left out of
+  // the bound rather than guessed at.
+  std::map<std::string, int64_t> total;
+  for (const Role& role : preemptor_.roles) {
+    for (const PodRequest& pod : role.pods) {
+      for (const auto& [name, amount] : pod.requests.entries()) {
+        if (name != kPods) total[name] += amount;
+      }
+      if (pod.requests.Get(kPods) == 0) ++total[std::string(kPods)];
+    }
+  }
+  for (const auto& [name, amount] : total) {
+    if (amount <= 0) continue;
+    if (auto r = snapshot_.FindResource(name)) {
+      demand_.emplace_back(*r, amount);
+    } else {
+      unknown_resource_ = true;
+    }
+  }
+  if (!preemptor_.required_topology_key.empty()) {
+    const DomainIndex* index = snapshot_.Domains(preemptor_.required_topology_key);
+    required_domains_ =
+        index != nullptr ? *index : snapshot_.BuildDomainIndex(preemptor_.required_topology_key);
+  }
+}
+
+// A necessary condition for PlaceGang to place the preemptor, at a fraction of its cost: the free
+// capacity (over every node, or within the best single required domain) covers the total demand
+// of each resource. PlaceGang never places beyond free capacity, so "no" here is its "no" too;
+// most candidate sets the search tries fail this way.
+bool VictimSearch::MayFit(const Snapshot& s) const {
+  if (unknown_resource_) return false;
+  for (const auto& [r, amount] : demand_) {
+    if (!required_domains_) {
+      int64_t free = 0;
+      for (NodeIndex n = 0; n < s.size() && free < amount; ++n) free += std::max<int64_t>(0, s.Free(n, r));
+      if (free < amount) return false;
+      continue;
+    }
+    std::vector<int64_t> free(required_domains_->values.size(), 0);
+    bool enough = false;
+    for (NodeIndex n = 0; n < s.size() && !enough; ++n) {
+      const int32_t d = required_domains_->of_node[n];
+      if (d == DomainIndex::kUnlabeled) continue;
+      free[static_cast<size_t>(d)] += std::max<int64_t>(0, s.Free(n, r));
+      enough = free[static_cast<size_t>(d)] >= amount;
+    }
+    if (!enough) return false;
+  }
+  return true;
 }
 
 const std::vector<std::pair<NodeIndex, const Resources*>>& VictimSearch::Pods(Candidate& c) {
@@ -84,11 +153,9 @@ bool VictimSearch::FindFittingPrefix() {
     const size_t len = std::min(candidates_.size(), lo_len + step);
     Snapshot s = lo;
     for (size_t i = lo_len; i < len; ++i) Evict(s, candidates_[i]);
-    Placement p = PlaceGang(s, preemptor_);
-    if (p.placed()) {
+    if (Fits(s, &placement_)) {
       hi_len = len;
       hi = std::move(s);
-      placement_ = std::move(p);
       break;
     }
     lo = std::move(s);
@@ -99,11 +166,9 @@ bool VictimSearch::FindFittingPrefix() {
     const size_t mid = lo_len + (hi_len - lo_len) / 2;
     Snapshot s = lo;
     for (size_t i = lo_len; i < mid; ++i) Evict(s, candidates_[i]);
-    Placement p = PlaceGang(s, preemptor_);
-    if (p.placed()) {
+    if (Fits(s, &placement_)) {
       hi_len = mid;
       hi = std::move(s);
-      placement_ = std::move(p);
     } else {
       lo = std::move(s);
       lo_len = mid;
@@ -131,27 +196,28 @@ void VictimSearch::ReprieveUntouched() {
   if (back.empty() || keep.empty()) return;
   Snapshot s = *evicted_;
   for (size_t v : back) PutBack(s, candidates_[v]);
-  Placement p = PlaceGang(s, preemptor_);
-  if (!p.placed()) return;  // the greedy engine chose differently: the one-by-one pass decides
+  // The greedy engine may choose differently and fail: then the one-by-one pass decides.
+  if (!Fits(s, &placement_)) return;
   victims_ = std::move(keep);
   evicted_ = std::move(s);
-  placement_ = std::move(p);
 }
 
 // Most valuable victim first (the end of the preference order): put it back when the preemptor
 // still fits without its capacity. Repeated until a whole pass reprieves nobody, so at the end
-// every remaining victim was checked against the final set: none can be dropped.
+// every remaining victim was checked against the final set: none can be dropped. The check runs
+// in place (put back, then evict again when it does not fit: exact, as nothing clamps right
+// after the put-back), so a reprieve costs no snapshot copy.
 void VictimSearch::ReprieveOneByOne() {
   for (bool changed = true; changed && victims_.size() > 1;) {
     changed = false;
     for (size_t k = victims_.size(); k-- > 0 && victims_.size() > 1;) {
-      Snapshot s = *evicted_;
-      PutBack(s, candidates_[victims_[k]]);
-      Placement p = PlaceGang(s, preemptor_);
-      if (!p.placed()) continue;
+      Candidate& c = candidates_[victims_[k]];
+      PutBack(*evicted_, c);
+      if (!Fits(*evicted_, &placement_)) {
+        Evict(*evicted_, c);
+        continue;
+      }
       victims_.erase(victims_.begin() + static_cast<std::ptrdiff_t>(k));
-      evicted_ = std::move(s);
-      placement_ = std::move(p);
       changed = true;
     }
   }
@@ -163,7 +229,8 @@ PreemptionPlan VictimSearch::Run() {
     plan.message = "its PriorityClass has preemptionPolicy Never";
     return plan;
   }
-  if (PlaceGang(snapshot_, preemptor_).placed()) {
+  PrepareBound();
+  if (Fits(snapshot_, &placement_)) {
     plan.message = "it fits without evicting anything";
     return plan;
   }
