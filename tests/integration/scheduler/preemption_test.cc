@@ -14,6 +14,15 @@ using kube::testing::WaitFor;
 using nlohmann::json;
 using std::chrono::seconds;
 
+// `replicas` pods of 8 GPUs (one whole test node each) under PriorityClass `priority_class`.
+JobSpec Spec(int replicas, const std::string& priority_class) {
+  JobSpec spec;
+  spec.replicas = replicas;
+  spec.gpus_per_pod = 8;
+  spec.priority_class = priority_class;
+  return spec;
+}
+
 // A high-priority gang that does not fit evicts the running low-priority gang: all of its pods,
 // never fewer; the job reads Preempted naming the preemptor.
 TEST_F(SchedulerTest, HigherPriorityGangPreemptsAWholeLowerGang) {
@@ -21,13 +30,11 @@ TEST_F(SchedulerTest, HigherPriorityGangPreemptsAWholeLowerGang) {
   const std::string low_class = CreatePriorityClass("low", 10);
   const std::string high_class = CreatePriorityClass("high", 1000);
   StartScheduler();
-  JobSpec low{4, 8};
-  low.priority_class = low_class;
+  const JobSpec low = Spec(4, low_class);
   CreateJob("low", low);
   ASSERT_TRUE(WaitAllBound("low", 4, seconds(60)));
 
-  JobSpec high{2, 8};
-  high.priority_class = high_class;
+  const JobSpec high = Spec(2, high_class);
   CreateJob("high", high);
   ASSERT_TRUE(WaitAllBound("high", 2, seconds(60)));
   // The preemptor needed two nodes; the victim loses all four pods, never only the two in the way.
@@ -50,12 +57,10 @@ TEST_F(SchedulerTest, PreemptionPolicyNeverPreemptsNothing) {
   const std::string low_class = CreatePriorityClass("low", 10);
   const std::string polite = CreatePriorityClass("polite", 1000, /*never_preempts=*/true);
   StartScheduler();
-  JobSpec low{2, 8};
-  low.priority_class = low_class;
+  const JobSpec low = Spec(2, low_class);
   CreateJob("low", low);
   ASSERT_TRUE(WaitAllBound("low", 2, seconds(60)));
-  JobSpec high{1, 8};
-  high.priority_class = polite;
+  const JobSpec high = Spec(1, polite);
   CreateJob("polite", high);
   ASSERT_TRUE(WaitFor(
       [&] { return ScheduledCondition("polite").value("reason", "") == "InsufficientResources"; },
@@ -72,12 +77,10 @@ TEST_F(SchedulerTest, EqualPriorityNeverPreempts) {
   CreateNodes(std::vector<NodeSpec>(2));
   const std::string same = CreatePriorityClass("same", 500);
   StartScheduler();
-  JobSpec first{2, 8};
-  first.priority_class = same;
+  const JobSpec first = Spec(2, same);
   CreateJob("first", first);
   ASSERT_TRUE(WaitAllBound("first", 2, seconds(60)));
-  JobSpec second{1, 8};
-  second.priority_class = same;
+  const JobSpec second = Spec(1, same);
   CreateJob("second", second);
   ASSERT_TRUE(WaitFor(
       [&] { return ScheduledCondition("second").value("reason", "") == "InsufficientResources"; },
@@ -95,21 +98,18 @@ TEST_F(SchedulerTest, NoLowerGangStartsInTheFreedCapacityAheadOfThePreemptor) {
   const std::string low_class = CreatePriorityClass("low", 10);
   const std::string high_class = CreatePriorityClass("high", 1000);
   StartScheduler();
-  JobSpec victim{4, 8};
-  victim.priority_class = low_class;
+  const JobSpec victim = Spec(4, low_class);
   CreateJob("victim", victim);
   ASSERT_TRUE(WaitAllBound("victim", 4, seconds(60)));
   // The small mid-priority gang waits first (nothing is free, and it may not preempt: its
   // class says Never), then the preemptor arrives.
   const std::string mid_never = CreatePriorityClass("mid-never", 500, /*never_preempts=*/true);
-  JobSpec small{1, 8};
-  small.priority_class = mid_never;
+  const JobSpec small = Spec(1, mid_never);
   CreateJob("small", small);
   ASSERT_TRUE(WaitFor(
       [&] { return ScheduledCondition("small").value("reason", "") == "InsufficientResources"; },
       seconds(30)));
-  JobSpec big{4, 8};
-  big.priority_class = high_class;
+  const JobSpec big = Spec(4, high_class);
   CreateJob("big", big);
 
   std::atomic<bool> stop{false};

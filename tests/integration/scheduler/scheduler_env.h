@@ -37,7 +37,7 @@ struct JobSpec {
   std::string required_topology_key;
   int min_replicas = 0;  // > 0: spec.elastic = {minReplicas, maxReplicas: replicas}
   int attempt = 0;       // CreatePods: the lockstep.dev/attempt label (and a name suffix if > 0)
-  std::string priority_class;  // spec.priorityClassName (a name CreatePriorityClass returned)
+  std::string priority_class = "";  // spec.priorityClassName (a name CreatePriorityClass returned)
 };
 
 class SchedulerTest : public ::testing::Test {
