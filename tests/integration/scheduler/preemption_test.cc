@@ -5,6 +5,7 @@
 #include <atomic>
 #include <thread>
 
+#include "operator/api/children.h"
 #include "tests/integration/scheduler/scheduler_env.h"
 
 namespace lockstep::scheduler::testing {
@@ -127,6 +128,59 @@ TEST_F(SchedulerTest, NoLowerGangStartsInTheFreedCapacityAheadOfThePreemptor) {
   EXPECT_FALSE(small_jumped) << "a lower-priority gang started in capacity freed for big";
   EXPECT_EQ(BoundCount("small"), 0);
   EXPECT_EQ(scheduler_->gangs_preempted(), 1);
+}
+
+// What the controller needs to count a preemption as a disruption: every victim pod carries
+// DisruptionTarget=True (reason PreemptionByScheduler, naming the preemptor) when it goes. kwok
+// removes a deleted pod at once, so the test reads the pods' last states from a watch: the
+// DELETED event carries the object as it was when it went.
+TEST_F(SchedulerTest, EveryVictimPodIsMarkedDisruptedBeforeItGoes) {
+  CreateNodes(std::vector<NodeSpec>(2));
+  const std::string low_class = CreatePriorityClass("low", 10);
+  const std::string high_class = CreatePriorityClass("high", 1000);
+  StartScheduler();
+  CreateJob("low", Spec(2, low_class));
+  ASSERT_TRUE(WaitAllBound("low", 2, seconds(60)));
+  kube::ListOptions list_options;
+  list_options.label_selector = std::string(api::kLabelJobName) + "=low";
+  StatusOr<kube::ListResult> list = client().List(kube::resources::Pods(), ns(), list_options);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+
+  std::map<std::string, json> gone;  // pod name -> its object in the DELETED event
+  std::atomic<bool> cancel{false};
+  std::thread watcher([&] {
+    kube::WatchOptions options;
+    options.label_selector = list_options.label_selector;
+    options.resource_version = list->resource_version;
+    options.timeout_seconds = 60;
+    options.cancel = &cancel;
+    client()
+        .Watch(kube::resources::Pods(), ns(), options,
+               [&](kube::WatchEvent&& event) {
+                 if (event.type == kube::WatchEventType::kDeleted) {
+                   gone[event.object["metadata"]["name"].get<std::string>()] = event.object;
+                 }
+                 return gone.size() < 2;
+               })
+        .IgnoreError();
+  });
+  CreateJob("high", Spec(2, high_class));
+  EXPECT_TRUE(WaitAllBound("high", 2, seconds(60)));
+  EXPECT_TRUE(WaitFor([&] { return Placement("low").empty(); }, seconds(60)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the last event on its way
+  cancel = true;
+  watcher.join();
+  ASSERT_EQ(gone.size(), 2u);
+  for (const auto& [name, pod] : gone) {
+    json mark;
+    for (const json& c : pod.value("/status/conditions"_json_pointer, json::array())) {
+      if (c.value("type", "") == "DisruptionTarget") mark = c;
+    }
+    EXPECT_EQ(mark.value("status", ""), "True") << name << ": " << pod.dump();
+    EXPECT_EQ(mark.value("reason", ""), "PreemptionByScheduler") << name;
+    EXPECT_NE(mark.value("message", "").find("preempted by " + ns() + "/high"), std::string::npos)
+        << name << ": " << mark.dump();
+  }
 }
 
 }  // namespace
