@@ -8,7 +8,8 @@
 //   rack:     64 pods x 8 GPUs, requiredTopologyKey rack       (the prefix runs deep: one rack
 //             must be emptied of 64 nodes while victims in order are spread over every rack)
 //   one:      1 pod x 8 GPUs                                    (one victim)
-//   nofit:    1,300 pods x 8 GPUs, requiredTopologyKey block   (a block has 1,250 nodes: every candidate
+//   nofit:    1,300 pods x 8 GPUs, requiredTopologyKey block   (a block has 1,250 nodes: every
+//   candidate
 //             is tried)
 // Target (issue 17): < 5 ms per call.
 
@@ -31,7 +32,8 @@ constexpr int kRacksPerBlock = 8;
 constexpr int64_t kGpusPerNode = 8;
 
 Resources PodRequests() {
-  return Resources{{std::string(kGpu), kGpusPerNode}, {"cpu", 32000}, {"memory", int64_t{256} << 30}};
+  return Resources{
+      {std::string(kGpu), kGpusPerNode}, {"cpu", 32000}, {"memory", int64_t{256} << 30}};
 }
 
 struct Cluster {

@@ -113,7 +113,8 @@ bool VictimSearch::MayFit(const Snapshot& s) const {
   for (const auto& [r, amount] : demand_) {
     if (!required_domains_) {
       int64_t free = 0;
-      for (NodeIndex n = 0; n < s.size() && free < amount; ++n) free += std::max<int64_t>(0, s.Free(n, r));
+      for (NodeIndex n = 0; n < s.size() && free < amount; ++n)
+        free += std::max<int64_t>(0, s.Free(n, r));
       if (free < amount) return false;
       continue;
     }
@@ -236,8 +237,8 @@ PreemptionPlan VictimSearch::Run() {
   }
   OrderCandidates();
   if (candidates_.empty()) {
-    plan.message = "no running gang has a lower priority than " +
-                   std::to_string(preemptor_.priority);
+    plan.message =
+        "no running gang has a lower priority than " + std::to_string(preemptor_.priority);
     return plan;
   }
   if (!FindFittingPrefix()) {

@@ -25,35 +25,35 @@ std::string JoinKeys(const std::vector<std::string>& keys) {
 
 nlohmann::json DisruptionTargetApply(const kube::Pod& pod, const std::string& message,
                                      api::Time now) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata", {{"name", pod.meta.name}, {"namespace", pod.meta.namespace_}}},
-          {"status",
-           {{"conditions",
-             nlohmann::json::array({{{"type", "DisruptionTarget"},
-                                     {"status", "True"},
-                                     {"reason", "PreemptionByScheduler"},
-                                     {"message", message},
-                                     {"lastTransitionTime", api::FormatTime(now)}}})}}}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", pod.meta.name}, {"namespace", pod.meta.namespace_}}},
+      {"status",
+       {{"conditions", nlohmann::json::array({{{"type", "DisruptionTarget"},
+                                               {"status", "True"},
+                                               {"reason", "PreemptionByScheduler"},
+                                               {"message", message},
+                                               {"lastTransitionTime", api::FormatTime(now)}}})}}}};
 }
 
 }  // namespace
 
 void GangScheduler::ExpireHold(const GangCollection& gangs, Steady now) {
   if (!hold_) return;
-  const bool waiting = std::any_of(gangs.complete.begin(), gangs.complete.end(),
-                                   [&](const CollectedGang& g) { return g.key == hold_->gang_key; });
+  const bool waiting =
+      std::any_of(gangs.complete.begin(), gangs.complete.end(),
+                  [&](const CollectedGang& g) { return g.key == hold_->gang_key; });
   if (waiting && now < hold_->until) return;
-  log::Info("preemption hold released", {{"gang", hold_->gang_key},
-                                         {"why", waiting ? "held too long" : "no longer waiting"}});
+  log::Info("preemption hold released",
+            {{"gang", hold_->gang_key}, {"why", waiting ? "held too long" : "no longer waiting"}});
   hold_.reset();
 }
 
 std::string GangScheduler::Preempt(const CollectedGang& head, const CyclePlan& plan,
                                    const std::vector<PodPtr>& pods, Steady now) {
   // One preemption at a time: while victims terminate, the holder waits on what they free.
-  if (!options_.preemption || hold_ ||
-      head.request.preemption_policy == PreemptionPolicy::kNever) {
+  if (!options_.preemption || hold_ || head.request.preemption_policy == PreemptionPolicy::kNever) {
     return "";
   }
   CollectOptions collect;
@@ -74,9 +74,9 @@ std::string GangScheduler::Preempt(const CollectedGang& head, const CyclePlan& p
     held.pods.emplace_back(a.node_name, head.request.roles[a.role].pods[a.replica].requests);
   }
   hold_ = Hold{head.key, std::move(held), now + options_.preemption_hold};
-  const std::string message = "preempting " + std::to_string(names.size()) +
-                              " running gang(s) of lower priority so that it fits: " +
-                              JoinKeys(names);
+  const std::string message =
+      "preempting " + std::to_string(names.size()) +
+      " running gang(s) of lower priority so that it fits: " + JoinKeys(names);
   log::Info("preemption", {{"preemptor", head.request.job_key}, {"victims", JoinKeys(names)}});
   conditions_.Event(*head.job, kEventPreempting, message);
   for (size_t v : choice.victims) Evict(running, v, head);
@@ -108,8 +108,8 @@ void GangScheduler::Evict(const RunningGangs& running, size_t victim,
                                   /*force=*/true, "status")
                           .status();
       if (!marked.ok() && !IsNotFound(marked)) {
-        log::Warning("cannot mark a preempted pod", {{"pod", pod->meta.Key()},
-                                                     {"error", marked.ToString()}});
+        log::Warning("cannot mark a preempted pod",
+                     {{"pod", pod->meta.Key()}, {"error", marked.ToString()}});
       }
       kube::DeleteOptions options;
       options.precondition_uid = pod->meta.uid;

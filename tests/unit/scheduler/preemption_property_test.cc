@@ -67,9 +67,9 @@ Case RandomCase(Random& rnd) {
     }
     if (!gang.pods.empty()) c.running.push_back(std::move(gang));
   }
-  c.preemptor = testing::Preemptor(rnd.Int(1, 4),
-                                   std::vector<int64_t>{1, 2, 4, 8}[static_cast<size_t>(rnd.Int(0, 3))],
-                                   rnd.Int(0, 6));
+  c.preemptor = testing::Preemptor(
+      rnd.Int(1, 4), std::vector<int64_t>{1, 2, 4, 8}[static_cast<size_t>(rnd.Int(0, 3))],
+      rnd.Int(0, 6));
   if (rnd.Chance(0.3)) c.preemptor.required_topology_key = std::string(kBlockKey);
   if (rnd.Chance(0.3)) c.preemptor.topology_keys = {std::string(kBlockKey)};
   if (rnd.Chance(0.1)) c.preemptor.preemption_policy = PreemptionPolicy::kNever;
@@ -131,8 +131,8 @@ TEST(ChooseVictimsProperty, RandomClusters) {
     for (size_t i : lower) {
       if (c.running[i].priority < highest_victim) cheaper.push_back(i);
     }
-    EXPECT_FALSE(FitsWithout(snapshot, c, cheaper)) << "evicted priority " << highest_victim
-                                                    << " though lower ones would do";
+    EXPECT_FALSE(FitsWithout(snapshot, c, cheaper))
+        << "evicted priority " << highest_victim << " though lower ones would do";
   }
   // The generator must exercise the interesting cases, or the test proves nothing.
   EXPECT_GT(with_victims, 400);

@@ -1,8 +1,9 @@
 // ChooseVictims, table tests: who is evicted, who never is, and why nothing is.
 
+#include "operator/scheduler/preemption.h"
+
 #include <gtest/gtest.h>
 
-#include "operator/scheduler/preemption.h"
 #include "tests/unit/scheduler/preemption_builders.h"
 
 namespace lockstep::scheduler {
@@ -15,7 +16,8 @@ using Keys = std::vector<std::string>;
 
 std::vector<NodeInfo> Nodes(int count, std::string block = "") {
   std::vector<NodeInfo> nodes;
-  for (int i = 0; i < count; ++i) nodes.push_back(GpuNode(block + "n" + std::to_string(i), 8, block));
+  for (int i = 0; i < count; ++i)
+    nodes.push_back(GpuNode(block + "n" + std::to_string(i), 8, block));
   return nodes;
 }
 
@@ -47,8 +49,9 @@ TEST(ChooseVictims, EqualOrHigherPriorityIsNeverEvicted) {
 
 TEST(ChooseVictims, LowestPriorityFirst) {
   RunningCluster c(Nodes(3));
-  c.RunGpus("ns/p5", 5, 0, {"n0"}, 8).RunGpus("ns/p1", 1, 0, {"n1"}, 8).RunGpus("ns/p3", 3, 0,
-                                                                                 {"n2"}, 8);
+  c.RunGpus("ns/p5", 5, 0, {"n0"}, 8)
+      .RunGpus("ns/p1", 1, 0, {"n1"}, 8)
+      .RunGpus("ns/p3", 3, 0, {"n2"}, 8);
   const PreemptionPlan plan = ChooseVictims(c.Build(), Preemptor(1, 8, 10), c.running());
   EXPECT_EQ(c.VictimKeys(plan), Keys{"ns/p1"});
   ASSERT_TRUE(plan.placement.placed());
@@ -98,7 +101,8 @@ TEST(ChooseVictims, TopologyRulesDecide) {
   const PreemptionPlan plan = ChooseVictims(c.Build(), preemptor, c.running());
   EXPECT_EQ(c.VictimKeys(plan), Keys{"ns/mid"});
   ASSERT_TRUE(plan.placement.placed());
-  for (const PodAssignment& a : plan.placement.assignments) EXPECT_EQ(a.node_name.substr(0, 2), "b1");
+  for (const PodAssignment& a : plan.placement.assignments)
+    EXPECT_EQ(a.node_name.substr(0, 2), "b1");
 }
 
 TEST(ChooseVictims, NothingWhenEvictingEveryCandidateIsNotEnough) {
