@@ -43,9 +43,8 @@ GangDecision DecideUnplaced(const PendingGang& pending, Placement failed, const 
 }
 
 // The preemptor that does not fit yet holds the capacity its victims are giving back.
-GangDecision HoldForPreemptor(const PendingGang& pending, Placement failed,
-                              const Snapshot& assumed, const HeldCapacity& held,
-                              std::optional<Reservation>& reservation) {
+GangDecision HoldForPreemptor(const PendingGang& pending, Placement failed, const Snapshot& assumed,
+                              const HeldCapacity& held, std::optional<Reservation>& reservation) {
   Snapshot view = assumed;
   std::set<std::string> nodes;
   for (const auto& [node, requests] : held.pods) {

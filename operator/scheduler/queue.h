@@ -53,9 +53,9 @@ struct GangDecision {
 // Capacity freed by preemption for one gang (see 4 above): its pods by node name, so the hold
 // survives the snapshot being rebuilt (node indexes may change between cycles).
 struct HeldCapacity {
-  std::string job_key;  // the holder's GangRequest::job_key
+  std::string job_key;                                  // the holder's GangRequest::job_key
   std::vector<std::pair<std::string, Resources>> pods;  // node name, requests
-  std::string why;      // appended to the holder's message, e.g. "it preempted ns/a"
+  std::string why;  // appended to the holder's message, e.g. "it preempted ns/a"
 };
 
 struct CycleOptions {

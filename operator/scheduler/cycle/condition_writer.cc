@@ -117,8 +117,8 @@ Status ConditionWriter::WriteCapacity(const JobInfo& job, int32_t feasible_repli
 
 Status ConditionWriter::WritePreempted(const JobInfo& job, bool preempted,
                                        const std::string& message) {
-  const api::ConditionStatus status = preempted ? api::ConditionStatus::kTrue
-                                                : api::ConditionStatus::kFalse;
+  const api::ConditionStatus status =
+      preempted ? api::ConditionStatus::kTrue : api::ConditionStatus::kFalse;
   const std::string reason(preempted ? kReasonPreempted : kReasonRescheduled);
   std::shared_ptr<JobState> state = StateOf(job.meta.uid);
   {

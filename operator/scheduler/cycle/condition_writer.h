@@ -1,9 +1,10 @@
 #pragma once
 // Writes the scheduler's pieces of a TrainingJob's status — the Scheduled condition, the
-// Preempted condition of a job whose gang it evicted, and, for elastic jobs, status.capacity — with server-side apply on the status subresource under its own
-// field manager ("lockstep-scheduler"). Conditions are a list-map keyed by type in the CRD, so the
-// apply owns only the Scheduled entry and never touches the controller's conditions (docs/
-// scheduler-cycle.md states the contract).
+// Preempted condition of a job whose gang it evicted and, for elastic jobs, status.capacity —
+// with server-side apply on the status subresource under its own field manager
+// ("lockstep-scheduler"). Conditions are a list-map keyed by type in the CRD, so the apply owns
+// only the Scheduled and Preempted entries and never touches the controller's conditions
+// (docs/scheduler-cycle.md states the contract).
 //
 // Server-side apply removes any field the manager owned and left out of its next apply, so every
 // apply carries ALL pieces as last known (written here, else from the job cache), and applies

@@ -165,7 +165,8 @@ TEST(ClusterObjectsTest, DecodesWhatTheSchedulerReadsFromStatus) {
 
 std::vector<PodPtr> BoundWorkers(int count, int attempt) {
   std::vector<PodPtr> pods;
-  for (int i = 0; i < count; ++i) pods.push_back(PodOf("worker", i, attempt, 8, "n" + std::to_string(i)));
+  for (int i = 0; i < count; ++i)
+    pods.push_back(PodOf("worker", i, attempt, 8, "n" + std::to_string(i)));
   return pods;
 }
 
@@ -187,8 +188,8 @@ TEST(CollectRunningGangsTest, AWholeBoundGangOfTheCurrentAttemptIsACandidate) {
 TEST(CollectRunningGangsTest, NeverAPartialGang) {
   const JobPtr job = Job(JobJson(4, 0, 8, {{"attempt", 2}}));
   // A member still pending.
-  EXPECT_TRUE(
-      CollectRunningGangs(Concat(BoundWorkers(3, 2), Workers(1, 2, 3)), InputsFor(job)).gangs.empty());
+  EXPECT_TRUE(CollectRunningGangs(Concat(BoundWorkers(3, 2), Workers(1, 2, 3)), InputsFor(job))
+                  .gangs.empty());
   // A member missing.
   EXPECT_TRUE(CollectRunningGangs(BoundWorkers(3, 2), InputsFor(job)).gangs.empty());
   // A member terminating: the gang is leaving already.
@@ -222,18 +223,19 @@ TEST(ClusterObjectsTest, DecodesPreemptionPolicyAndThePreemptedCondition) {
       {{"metadata", {{"name", "batch"}}}, {"value", 10}, {"preemptionPolicy", "Never"}});
   ASSERT_TRUE(never.ok());
   EXPECT_TRUE(never->never_preempts);
-  StatusOr<PriorityClassInfo> preempting = DecodePriorityClass(
-      {{"metadata", {{"name", "urgent"}}}, {"value", 10}, {"preemptionPolicy", "PreemptLowerPriority"}});
+  StatusOr<PriorityClassInfo> preempting =
+      DecodePriorityClass({{"metadata", {{"name", "urgent"}}},
+                           {"value", 10},
+                           {"preemptionPolicy", "PreemptLowerPriority"}});
   ASSERT_TRUE(preempting.ok());
   EXPECT_FALSE(preempting->never_preempts);
-  const JobPtr job = Job(JobJson(
-      2, 0, 8,
-      {{"conditions",
-        {{{"type", "Preempted"},
-          {"status", "True"},
-          {"reason", "PreemptedByHigherPriority"},
-          {"message", "preempted by ns/high"},
-          {"lastTransitionTime", "2026-06-01T12:00:00Z"}}}}}));
+  const JobPtr job = Job(JobJson(2, 0, 8,
+                                 {{"conditions",
+                                   {{{"type", "Preempted"},
+                                     {"status", "True"},
+                                     {"reason", "PreemptedByHigherPriority"},
+                                     {"message", "preempted by ns/high"},
+                                     {"lastTransitionTime", "2026-06-01T12:00:00Z"}}}}}));
   ASSERT_TRUE(job->preempted.has_value());
   EXPECT_EQ(job->preempted->message, "preempted by ns/high");
 }

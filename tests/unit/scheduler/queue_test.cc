@@ -276,9 +276,9 @@ TEST_F(HeldCapacityFixture, HolderThatFitsIsPlaced) {
   AddBoundPod(nodes[3], testing::GpuPod(8).requests);
   CycleOptions options;
   options.held = Held();
-  const CyclePlan plan = PlanCycle(Snapshot::Build(std::move(nodes)),
-                                   {{&low, clock.Now()}, {&preemptor, clock.Now()}}, clock.Now(),
-                                   options);
+  const CyclePlan plan =
+      PlanCycle(Snapshot::Build(std::move(nodes)), {{&low, clock.Now()}, {&preemptor, clock.Now()}},
+                clock.Now(), options);
   EXPECT_EQ(plan.decisions[0].outcome, Outcome::kPlaced);
   EXPECT_EQ(plan.decisions[1].outcome, Outcome::kPlaced);  // n2 was never the victims'
 }
