@@ -125,7 +125,7 @@ no update trainingjobs.lockstep.dev/status @JOBS
 no patch trainingjobs.lockstep.dev/scale @JOBS
 no update pods @JOBS
 no patch pods @JOBS
-no patch pods/status @JOBS
+no update pods/status @JOBS
 no create pods/exec @JOBS
 no create pods/eviction @JOBS
 no update secrets @JOBS
