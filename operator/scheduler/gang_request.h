@@ -50,6 +50,9 @@ struct PodRequest {
   friend bool operator==(const PodRequest&, const PodRequest&) = default;
 };
 
+// PriorityClass.preemptionPolicy: whether a gang that does not fit may evict lower-priority gangs.
+enum class PreemptionPolicy { kPreemptLowerPriority, kNever };
+
 struct Role {
   std::string name;
   std::vector<PodRequest> pods;  // in replica-index order
@@ -58,6 +61,7 @@ struct Role {
 struct GangRequest {
   std::string job_key;  // "namespace/name"
   int32_t priority = 0;
+  PreemptionPolicy preemption_policy = PreemptionPolicy::kPreemptLowerPriority;
   std::chrono::system_clock::time_point creation_time;
   std::vector<Role> roles;
   std::vector<std::string> topology_keys;   // coarse -> fine, soft: pack into few domains

@@ -42,6 +42,24 @@ GangDecision DecideUnplaced(const PendingGang& pending, Placement failed, const 
   return d;
 }
 
+// The preemptor that does not fit yet holds the capacity its victims are giving back.
+GangDecision HoldForPreemptor(const PendingGang& pending, Placement failed, const Snapshot& assumed,
+                              const HeldCapacity& held, std::optional<Reservation>& reservation) {
+  Snapshot view = assumed;
+  std::set<std::string> nodes;
+  for (const auto& [node, requests] : held.pods) {
+    if (auto n = view.Find(node)) {
+      view.Assume(*n, requests);
+      nodes.insert(node);
+    }
+  }
+  reservation = Reservation{pending.gang, std::move(view)};
+  GangDecision d{pending.gang, Outcome::kReserved, std::move(failed), {nodes.begin(), nodes.end()}};
+  d.placement.message += "; " + held.why + ", capacity held on " + std::to_string(nodes.size()) +
+                         " nodes until it is placed";
+  return d;
+}
+
 }  // namespace
 
 bool QueueBefore(const GangRequest& a, const GangRequest& b) {
@@ -69,6 +87,11 @@ CyclePlan PlanCycle(const Snapshot& snapshot, std::vector<PendingGang> pending,
       placement.message = "capacity is held for " + reservation->holder->job_key +
                           ", which waited longer (" + placement.message + ")";
       plan.decisions.push_back({p.gang, Outcome::kBlockedByReservation, std::move(placement), {}});
+      continue;
+    }
+    if (options.held && !reservation && p.gang->job_key == options.held->job_key) {
+      plan.decisions.push_back(
+          HoldForPreemptor(p, std::move(placement), plan.assumed, *options.held, reservation));
       continue;
     }
     plan.decisions.push_back(

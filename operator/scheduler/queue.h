@@ -10,10 +10,16 @@
 //     `reserve_after` gets a would-be placement on the cluster as if empty (preferring nodes free
 //     now). That capacity is held for the rest of the cycle: later gangs only see what the
 //     holder does not need. Decisions are recomputed every cycle; nothing is stored here.
+//  4. Held capacity (preemption, preemption.h): the caller may name a gang that evicted others
+//     and the pods it would place where they were. When the walk reaches that gang and it does
+//     not fit yet (the victims are still terminating), it becomes the reservation holder at once
+//     (no `reserve_after` wait) with exactly those pods as its would-be placement, so no later
+//     gang starts in the freed capacity ahead of it. The caller bounds how long it names it.
 
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "operator/scheduler/gang_request.h"
@@ -44,8 +50,17 @@ struct GangDecision {
   std::vector<std::string> reserved_nodes;  // kReserved: nodes holding part of its capacity
 };
 
+// Capacity freed by preemption for one gang (see 4 above): its pods by node name, so the hold
+// survives the snapshot being rebuilt (node indexes may change between cycles).
+struct HeldCapacity {
+  std::string job_key;                                  // the holder's GangRequest::job_key
+  std::vector<std::pair<std::string, Resources>> pods;  // node name, requests
+  std::string why;  // appended to the holder's message, e.g. "it preempted ns/a"
+};
+
 struct CycleOptions {
   std::chrono::steady_clock::duration reserve_after = std::chrono::seconds(60);
+  std::optional<HeldCapacity> held;
 };
 
 struct CyclePlan {

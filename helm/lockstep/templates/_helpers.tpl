@@ -86,6 +86,10 @@ them); tests/unit/helm checks this list exactly. Add a verb together with the co
 - apiGroups: [""]
   resources: [pods/binding]
   verbs: [create]
+# The gang scheduler marks a pod it preempts DisruptionTarget=True before deleting it.
+- apiGroups: [""]
+  resources: [pods/status]
+  verbs: [patch]
 - apiGroups: [""]
   resources: [services, secrets]
   verbs: [get, list, watch, create]

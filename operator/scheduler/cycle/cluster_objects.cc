@@ -27,6 +27,9 @@ StatusOr<JobInfo> DecodeJobInfo(const nlohmann::json& object) {
             api::FindCondition(decoded.conditions, api::kConditionScheduled)) {
       job.scheduled = *c;
     }
+    if (const api::Condition* c = api::FindCondition(decoded.conditions, kConditionPreempted)) {
+      job.preempted = *c;
+    }
   }
   return job;
 }
@@ -41,6 +44,8 @@ StatusOr<PriorityClassInfo> DecodePriorityClass(const nlohmann::json& object) {
   }
   auto global = object.find("globalDefault");
   pc.global_default = global != object.end() && global->is_boolean() && global->get<bool>();
+  auto policy = object.find("preemptionPolicy");
+  pc.never_preempts = policy != object.end() && policy->is_string() && *policy == "Never";
   return pc;
 }
 

@@ -23,6 +23,10 @@ namespace lockstep::scheduler {
 // by tools; the operator's own list is status.excludedNodes (with an expiry). Read every cycle.
 inline constexpr std::string_view kExcludedNodesAnnotation = "lockstep.dev/excluded-nodes";
 
+// The condition the scheduler writes on a job whose gang it evicted for a higher-priority one
+// (its one author; docs/scheduler.md, "Preemption").
+inline constexpr std::string_view kConditionPreempted = "Preempted";
+
 struct JobInfo {
   kube::ObjectMeta meta;
   api::TrainingJobSpec spec;
@@ -32,12 +36,14 @@ struct JobInfo {
   std::vector<api::ExcludedNode> excluded_nodes;  // status.excludedNodes, expired ones included
   std::optional<api::Condition> scheduled;        // status.conditions[type=Scheduled]
   std::optional<api::Capacity> capacity;          // status.capacity (the scheduler's own)
+  std::optional<api::Condition> preempted;        // status.conditions[type=Preempted] (ours too)
 };
 
 struct PriorityClassInfo {
   kube::ObjectMeta meta;
   int32_t value = 0;
   bool global_default = false;
+  bool never_preempts = false;  // preemptionPolicy: Never
 };
 
 StatusOr<JobInfo> DecodeJobInfo(const nlohmann::json& object);

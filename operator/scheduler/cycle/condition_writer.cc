@@ -53,11 +53,17 @@ nlohmann::json ConditionWriter::ConditionEntry(const JobInfo& job,
 
 nlohmann::json ConditionWriter::ApplyBody(const JobInfo& job, const JobState& state,
                                           const std::optional<nlohmann::json>& condition,
-                                          const std::optional<api::Capacity>& capacity) const {
+                                          const std::optional<api::Capacity>& capacity,
+                                          const std::optional<nlohmann::json>& preempted) const {
   nlohmann::json status = nlohmann::json::object();
+  nlohmann::json conditions = nlohmann::json::array();
   std::optional<nlohmann::json> entry = condition ? condition : state.condition;
   if (!entry && job.scheduled) entry = api::EncodeCondition(*job.scheduled);
-  if (entry) status["conditions"] = nlohmann::json::array({*entry});
+  if (entry) conditions.push_back(*entry);
+  std::optional<nlohmann::json> preempted_entry = preempted ? preempted : state.preempted;
+  if (!preempted_entry && job.preempted) preempted_entry = api::EncodeCondition(*job.preempted);
+  if (preempted_entry) conditions.push_back(*preempted_entry);
+  if (!conditions.empty()) status["conditions"] = std::move(conditions);
   std::optional<api::Capacity> cap = capacity ? capacity : state.capacity;
   if (!cap) cap = job.capacity;
   if (cap) status["capacity"] = api::EncodeCapacity(*cap);
@@ -106,6 +112,41 @@ Status ConditionWriter::WriteCapacity(const JobInfo& job, int32_t feasible_repli
   state->capacity = capacity;
   log::Info("elastic capacity",
             {{"job", job.meta.Key()}, {"feasibleReplicas", std::to_string(feasible_replicas)}});
+  return Status::Ok();
+}
+
+Status ConditionWriter::WritePreempted(const JobInfo& job, bool preempted,
+                                       const std::string& message) {
+  const api::ConditionStatus status =
+      preempted ? api::ConditionStatus::kTrue : api::ConditionStatus::kFalse;
+  const std::string reason(preempted ? kReasonPreempted : kReasonRescheduled);
+  std::shared_ptr<JobState> state = StateOf(job.meta.uid);
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    std::optional<nlohmann::json> known = state->preempted;
+    if (!known && job.preempted) known = api::EncodeCondition(*job.preempted);
+    // Rescheduled is only news after a preemption; a repeated preemption message is no news.
+    if (!preempted && (!known || known->value("status", "") != "True")) {
+      return Status::Ok();
+    }
+    if (known && known->value("status", "") == api::ToString(status) &&
+        known->value("message", "") == message) {
+      return Status::Ok();
+    }
+    api::Time transition = clock_.WallNow();
+    if (known && known->value("status", "") == api::ToString(status)) {
+      if (auto t = api::ParseTime(known->value("lastTransitionTime", "")); t.ok()) transition = *t;
+    }
+    const nlohmann::json entry = {{"type", std::string(kConditionPreempted)},
+                                  {"status", std::string(api::ToString(status))},
+                                  {"observedGeneration", job.meta.generation},
+                                  {"lastTransitionTime", api::FormatTime(transition)},
+                                  {"reason", reason},
+                                  {"message", message}};
+    LS_RETURN_IF_ERROR(Apply(job, ApplyBody(job, *state, std::nullopt, std::nullopt, entry)));
+    state->preempted = entry;
+  }
+  if (preempted) Event(job, kEventPreempted, message);
   return Status::Ok();
 }
 

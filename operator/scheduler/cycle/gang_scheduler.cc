@@ -192,10 +192,25 @@ void GangScheduler::RunCycle() {
     pending.push_back({&gang.request, QueuedSince(gang.key, start)});
     by_request.emplace(&gang.request, &gang);
   }
+  ExpireHold(gangs, start);
   CycleOptions cycle_options;
   cycle_options.reserve_after = options_.reserve_after;
+  if (hold_) cycle_options.held = hold_->capacity;
   const CyclePlan plan = PlanCycle(snapshot, std::move(pending), start, cycle_options);
   const Steady planned = clock_.Now();
+
+  // Phase 7 (decided before the explanations, which name the victims): the head of the queue,
+  // when it does not fit, may evict lower-priority gangs.
+  const GangDecision* head = nullptr;
+  for (const GangDecision& decision : plan.decisions) {
+    if (decision.outcome == Outcome::kPlaced) {
+      if (hold_ && by_request.at(decision.gang)->key == hold_->gang_key) hold_.reset();
+      continue;
+    }
+    if (head == nullptr) head = &decision;
+  }
+  std::string preempt_note;
+  if (head != nullptr) preempt_note = Preempt(*by_request.at(head->gang), plan, pods, start);
 
   // Phases 4 and 5: assume, then bind concurrently; explain the rest.
   size_t placed = 0;
@@ -212,7 +227,7 @@ void GangScheduler::RunCycle() {
     ++waiting;
     waiting_jobs.insert(gang.job->meta.uid);
     metrics_.attempts_unschedulable.Increment();
-    Explain(gang, decision);
+    Explain(gang, decision, &decision == head ? preempt_note : std::string());
   }
   const Steady dispatched = clock_.Now();
 
@@ -237,28 +252,41 @@ void GangScheduler::RunCycle() {
   }
 }
 
-GangCollection GangScheduler::Collect(const std::vector<PodPtr>& pods) {
-  std::map<std::string, int32_t> priorities;
-  std::optional<int32_t> global_default;
+// The PriorityClasses and binds in flight as of now, kept for the whole cycle (phases 1 and 7).
+CollectInputs GangScheduler::Inputs() {
+  classes_.clear();
+  default_class_.reset();
   for (const auto& pc : priority_classes_.store().List()) {
-    priorities[pc->meta.name] = pc->value;
-    if (pc->global_default) global_default = pc->value;
+    classes_[pc->meta.name] = *pc;
+    if (pc->global_default) default_class_ = *pc;
   }
-  CollectInputs inputs;
-  inputs.find_job = [this](const std::string& key) { return jobs_.store().Get(key); };
-  inputs.priority_of = [&](const std::string& name) -> int32_t {
-    if (name.empty()) return global_default.value_or(0);
-    auto it = priorities.find(name);
-    // A class that does not exist (yet): the pods would be rejected by admission anyway.
-    return it == priorities.end() ? 0 : it->second;
-  };
-  std::set<std::string> in_flight;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    in_flight = in_flight_;
+    in_flight_copy_ = in_flight_;
   }
-  inputs.in_flight = [&](const std::string& key) { return in_flight.count(key) != 0; };
+  auto find_class = [this](const std::string& name) -> const PriorityClassInfo* {
+    if (name.empty()) return default_class_ ? &*default_class_ : nullptr;
+    auto it = classes_.find(name);
+    return it == classes_.end() ? nullptr : &it->second;
+  };
+  CollectInputs inputs;
+  inputs.find_job = [this](const std::string& key) { return jobs_.store().Get(key); };
+  // A class that does not exist (yet): the pods would be rejected by admission anyway.
+  inputs.priority_of = [find_class](const std::string& name) -> int32_t {
+    const PriorityClassInfo* pc = find_class(name);
+    return pc == nullptr ? 0 : pc->value;
+  };
+  inputs.never_preempts = [find_class](const std::string& name) {
+    const PriorityClassInfo* pc = find_class(name);
+    return pc != nullptr && pc->never_preempts;
+  };
+  inputs.in_flight = [this](const std::string& key) { return in_flight_copy_.count(key) != 0; };
   inputs.now = clock_.WallNow();
+  return inputs;
+}
+
+GangCollection GangScheduler::Collect(const std::vector<PodPtr>& pods) {
+  const CollectInputs inputs = Inputs();
   CollectOptions options;
   options.scheduler_name = options_.scheduler_name;
   options.namespace_filter = options_.namespace_filter;
@@ -302,6 +330,7 @@ void GangScheduler::AssumeAndBind(const CollectedGang& gang, const Placement& pl
   bind->queued_since = queued_since;
   bind->placed_message = std::move(placed_message);
   bind->cycle = cycles_.load();
+  metrics_.queue_wait.Observe(Seconds(clock_.Now() - queued_since));
   for (const PodAssignment& a : placement.assignments) {
     const PodPtr& pod = gang.pods[a.role][a.replica];
     assumed_.Assume(pod->meta.Key(), pod->meta.uid, a.node_name,
@@ -326,6 +355,12 @@ void GangScheduler::OnGangBound(const GangBind& bind, const BindOutcome& outcome
         job, {true, std::string(kReasonGangPlaced), bind.placed_message}, bind.cycle);
     if (!written.ok()) {
       log::Warning("cannot write Scheduled condition",
+                   {{"job", job.meta.Key()}, {"error", written.ToString()}});
+    }
+    // A gang preempted earlier is running again: Preempted turns False (no write otherwise).
+    written = conditions_.WritePreempted(job, false, "placed again after a preemption");
+    if (!written.ok()) {
+      log::Warning("cannot write Preempted condition",
                    {{"job", job.meta.Key()}, {"error", written.ToString()}});
     }
   } else {
@@ -376,8 +411,10 @@ void GangScheduler::UndoLeftover(LeftoverGang leftover) {
   });
 }
 
-void GangScheduler::Explain(const CollectedGang& gang, const GangDecision& decision) {
-  const ScheduledCondition condition = WaitingCondition(decision);
+void GangScheduler::Explain(const CollectedGang& gang, const GangDecision& decision,
+                            const std::string& note) {
+  ScheduledCondition condition = WaitingCondition(decision);
+  condition.message += note;
   JobPtr job = gang.job;
   const int64_t cycle = cycles_.load();
   pool_->Submit([this, job, condition, cycle] {

@@ -6,6 +6,8 @@
 //   4 assume placements                5 bind every pod of each placed gang concurrently
 //   6 undo a gang whose bind failed (delete its possibly-bound pods) and let it requeue, and a
 //     gang found split between bound and pending members that no bind of ours is completing
+//   7 preemption: when the head of the queue does not fit, evict whole running gangs of lower
+//     priority (ChooseVictims, preemption.h) and hold the capacity they free for it (queue.h)
 // then explains every waiting gang in its Scheduled condition, and answers elastic jobs' capacity
 // question in status.capacity (elastic_capacity.h). Cycles run on one thread,
 // triggered by informer events (at most once per `debounce`) and by a periodic `tick`; binds
@@ -21,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -63,6 +66,10 @@ struct SchedulerOptions {
   // Nodes the operator's failure detector found lost (e.g. a Lease not renewed) while their
   // Node still reads Ready for tens of seconds: never placed on. Unset: Ready only.
   std::function<bool(const std::string& node)> node_lost;
+  // Gang-aware priority preemption (docs/scheduler.md, "Preemption"). `preemption_hold` bounds
+  // how long freed capacity stays held for a preemptor that is not placed (e.g. deleted).
+  bool preemption = true;
+  std::chrono::seconds preemption_hold{120};
 };
 
 class GangScheduler {
@@ -85,6 +92,7 @@ class GangScheduler {
   // Counters for tests and logs.
   int64_t cycles() const { return cycles_.load(); }
   int64_t gangs_bound() const { return gangs_bound_.load(); }
+  int64_t gangs_preempted() const { return gangs_preempted_.load(); }
 
  private:
   using Steady = Clock::Steady;
@@ -95,11 +103,19 @@ class GangScheduler {
   void RunCycle();
 
   // Phase helpers.
+  CollectInputs Inputs();
   GangCollection Collect(const std::vector<PodPtr>& pods);
   Snapshot BuildSnapshot(const std::vector<PodPtr>& pods, Steady now);
   void AssumeAndBind(const CollectedGang& gang, const Placement& placement, Steady queued_since,
                      std::string placed_message);
-  void Explain(const CollectedGang& gang, const GangDecision& decision);
+  void Explain(const CollectedGang& gang, const GangDecision& decision,
+               const std::string& note = "");
+  // Phase 7. Returns what the preemptor's explanation adds (victims named), or "".
+  std::string Preempt(const CollectedGang& head, const CyclePlan& plan,
+                      const std::vector<PodPtr>& pods, Steady now);
+  void Evict(const RunningGangs& running, size_t victim, const CollectedGang& preemptor);
+  // Drops the hold when its holder is placed, gone, or held too long.
+  void ExpireHold(const GangCollection& gangs, Steady now);
   void UpdateGauges(const CyclePlan& plan, const std::vector<PodPtr>& pods, size_t waiting);
   void OnGangBound(const GangBind& bind, const BindOutcome& outcome);
   void UndoLeftover(LeftoverGang leftover);
@@ -133,9 +149,21 @@ class GangScheduler {
   std::map<std::string, Steady> first_seen_;          // gang key -> queue entry; cycle thread
   Steady last_gauges_{};                              // cycle thread
   std::map<std::string, Steady> capacity_checked_;    // job uid -> last evaluation; cycle thread
+  // Capacity freed by a preemption, held for the preemptor (gang key) until `until`; cycle thread.
+  struct Hold {
+    std::string gang_key;
+    HeldCapacity capacity;
+    Steady until;
+  };
+  std::optional<Hold> hold_;
+  // PriorityClasses as of this cycle's start (Inputs()); cycle thread.
+  std::map<std::string, PriorityClassInfo> classes_;
+  std::optional<PriorityClassInfo> default_class_;
+  std::set<std::string> in_flight_copy_;
 
   std::atomic<int64_t> cycles_{0};
   std::atomic<int64_t> gangs_bound_{0};
+  std::atomic<int64_t> gangs_preempted_{0};
   std::unique_ptr<ThreadPool> pool_;  // binds and status writes
   std::unique_ptr<Binder> binder_;
   std::thread loop_;

@@ -60,6 +60,9 @@ bool BuildGang(const std::string& key, std::vector<PodPtr> pods, const JobPtr& j
   out->job = job;
   out->request = RequestFor(*job, pods, inputs.priority_of(job->spec.priority_class_name),
                             inputs.now, &out->pods);
+  if (inputs.never_preempts && inputs.never_preempts(job->spec.priority_class_name)) {
+    out->request.preemption_policy = PreemptionPolicy::kNever;
+  }
   return true;
 }
 
@@ -192,6 +195,58 @@ GangCollection CollectGangs(const std::vector<PodPtr>& pods, const CollectInputs
       continue;
     }
     out.complete.push_back(std::move(gang));
+  }
+  return out;
+}
+
+namespace {
+
+// A group of `key` is a whole running gang of `job`: every expected pod, all owned by the job.
+bool IsWholeRunningGang(const JobInfo& job, const std::vector<PodPtr>& members) {
+  if (static_cast<int64_t>(members.size()) != ExpectedPodCount(job)) return false;
+  return std::all_of(members.begin(), members.end(), [&](const PodPtr& pod) {
+    const kube::OwnerRef* owner = pod->meta.ControllerRef();
+    return owner != nullptr && owner->uid == job.meta.uid;
+  });
+}
+
+}  // namespace
+
+RunningGangs CollectRunningGangs(const std::vector<PodPtr>& pods, const CollectInputs& inputs,
+                                 const CollectOptions& options) {
+  std::map<std::string, std::vector<PodPtr>> bound;
+  std::set<std::string> not_whole;  // a member pending, terminating or finished
+  for (const PodPtr& pod : pods) {
+    if (pod->scheduler_name != options.scheduler_name ||
+        pod->meta.labels.count(std::string(api::kLabelJobName)) == 0) {
+      continue;
+    }
+    if (IsBoundFor(*pod, options)) {
+      bound[GroupKey(*pod)].push_back(pod);
+    } else {
+      not_whole.insert(GroupKey(*pod));
+    }
+  }
+  RunningGangs out;
+  for (auto& [key, members] : bound) {
+    if (not_whole.count(key) != 0 || (inputs.in_flight && inputs.in_flight(key))) continue;
+    const kube::Pod& first = *members.front();
+    JobPtr job = inputs.find_job(first.meta.namespace_ + "/" + Label(first, api::kLabelJobName));
+    if (job == nullptr || job->meta.deletion_timestamp || job->spec.run_policy.suspend ||
+        MatchAttempt(first, *job) != AttemptMatch::kCurrent || !IsWholeRunningGang(*job, members)) {
+      continue;
+    }
+    RunningGang gang;
+    gang.job_key = job->meta.Key();
+    gang.priority = inputs.priority_of(job->spec.priority_class_name);
+    for (const PodPtr& pod : members) {
+      gang.start_time = std::max(gang.start_time, CreationTime(pod->meta));
+      gang.pods.push_back({pod->node_name, RequestsFromMilli(pod->requests)});
+    }
+    out.gangs.push_back(std::move(gang));
+    out.jobs.push_back(job);
+    out.keys.push_back(key);
+    out.pods.push_back(members);
   }
   return out;
 }

@@ -20,6 +20,7 @@
 #include "operator/kube/objects.h"
 #include "operator/scheduler/cycle/cluster_objects.h"
 #include "operator/scheduler/gang_request.h"
+#include "operator/scheduler/preemption.h"
 
 namespace lockstep::scheduler {
 
@@ -46,6 +47,8 @@ struct CollectInputs {
   std::function<bool(const std::string& gang_key)> in_flight;
   // Wall-clock now: status.excludedNodes entries count until their `until`.
   api::Time now{};
+  // PriorityClass name ("" = the global default) -> preemptionPolicy is Never. Unset: never so.
+  std::function<bool(const std::string& class_name)> never_preempts;
 };
 
 // A partly bound gang nobody is binding (see above): its bound members, to be deleted.
@@ -85,5 +88,19 @@ GangRequest RequestFor(const JobInfo& job, const std::vector<PodPtr>& pods, int3
 // events have not arrived), so a gang of its own being bound never looks split.
 GangCollection CollectGangs(const std::vector<PodPtr>& pods, const CollectInputs& inputs,
                             const CollectOptions& options = {});
+
+// Running gangs, the candidates a preemptor may evict (preemption.h), parallel vectors.
+struct RunningGangs {
+  std::vector<RunningGang> gangs;         // job key, priority, start (newest pod), bound pods
+  std::vector<JobPtr> jobs;               // the owning job
+  std::vector<std::string> keys;          // "namespace/job/attempt"
+  std::vector<std::vector<PodPtr>> pods;  // what evicting the gang deletes: every pod of it
+};
+
+// The gangs of the current attempt whose every expected pod is bound, alive and owned by the
+// job, not in flight, of a job neither deleted nor suspended: only a whole gang is ever a
+// candidate, never a gang already partly leaving (a terminating member) or partly pending.
+RunningGangs CollectRunningGangs(const std::vector<PodPtr>& pods, const CollectInputs& inputs,
+                                 const CollectOptions& options = {});
 
 }  // namespace lockstep::scheduler

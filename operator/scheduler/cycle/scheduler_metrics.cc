@@ -56,6 +56,18 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
                           .Help("Free GPUs on nodes that cannot fit the most common per-pod GPU "
                                 "request.")
                           .Register(registry)
-                          .Add({})) {}
+                          .Add({})),
+      preemptions(prometheus::BuildCounter()
+                      .Name("lockstep_preemptions_total")
+                      .Help("Running gangs evicted (all their pods deleted) so that a gang of "
+                            "higher priority fits.")
+                      .Register(registry)
+                      .Add({})),
+      queue_wait(prometheus::BuildHistogram()
+                     .Name("lockstep_queue_wait_seconds")
+                     .Help("From the first cycle that saw the gang complete to the cycle that "
+                           "placed it (binding not included).")
+                     .Register(registry)
+                     .Add({}, GangBuckets())) {}
 
 }  // namespace lockstep::scheduler

@@ -7,6 +7,8 @@
 //   lockstep_gpus{state="allocatable|allocated"}
 //   lockstep_gpus_fragmented                    free GPUs on nodes that cannot fit the most
 //                                               common per-pod GPU request
+//   lockstep_preemptions_total                  gangs evicted for a higher-priority gang
+//   lockstep_queue_wait_seconds                 first seen complete -> placed (no bind)
 // Thread-safe (prometheus-cpp metrics are).
 
 #include <prometheus/counter.h>
@@ -32,6 +34,8 @@ struct SchedulerMetrics {
   prometheus::Gauge& gpus_allocatable;
   prometheus::Gauge& gpus_allocated;
   prometheus::Gauge& gpus_fragmented;
+  prometheus::Counter& preemptions;
+  prometheus::Histogram& queue_wait;
 };
 
 }  // namespace lockstep::scheduler

@@ -107,6 +107,7 @@ yes watch pods @JOBS
 yes create pods @JOBS
 yes delete pods @JOBS
 yes create pods/binding @JOBS
+yes patch pods/status @JOBS
 yes watch services @JOBS
 yes create services @JOBS
 yes watch secrets @JOBS
@@ -124,7 +125,7 @@ no update trainingjobs.lockstep.dev/status @JOBS
 no patch trainingjobs.lockstep.dev/scale @JOBS
 no update pods @JOBS
 no patch pods @JOBS
-no patch pods/status @JOBS
+no update pods/status @JOBS
 no create pods/exec @JOBS
 no create pods/eviction @JOBS
 no update secrets @JOBS

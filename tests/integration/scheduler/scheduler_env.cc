@@ -68,6 +68,23 @@ void SchedulerTest::TearDown() {
   for (const std::string& node : nodes_) {
     client().Delete(kube::resources::Nodes(), "", node).status().IgnoreError();
   }
+  for (const std::string& pc : priority_classes_) {
+    client().Delete(PriorityClasses(), "", pc).status().IgnoreError();
+  }
+}
+
+std::string SchedulerTest::CreatePriorityClass(const std::string& name, int value,
+                                               bool never_preempts) {
+  const std::string full = ns() + "-" + name;
+  json pc = {{"apiVersion", "scheduling.k8s.io/v1"},
+             {"kind", "PriorityClass"},
+             {"metadata", {{"name", full}}},
+             {"value", value}};
+  if (never_preempts) pc["preemptionPolicy"] = "Never";
+  StatusOr<json> created = client().Create(PriorityClasses(), "", pc);
+  EXPECT_TRUE(created.ok()) << created.status().ToString();
+  priority_classes_.push_back(full);
+  return full;
 }
 
 std::vector<std::string> SchedulerTest::CreateNodes(const std::vector<NodeSpec>& specs) {
@@ -143,6 +160,7 @@ void SchedulerTest::CreateJob(const std::string& name, const JobSpec& spec, bool
     }
     job_spec["placement"] = placement;
   }
+  if (!spec.priority_class.empty()) job_spec["priorityClassName"] = spec.priority_class;
   if (spec.min_replicas > 0) {
     job_spec["elastic"] = {{"minReplicas", spec.min_replicas}, {"maxReplicas", spec.replicas}};
   }
@@ -249,10 +267,14 @@ bool SchedulerTest::WaitAllBound(const std::string& job, int count,
 }
 
 json SchedulerTest::ScheduledCondition(const std::string& job) {
+  return Condition(job, "Scheduled");
+}
+
+json SchedulerTest::Condition(const std::string& job, const std::string& type) {
   StatusOr<json> got = client().Get(kube::resources::TrainingJobs(), ns(), job);
   if (!got.ok()) return json::object();
   for (const json& c : got->value("/status/conditions"_json_pointer, json::array())) {
-    if (c.value("type", "") == "Scheduled") return c;
+    if (c.value("type", "") == type) return c;
   }
   return json::object();
 }

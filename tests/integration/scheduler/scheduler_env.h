@@ -37,6 +37,7 @@ struct JobSpec {
   std::string required_topology_key;
   int min_replicas = 0;  // > 0: spec.elastic = {minReplicas, maxReplicas: replicas}
   int attempt = 0;       // CreatePods: the lockstep.dev/attempt label (and a name suffix if > 0)
+  std::string priority_class = "";  // spec.priorityClassName (a name CreatePriorityClass returned)
 };
 
 class SchedulerTest : public ::testing::Test {
@@ -48,6 +49,9 @@ class SchedulerTest : public ::testing::Test {
   std::vector<std::string> CreateNodes(const std::vector<NodeSpec>& specs);
   // `blocks` x `racks` x `per_rack` nodes with labels block-<b> / block-<b>-rack-<r>.
   std::vector<std::string> CreateTopology(int blocks, int racks, int per_rack, int gpus = 8);
+
+  // A cluster-scoped PriorityClass "<ns>-<name>" (deleted in TearDown); returns its name.
+  std::string CreatePriorityClass(const std::string& name, int value, bool never_preempts = false);
 
   void StartScheduler();
   // The TrainingJob and then its pods (as the controller would create them).
@@ -68,6 +72,8 @@ class SchedulerTest : public ::testing::Test {
   bool WaitAllBound(const std::string& job, int count, std::chrono::seconds timeout);
   // The Scheduled condition as stored, or an empty object.
   nlohmann::json ScheduledCondition(const std::string& job);
+  // The job's condition of `type` as stored, or an empty object.
+  nlohmann::json Condition(const std::string& job, const std::string& type);
   nlohmann::json NodeLabels(const std::string& node);
 
   kube::RestClient& client() { return *cluster_.client; }
@@ -76,6 +82,7 @@ class SchedulerTest : public ::testing::Test {
   kube::testing::Cluster cluster_;
   std::unique_ptr<kube::testing::TestNamespace> ns_;
   std::vector<std::string> nodes_;
+  std::vector<std::string> priority_classes_;
   std::map<std::string, std::string> job_uids_;
   prometheus::Registry registry_;
   std::unique_ptr<GangScheduler> scheduler_;

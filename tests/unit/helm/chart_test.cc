@@ -34,6 +34,7 @@ const std::set<Grant> kNamespacedGrants = {
     {"", "pods", "create"},
     {"", "pods", "delete"},
     {"", "pods/binding", "create"},
+    {"", "pods/status", "patch"},
     {"", "services", "get"},
     {"", "services", "list"},
     {"", "services", "watch"},

@@ -123,5 +123,38 @@ TEST_F(ConditionWriterTest, AFailedApplyIsRetriedByTheNextWrite) {
   EXPECT_EQ(EventReasons(events_), std::vector<std::string>{"Unschedulable"});  // once, after the write
 }
 
+// Preempted: written by the scheduler alone, carried with Scheduled in every apply (either one
+// left out would be dropped by server-side apply), an Event naming the preemptor once, and
+// Rescheduled (False) only after a preemption.
+TEST_F(ConditionWriterTest, PreemptedTravelsWithScheduledAndIsAnEventOnce) {
+  const JobPtr job = Job(JobJson(2, 0, 8));
+  ASSERT_TRUE(writer_.WritePreempted(*job, false, "placed again").ok());  // never preempted
+  EXPECT_TRUE(Applies().empty());
+  ASSERT_TRUE(writer_.Write(*job, kPlaced, 1).ok());
+  ASSERT_TRUE(writer_.WritePreempted(*job, true, "preempted by ns/high").ok());
+  ASSERT_TRUE(writer_.WritePreempted(*job, true, "preempted by ns/high").ok());  // no news
+  std::vector<json> applies = Applies();
+  ASSERT_EQ(applies.size(), 2u);
+  ASSERT_EQ(applies[1]["conditions"].size(), 2u);
+  EXPECT_EQ(applies[1]["conditions"][0]["type"], "Scheduled");
+  EXPECT_EQ(applies[1]["conditions"][1]["type"], "Preempted");
+  EXPECT_EQ(applies[1]["conditions"][1]["status"], "True");
+  EXPECT_EQ(applies[1]["conditions"][1]["reason"], "PreemptedByHigherPriority");
+  EXPECT_EQ(applies[1]["conditions"][1]["message"], "preempted by ns/high");
+  EXPECT_EQ(EventReasons(events_), std::vector<std::string>{"Preempted"});
+
+  ASSERT_TRUE(writer_.Write(*job, kWaiting, 2).ok());
+  applies = Applies();
+  ASSERT_EQ(applies.size(), 3u);
+  ASSERT_EQ(applies[2]["conditions"].size(), 2u);  // Scheduled changed; Preempted carried
+  EXPECT_EQ(applies[2]["conditions"][1]["status"], "True");
+
+  ASSERT_TRUE(writer_.WritePreempted(*job, false, "placed again").ok());
+  applies = Applies();
+  ASSERT_EQ(applies.size(), 4u);
+  EXPECT_EQ(applies[3]["conditions"][1]["status"], "False");
+  EXPECT_EQ(applies[3]["conditions"][1]["reason"], "Rescheduled");
+}
+
 }  // namespace
 }  // namespace lockstep::scheduler

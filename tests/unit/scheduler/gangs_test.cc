@@ -163,5 +163,82 @@ TEST(ClusterObjectsTest, DecodesWhatTheSchedulerReadsFromStatus) {
   EXPECT_TRUE(ExcludedNodes(*job, At("2026-06-01T13:00:00Z")).empty());
 }
 
+std::vector<PodPtr> BoundWorkers(int count, int attempt) {
+  std::vector<PodPtr> pods;
+  for (int i = 0; i < count; ++i)
+    pods.push_back(PodOf("worker", i, attempt, 8, "n" + std::to_string(i)));
+  return pods;
+}
+
+TEST(CollectRunningGangsTest, AWholeBoundGangOfTheCurrentAttemptIsACandidate) {
+  const JobPtr job = Job(JobJson(4, 0, 8, {{"attempt", 2}}));
+  CollectInputs inputs = InputsFor(job);
+  inputs.priority_of = [](const std::string&) { return 7; };
+  const RunningGangs got = CollectRunningGangs(BoundWorkers(4, 2), inputs);
+  ASSERT_EQ(got.gangs.size(), 1u);
+  EXPECT_EQ(got.gangs[0].job_key, "ns/job");
+  EXPECT_EQ(got.gangs[0].priority, 7);
+  ASSERT_EQ(got.gangs[0].pods.size(), 4u);
+  EXPECT_EQ(got.gangs[0].pods[3].node, "n3");
+  EXPECT_EQ(got.gangs[0].pods[3].requests.Get("nvidia.com/gpu"), 8);
+  EXPECT_EQ(got.keys[0], "ns/job/2");
+  EXPECT_EQ(got.pods[0].size(), 4u);
+}
+
+TEST(CollectRunningGangsTest, NeverAPartialGang) {
+  const JobPtr job = Job(JobJson(4, 0, 8, {{"attempt", 2}}));
+  // A member still pending.
+  EXPECT_TRUE(CollectRunningGangs(Concat(BoundWorkers(3, 2), Workers(1, 2, 3)), InputsFor(job))
+                  .gangs.empty());
+  // A member missing.
+  EXPECT_TRUE(CollectRunningGangs(BoundWorkers(3, 2), InputsFor(job)).gangs.empty());
+  // A member terminating: the gang is leaving already.
+  std::vector<PodPtr> pods = BoundWorkers(4, 2);
+  auto leaving = std::make_shared<kube::Pod>(*pods[1]);
+  leaving->meta.deletion_timestamp = "2026-06-01T12:00:00Z";
+  pods[1] = leaving;
+  EXPECT_TRUE(CollectRunningGangs(pods, InputsFor(job)).gangs.empty());
+  // An older attempt, a gang in flight, a suspended job.
+  EXPECT_TRUE(CollectRunningGangs(BoundWorkers(4, 1), InputsFor(job)).gangs.empty());
+  CollectInputs binding = InputsFor(job);
+  binding.in_flight = [](const std::string& key) { return key == "ns/job/2"; };
+  EXPECT_TRUE(CollectRunningGangs(BoundWorkers(4, 2), binding).gangs.empty());
+  nlohmann::json suspended = JobJson(4, 0, 8, {{"attempt", 2}});
+  suspended["spec"]["runPolicy"] = {{"suspend", true}};
+  EXPECT_TRUE(CollectRunningGangs(BoundWorkers(4, 2), InputsFor(Job(suspended))).gangs.empty());
+}
+
+TEST(CollectGangsTest, PreemptionPolicyNeverComesFromThePriorityClass) {
+  const JobPtr job = Job(JobJson(2, 0, 8, {{"attempt", 1}}));
+  CollectInputs inputs = InputsFor(job);
+  EXPECT_EQ(CollectGangs(Workers(2, 1), inputs).complete.at(0).request.preemption_policy,
+            PreemptionPolicy::kPreemptLowerPriority);
+  inputs.never_preempts = [](const std::string&) { return true; };
+  EXPECT_EQ(CollectGangs(Workers(2, 1), inputs).complete.at(0).request.preemption_policy,
+            PreemptionPolicy::kNever);
+}
+
+TEST(ClusterObjectsTest, DecodesPreemptionPolicyAndThePreemptedCondition) {
+  StatusOr<PriorityClassInfo> never = DecodePriorityClass(
+      {{"metadata", {{"name", "batch"}}}, {"value", 10}, {"preemptionPolicy", "Never"}});
+  ASSERT_TRUE(never.ok());
+  EXPECT_TRUE(never->never_preempts);
+  StatusOr<PriorityClassInfo> preempting =
+      DecodePriorityClass({{"metadata", {{"name", "urgent"}}},
+                           {"value", 10},
+                           {"preemptionPolicy", "PreemptLowerPriority"}});
+  ASSERT_TRUE(preempting.ok());
+  EXPECT_FALSE(preempting->never_preempts);
+  const JobPtr job = Job(JobJson(2, 0, 8,
+                                 {{"conditions",
+                                   {{{"type", "Preempted"},
+                                     {"status", "True"},
+                                     {"reason", "PreemptedByHigherPriority"},
+                                     {"message", "preempted by ns/high"},
+                                     {"lastTransitionTime", "2026-06-01T12:00:00Z"}}}}}));
+  ASSERT_TRUE(job->preempted.has_value());
+  EXPECT_EQ(job->preempted->message, "preempted by ns/high");
+}
+
 }  // namespace
 }  // namespace lockstep::scheduler

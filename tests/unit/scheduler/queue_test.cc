@@ -230,5 +230,65 @@ TEST(PlanCyclePropertyTest, PlacedGangsNeverOverlap) {
   }
 }
 
+// Held capacity (preemption): while the victims terminate, what they already freed is the
+// preemptor's; a lower-priority gang that would fit there waits behind it.
+class HeldCapacityFixture : public ::testing::Test {
+ protected:
+  // Four 8-GPU nodes: n0 freed by a victim, n1 still held by a terminating victim pod, n2 and n3
+  // full of other work.
+  Snapshot Build() const {
+    std::vector<NodeInfo> nodes = Cluster(1, 1, 4, 8);
+    for (size_t i = 1; i < 4; ++i) AddBoundPod(nodes[i], testing::GpuPod(8).requests);
+    return Snapshot::Build(std::move(nodes));
+  }
+  HeldCapacity Held() const {
+    return {"ns/preemptor",
+            {{"b0-r0-n0", testing::GpuPod(8).requests}, {"b0-r0-n1", testing::GpuPod(8).requests}},
+            "it preempted ns/victim"};
+  }
+  FakeClock clock;
+  const GangRequest preemptor = Job("ns/preemptor", 2, 8, 100, 10);
+  const GangRequest low = Job("ns/low", 1, 8, 0, 1);
+};
+
+TEST_F(HeldCapacityFixture, LowerGangDoesNotTakeTheFreedCapacity) {
+  CycleOptions options;
+  options.held = Held();
+  const CyclePlan plan =
+      PlanCycle(Build(), {{&low, clock.Now()}, {&preemptor, clock.Now()}}, clock.Now(), options);
+  ASSERT_EQ(Keys(plan), (std::vector<std::string>{"ns/preemptor", "ns/low"}));
+  EXPECT_EQ(plan.decisions[0].outcome, Outcome::kReserved);
+  EXPECT_EQ(plan.decisions[0].reserved_nodes, (std::vector<std::string>{"b0-r0-n0", "b0-r0-n1"}));
+  EXPECT_THAT(plan.decisions[0].placement.message, HasSubstr("it preempted ns/victim"));
+  EXPECT_EQ(plan.decisions[1].outcome, Outcome::kBlockedByReservation);
+  EXPECT_THAT(plan.decisions[1].placement.message, HasSubstr("held for ns/preemptor"));
+}
+
+TEST_F(HeldCapacityFixture, WithoutTheHoldTheLowerGangWouldStartThere) {
+  const CyclePlan plan =
+      PlanCycle(Build(), {{&low, clock.Now()}, {&preemptor, clock.Now()}}, clock.Now());
+  ASSERT_EQ(plan.decisions.size(), 2u);
+  EXPECT_EQ(plan.decisions[1].outcome, Outcome::kPlaced);
+}
+
+TEST_F(HeldCapacityFixture, HolderThatFitsIsPlaced) {
+  std::vector<NodeInfo> nodes = Cluster(1, 1, 4, 8);
+  AddBoundPod(nodes[3], testing::GpuPod(8).requests);
+  CycleOptions options;
+  options.held = Held();
+  const CyclePlan plan =
+      PlanCycle(Snapshot::Build(std::move(nodes)), {{&low, clock.Now()}, {&preemptor, clock.Now()}},
+                clock.Now(), options);
+  EXPECT_EQ(plan.decisions[0].outcome, Outcome::kPlaced);
+  EXPECT_EQ(plan.decisions[1].outcome, Outcome::kPlaced);  // n2 was never the victims'
+}
+
+TEST_F(HeldCapacityFixture, HoldForAGangNotPendingHoldsNothing) {
+  CycleOptions options;
+  options.held = Held();
+  const CyclePlan plan = PlanCycle(Build(), {{&low, clock.Now()}}, clock.Now(), options);
+  EXPECT_EQ(plan.decisions[0].outcome, Outcome::kPlaced);
+}
+
 }  // namespace
 }  // namespace lockstep::scheduler
