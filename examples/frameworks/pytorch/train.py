@@ -33,14 +33,46 @@ import sys
 import time
 
 # Before the slow imports below: a SIGTERM while torch loads must not kill the process unheard.
-STOP = {"requested": False}
+# "agreed": the gang settled on the step to stop after (a stop in progress, not a stuck one).
+STOP = {"requested": False, "agreed": False}
 
 
 def _request_stop(signum, frame):
     STOP["requested"] = True
 
 
+def _watch_for_a_stuck_stop(timeout):
+    """Exits 143 when the gang has not agreed to stop `timeout` s after SIGTERM.
+
+    Python runs a signal handler only between bytecodes, so a rank blocked in a collective whose
+    peer is gone (the launcher stopping the gang after a failure) would never see its flag and
+    would hold the launcher until its SIGKILL. Python's C-level handler still writes the signal
+    to the wakeup fd at once, and this thread (the collective released the GIL) reads it.
+    """
+    import socket
+    import threading
+    r, w = socket.socketpair()
+    w.setblocking(False)
+    signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+    STOP["wakeup_fd"] = w  # kept open: the interpreter writes to its number, not to the object
+
+    def run():
+        while signal.SIGTERM not in r.recv(64):
+            pass
+        deadline = time.monotonic() + timeout
+        while not STOP["agreed"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not STOP["agreed"]:
+            print(f"SIGTERM and no step agreed on within {timeout:g} s (a peer is gone, or "
+                  f"training had not started): exiting without a checkpoint", file=sys.stderr,
+                  flush=True)
+            os._exit(143)
+
+    threading.Thread(target=run, daemon=True).start()
+
+
 signal.signal(signal.SIGTERM, _request_stop)
+_watch_for_a_stuck_stop(float(os.environ.get("TRAIN_STUCK_STOP_TIMEOUT", "5")))
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -206,6 +238,7 @@ def gang_agrees_to_stop(device):
 
 def stop(args, checkpoint, model, opt, step, rank):
     """Checkpoints at `step` (steps done), says so, and exits once this rank was told to stop."""
+    STOP["agreed"] = True
     if args.checkpoint_dir and step % args.steps_per_epoch != 0:  # an epoch's end is saved
         checkpoint.save(model, opt, step, rank, args.steps_per_epoch)
     print(f"STOPPED step={step} rank={rank} epoch={step // args.steps_per_epoch} "
