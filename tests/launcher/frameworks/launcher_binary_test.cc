@@ -35,10 +35,13 @@ std::vector<Launched> StartLaunchers(const std::string& framework, int nnodes, i
   const int rdzv = FreePort();
   const int master = FreePort();
   const int kv = FreePort();
+  static int gangs = 0;  // gangs may run side by side: each its own log files
+  const std::string prefix =
+      "/tmp/lockstep-fwbin-" + std::to_string(::getpid()) + "-" + std::to_string(gangs++) + "-";
   std::vector<Launched> out(static_cast<size_t>(nnodes));
   for (int n = 0; n < nnodes; ++n) {
     Launched& l = out[static_cast<size_t>(n)];
-    l.log = "/tmp/lockstep-fwbin-" + std::to_string(::getpid()) + "-" + std::to_string(n) + ".log";
+    l.log = prefix + std::to_string(n) + ".log";
     std::vector<std::string> argv = {LOCKSTEP_LAUNCHER_BIN,
                                      "--framework",
                                      framework,
