@@ -34,6 +34,11 @@ class GracefulStop : public SharedClusterTest<GracefulStop> {
     SetFlag(*job, "--steps-per-epoch", "6");
     if (sleep_per_step > 0) SetFlag(*job, "--sleep-per-step", std::to_string(sleep_per_step));
     (*job)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = kPodGrace;
+    // A step may take seconds at load 30: the ranks' watchdog for a stop stuck in a collective
+    // (docs/frameworks.md "Graceful stop") must not fire on a slow but healthy one.
+    json& env = (*job)["spec"]["template"]["spec"]["containers"][0]["env"];
+    if (!env.is_array()) env = json::array();
+    env.push_back({{"name", "TRAIN_STUCK_STOP_TIMEOUT"}, {"value", "20"}});
     return job;
   }
 
@@ -74,7 +79,7 @@ TEST_F(GracefulStop, SuspendedMidTrainingEveryRankStopsAndTheResumedJobEndsIdent
   const std::string whole = "pytorch-ddp-whole";
   const std::string name = "pytorch-ddp-suspend";
   StatusOr<json> reference = Job(whole, 0);
-  StatusOr<json> job = Job(name, 0.5);
+  StatusOr<json> job = Job(name, 1.0);
   ASSERT_TRUE(reference.ok() && job.ok()) << reference.status() << job.status();
   // The uninterrupted run beside the suspended one: the imports are most of a run's time here.
   ASSERT_TRUE(cluster_->Create(*reference).ok());
