@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "tests/e2e/frameworks/framework_test_util.h"
@@ -124,6 +125,22 @@ TEST_F(GracefulStop, SuspendedMidTrainingEveryRankStopsAndTheResumedJobEndsIdent
     EXPECT_NE(pod.log.find("exit_code=143 reason=terminated"), std::string::npos)
         << pod.name << "\n" << Diagnose(name);
     EXPECT_EQ(pod.log.find("past the grace period"), std::string::npos) << pod.name;
+  }
+  // The deletion kept the pod's grace all the way: the operator's delete passed none of its own
+  // (not 0) and the agent, as the kubelet, gave each pod its 30 s before any SIGKILL.
+  std::vector<std::string> deletions;
+  {
+    std::istringstream agent(cluster_->agent_log());
+    for (std::string line; std::getline(agent, line);) {
+      if (line.find("pod deletion requested") != std::string::npos &&
+          line.find("/" + name + "-") != std::string::npos) {
+        deletions.push_back(line);
+      }
+    }
+  }
+  ASSERT_EQ(deletions.size(), 2u) << Diagnose(name);
+  for (const std::string& line : deletions) {
+    EXPECT_EQ(Field(line, "grace_s"), std::to_string(kPodGrace)) << line;
   }
   std::cout << "[ job ] suspended at step " << step << " of 18; pods gone and every rank "
             << "STOPPED " << stop_s << " s after the suspend" << std::endl;
