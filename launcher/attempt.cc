@@ -69,8 +69,8 @@ void Attempt::Step() {
 void Attempt::OnSignals() {
   for (int sig : signals_.Drain()) {
     if (sig == SIGCHLD) continue;  // the children are reaped by Poll
-    const std::chrono::milliseconds grace = supervisor::StopGrace(StopCause::kSignal,
-                                                                 config_.grace_period);
+    const std::chrono::milliseconds grace =
+        supervisor::StopGrace(StopCause::kSignal, config_.grace_period);
     // A stop already under way (a gang failure) keeps its own grace: Stop() acts once.
     const bool first = children_.state() == supervisor::Supervisor::State::kRunning;
     log::Info("signal received; stopping children",

@@ -14,8 +14,8 @@
 // under way keeps its grace. How long the children get (supervisor/stop_grace.h): the whole
 // --grace-period when a signal stops the launcher (the pod is being deleted; the trainers
 // checkpoint), at most 10 s when the launcher decides the stop itself. A signal's end exits
-// 128+n whatever the children exited with. A local failure is reported to the server (Failure) when it is
-// decided. Single-threaded: Run() owns the loop until kEnded.
+// 128+n whatever the children exited with. A local failure is reported to the server (Failure) when
+// it is decided. Single-threaded: Run() owns the loop until kEnded.
 
 #include <chrono>
 #include <optional>

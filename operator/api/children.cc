@@ -227,7 +227,9 @@ StatusOr<json> BuildPod(const TrainingJob& job, const PodSlot& slot, const Attem
       WrapTrainer(&spec["containers"][0], LauncherEnv(job, slot, ctx, options, grace))
           .WithContext("role " + slot.role));
   // Written out, so the pod says the grace its launcher was told about.
-  if (!spec.contains("terminationGracePeriodSeconds")) spec["terminationGracePeriodSeconds"] = grace;
+  if (!spec.contains("terminationGracePeriodSeconds")) {
+    spec["terminationGracePeriodSeconds"] = grace;
+  }
   json init = json::array({InstallContainer(options)});
   if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
     for (const json& c : spec["initContainers"]) init.push_back(c);

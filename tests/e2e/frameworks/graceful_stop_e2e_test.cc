@@ -69,8 +69,7 @@ class GracefulStop : public SharedClusterTest<GracefulStop> {
     const JobRun run = cluster_->Collect(name);
     return "job status: " + run.job.value("status", json::object()).dump(2) + "\n" +
            "container logs (trainers and launchers):\n" + run.AllLogs() + "\nagent log tail:\n" +
-           Tail(cluster_->agent_log()) + "\noperator log tail:\n" +
-           Tail(cluster_->operator_log());
+           Tail(cluster_->agent_log()) + "\noperator log tail:\n" + Tail(cluster_->operator_log());
   }
 
   static constexpr int kPodGrace = 30;
@@ -119,11 +118,12 @@ TEST_F(GracefulStop, SuspendedMidTrainingEveryRankStopsAndTheResumedJobEndsIdent
   // Each launcher was told the pod's grace (the env reached it) and stopped as a signal's stop.
   ASSERT_EQ(stopped.pods.size(), 2u) << Diagnose(name);
   for (const JobRun::Pod& pod : stopped.pods) {
-    EXPECT_NE(pod.log.find("grace_ms=" + std::to_string((kPodGrace - 1) * 1000)),
-              std::string::npos)
-        << pod.name << "\n" << Diagnose(name);
+    EXPECT_NE(pod.log.find("grace_ms=" + std::to_string((kPodGrace - 1) * 1000)), std::string::npos)
+        << pod.name << "\n"
+        << Diagnose(name);
     EXPECT_NE(pod.log.find("exit_code=143 reason=terminated"), std::string::npos)
-        << pod.name << "\n" << Diagnose(name);
+        << pod.name << "\n"
+        << Diagnose(name);
     EXPECT_EQ(pod.log.find("past the grace period"), std::string::npos) << pod.name;
   }
   // The deletion kept the pod's grace all the way: the operator's delete passed none of its own
@@ -142,14 +142,24 @@ TEST_F(GracefulStop, SuspendedMidTrainingEveryRankStopsAndTheResumedJobEndsIdent
   for (const std::string& line : deletions) {
     EXPECT_EQ(Field(line, "grace_s"), std::to_string(kPodGrace)) << line;
   }
+  // The stop as each launcher saw it (when the SIGTERM came, when the ranks and it ended).
+  for (const JobRun::Pod& pod : stopped.pods) {
+    std::istringstream log(pod.log);
+    for (std::string line; std::getline(log, line);) {
+      if (line.find("signal received") != std::string::npos ||
+          line.find("child exited") != std::string::npos ||
+          line.find("launcher exiting") != std::string::npos) {
+        std::cout << "[ stop ] " << pod.name << ": " << line << std::endl;
+      }
+    }
+  }
   std::cout << "[ job ] suspended at step " << step << " of 18; pods gone and every rank "
             << "STOPPED " << stop_s << " s after the suspend" << std::endl;
 
   // Step 3: resume. The new pods start from the checkpointed step and finish.
   ASSERT_TRUE(Suspend(name, false).ok());
   StatusOr<json> done = cluster_->WaitFor(
-      name,
-      [](const json& j) { return State(j) == "Succeeded" || State(j) == "Failed"; },
+      name, [](const json& j) { return State(j) == "Succeeded" || State(j) == "Failed"; },
       seconds(420));
   ASSERT_TRUE(done.ok()) << done.status() << "\n" << Diagnose(name);
   const JobRun resumed = cluster_->Collect(name);
@@ -163,8 +173,7 @@ TEST_F(GracefulStop, SuspendedMidTrainingEveryRankStopsAndTheResumedJobEndsIdent
 
   // Step 4: the same weights as the run never interrupted.
   StatusOr<json> reference_done = cluster_->WaitFor(
-      whole,
-      [](const json& j) { return State(j) == "Succeeded" || State(j) == "Failed"; },
+      whole, [](const json& j) { return State(j) == "Succeeded" || State(j) == "Failed"; },
       seconds(420));
   ASSERT_TRUE(reference_done.ok()) << reference_done.status() << "\n" << Diagnose(whole);
   const JobRun ref = cluster_->Collect(whole);

@@ -198,8 +198,7 @@ TEST(LauncherBinary, PyTorchSigtermMidTrainingCheckpointsAndTheResumedRunEndsIde
 
   for (const Launched& l : stopped) {
     EXPECT_EQ(l.exit_code, 143) << Logs(stopped);
-    EXPECT_NE(l.termination.find("\"reason\":\"terminated\""), std::string::npos)
-        << l.termination;
+    EXPECT_NE(l.termination.find("\"reason\":\"terminated\""), std::string::npos) << l.termination;
     EXPECT_EQ(l.log.find("past the grace period"), std::string::npos) << Logs(stopped);
   }
   EXPECT_TRUE(LinesWith(stopped, "WEIGHTS ").empty()) << "the run finished before the stop\n"
