@@ -7,10 +7,11 @@ node 0's launcher hosts instead of rank 0 hosting one.
 
 Prints one line per rank, `WEIGHTS rank=<r> sha=<sha256 of the final weights> loss=<last loss>`,
 so a test can check that every rank ends with identical weights; `RESUMED rank=<r> epoch=<e>
-attempt=<n> format=<full|sharded>` when it starts from a checkpoint. With --fsdp the checkpoint
-is sharded: torch.distributed.checkpoint writes one file per rank (its shards of the weights and
-the optimizer state) into <checkpoint-dir>/dcp-epoch-<e>, and `latest` names the last complete
-one; a restarted gang loads each rank's shards back. Test hooks for failure runs: --crash-at-epoch,
+attempt=<n> format=<full|sharded> step=<steps done>` when it starts from a checkpoint. With --fsdp
+the checkpoint is sharded: torch.distributed.checkpoint writes one file per rank (its shards of
+the weights and the optimizer state) into <checkpoint-dir>/dcp-epoch-<e> (dcp-step-<n> for a stop
+mid-epoch), and `latest` names the last complete one; a restarted gang loads each rank's shards
+back. Test hooks for failure runs: --crash-at-epoch,
 --kill-once-at-epoch (SIGKILL once, a marker in --checkpoint-dir), --exit-code (a permanent
 error on stderr), --sleep-per-epoch, --sleep-per-step.
 
@@ -21,7 +22,9 @@ SIGTERMs arrive at different moments; then the checkpoint is written at that ste
 tmp + rename; FSDP: every rank its shards), every rank prints `STOPPED step=<N> rank=<r>` and
 exits 0. A rank stopped by its peers' agreement before its own SIGTERM came waits for it (at
 most --stop-wait seconds, then exits 1 so a launcher still running it restarts it from the
-checkpoint): exiting 0 unasked would read as a success. The data of a step depends only on
+checkpoint): exiting 0 unasked would read as a success. A rank whose gang has not agreed
+TRAIN_STUCK_STOP_TIMEOUT (5) seconds after its SIGTERM is stuck (a peer gone mid-collective)
+and exits 143 without a checkpoint. The data of a step depends only on
 (rank, epoch, step) and the checkpoint holds the weights, the optimizer state and the step, so a
 resumed run ends bit-identical to an uninterrupted one.
 """
