@@ -183,15 +183,15 @@ TEST(LauncherBinary, PyTorchSigtermMidTrainingCheckpointsAndTheResumedRunEndsIde
                      {"--grace-period", "60"});
   // Mid-training: the first epoch's checkpoint is written, the second epoch runs.
   const std::string ckpt = base + "/stopped/checkpoint.pt";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
   while (!std::filesystem::exists(ckpt) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   const bool mid_training = std::filesystem::exists(ckpt);
   for (const Launched& l : stopped) ::kill(l.pid, SIGTERM);
   WaitLaunchers(stopped, 120);
-  WaitLaunchers(whole, 240);
-  ASSERT_TRUE(mid_training) << "no checkpoint within 180 s\n" << Logs(stopped);
+  WaitLaunchers(whole, 300);
+  ASSERT_TRUE(mid_training) << "no checkpoint within 300 s\n" << Logs(stopped);
   for (const Launched& l : whole) EXPECT_EQ(l.exit_code, 0) << Logs(whole);
   const std::string expected = OneDigest(whole, 4);
   ASSERT_FALSE(expected.empty()) << Logs(whole);
@@ -212,7 +212,7 @@ TEST(LauncherBinary, PyTorchSigtermMidTrainingCheckpointsAndTheResumedRunEndsIde
   EXPECT_GE(step, 6) << Logs(stopped);  // after the first epoch's checkpoint
   EXPECT_LT(step, 18) << Logs(stopped);
 
-  std::vector<Launched> resumed = RunLaunchers("pytorch", 2, 2, command("stopped", {}), 240);
+  std::vector<Launched> resumed = RunLaunchers("pytorch", 2, 2, command("stopped", {}), 360);
   for (const Launched& l : resumed) EXPECT_EQ(l.exit_code, 0) << Logs(resumed);
   const std::vector<std::string> starts = LinesWith(resumed, "RESUMED ");
   ASSERT_EQ(starts.size(), 4u) << Logs(resumed);
