@@ -7,12 +7,14 @@
 
 #include "common/log.h"
 #include "common/net.h"
+#include "launcher/supervisor/stop_grace.h"
 #include "protocol/contract.h"
 
 namespace lockstep::launcher {
 namespace {
 
 using protocol::FailureReason;
+using supervisor::StopCause;
 
 // The loop wakes at least this often to reap children and check for hangs.
 constexpr int kMaxWaitMs = 100;
@@ -67,13 +69,23 @@ void Attempt::Step() {
 void Attempt::OnSignals() {
   for (int sig : signals_.Drain()) {
     if (sig == SIGCHLD) continue;  // the children are reaped by Poll
-    log::Info("signal received; stopping children", {{"signal", std::to_string(sig)}});
+    const std::chrono::milliseconds grace =
+        supervisor::StopGrace(StopCause::kSignal, config_.grace_period);
+    // A stop already under way (a gang failure) keeps its own grace: Stop() acts once.
+    const bool first = children_.state() == supervisor::Supervisor::State::kRunning;
+    log::Info("signal received; stopping children",
+              {{"signal", std::to_string(sig)},
+               {"grace_ms", first ? std::to_string(grace.count()) : "already stopping"}});
     if (Decide(AttemptEnd::Kind::kSignal,
                "launcher received signal " + std::to_string(sig))) {
       end_.signal = sig;
     }
-    children_.Stop(config_.grace_period, sig);
+    children_.Stop(grace, sig);
   }
+}
+
+void Attempt::StopGang() {
+  children_.Stop(supervisor::StopGrace(StopCause::kGang, config_.grace_period), SIGTERM);
 }
 
 void Attempt::OnServer() {
@@ -82,11 +94,11 @@ void Attempt::OnServer() {
         ev.abort.attempt == static_cast<uint32_t>(world_.attempt) && !end_.abort) {
       end_.abort = ev.abort;
       Decide(AttemptEnd::Kind::kAborted, ev.abort.message);
-      children_.Stop(config_.grace_period, SIGTERM);
+      StopGang();
     } else if (ev.kind == rendezvous::ServerEvent::Kind::kClosed) {
       session_alive_ = false;
       Decide(AttemptEnd::Kind::kServerLost, "lost the rendezvous server (node 0): " + ev.detail);
-      children_.Stop(config_.grace_period, SIGTERM);
+      StopGang();
     }
   }
 }
@@ -100,7 +112,7 @@ void Attempt::Heartbeat(Steady::time_point now) {
   session_alive_ = false;
   Decide(AttemptEnd::Kind::kServerLost,
          "rendezvous server (node 0) silent for longer than the peer timeout");
-  children_.Stop(config_.grace_period, SIGTERM);
+  StopGang();
 }
 
 void Attempt::CheckChildren(Steady::time_point now) {
@@ -111,7 +123,7 @@ void Attempt::CheckChildren(Steady::time_point now) {
     end_.exit_code = failure->exit_code;
     end_.tail = failure->stderr_tail;
     log::Warning("local process failed; stopping the gang", {{"cause", end_.message}});
-    children_.Stop(config_.grace_period, SIGTERM);
+    StopGang();
     // An exit code the job's FailJob rules name ends the job: no round restarts for it.
     const bool permanent =
         failure->signal == 0 && config_.fail_exit_codes.count(failure->exit_code) > 0;
@@ -126,7 +138,7 @@ void Attempt::CheckChildren(Steady::time_point now) {
     Decide(AttemptEnd::Kind::kHang, *hang);
     end_.tail = children_.TailOf(0);
     log::Warning("hang detected; stopping the gang", {{"cause", *hang}});
-    children_.Stop(config_.grace_period, SIGTERM);
+    StopGang();
     ReportFailure(FailureReason::kHang, -1, protocol::contract::kExitHang, 0);
     return;
   }
@@ -154,7 +166,7 @@ void Attempt::ReportFailure(FailureReason reason, int rank, int code, int sig) {
 void Attempt::Advance(Steady::time_point now) {
   if (state_ == State::kRunning || state_ == State::kEnded || !children_.AllExited()) return;
   if (state_ == State::kStopping && end_.kind == AttemptEnd::Kind::kSignal) {
-    end_.exit_code = children_.ExitCode();
+    end_.exit_code = supervisor::SignalExitCode(end_.signal);
   }
   state_ = WaitsForAbort(now) ? State::kAwaitingAbort : State::kEnded;
 }

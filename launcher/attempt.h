@@ -9,10 +9,13 @@
 //              not come yet; else kEnded
 //   kAwaitingAbort --the Abort, the session's end, or the peer timeout--> kEnded
 //
-// The end's cause is decided once, on leaving kRunning. Later events still act (a signal stops
-// the children with that signal; the Abort is kept, since a restart rejoins the round after it)
-// but never replace the cause. A local failure is reported to the server (Failure) when it is
-// decided. Single-threaded: Run() owns the loop until kEnded.
+// The end's cause is decided once, on leaving kRunning. Later events still act (the Abort is
+// kept, since a restart rejoins the round after it) but never replace the cause, and a stop
+// under way keeps its grace. How long the children get (supervisor/stop_grace.h): the whole
+// --grace-period when a signal stops the launcher (the pod is being deleted; the trainers
+// checkpoint), at most 10 s when the launcher decides the stop itself. A signal's end exits
+// 128+n whatever the children exited with. A local failure is reported to the server (Failure) when
+// it is decided. Single-threaded: Run() owns the loop until kEnded.
 
 #include <chrono>
 #include <optional>
@@ -61,6 +64,9 @@ class Attempt {
   void OnServer();
   void Heartbeat(Steady::time_point now);
   void CheckChildren(Steady::time_point now);
+  // Stops the children for a cause the launcher decided (a failure, the server): the short
+  // grace (supervisor/stop_grace.h), where a signal's stop gets the whole --grace-period.
+  void StopGang();
   // kRunning -> kStopping with this cause; later calls change nothing.
   bool Decide(AttemptEnd::Kind kind, std::string message);
   // Tells the server this node failed; its Abort is then awaited up to the peer timeout.

@@ -216,8 +216,11 @@ std::optional<int> Launcher::AfterAttempt(const World& world, rendezvous::Sessio
       report.reason = FailureReason::kPeerLost;
       return Finish(report, contract::kExitPeerLost);
     case Kind::kSignal:
+      // Stopped from outside (the pod deleted: suspend, preemption, eviction): not the job's
+      // failure, whatever the children exited with; the operator reads the reason.
       report.reason = FailureReason::kTerminated;
       report.signal = end.signal;
+      report.exit_code = end.exit_code;
       return Finish(report, end.exit_code);
     case Kind::kInternal:
       report.reason = FailureReason::kLauncher;

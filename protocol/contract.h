@@ -110,7 +110,9 @@ inline constexpr std::array kFlags = {
     FlagSpec{"--last-call", kEnvLastCall, "10",
              "elastic: seconds to wait for more nodes once MIN have joined"},
     FlagSpec{"--grace-period", kEnvGracePeriod, "10",
-             "seconds between SIGTERM and SIGKILL when stopping children"},
+             "seconds between SIGTERM and SIGKILL when the launcher is stopped by a signal "
+             "(the operator passes the pod's terminationGracePeriodSeconds - 1); a stop the "
+             "launcher decides itself (a failure in the gang) waits at most 10"},
     FlagSpec{"--log-format", kEnvLogFormat, "text", "text|json"},
 };
 

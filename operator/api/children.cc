@@ -72,7 +72,7 @@ json EnvVar(std::string_view name, std::string value) {
 }
 
 json LauncherEnv(const TrainingJob& job, const PodSlot& slot, const AttemptContext& ctx,
-                 const ChildrenOptions& options) {
+                 const ChildrenOptions& options, int64_t pod_grace_seconds) {
   const std::string pod_name = PodName(job.metadata.name, slot.role, slot.index);
   json env = json::array({
       EnvVar(contract::kEnvFramework, std::string(LauncherFrameworkName(job.spec.framework))),
@@ -97,6 +97,9 @@ json LauncherEnv(const TrainingJob& job, const PodSlot& slot, const AttemptConte
       // The ports the job's NetworkPolicy keeps to its own pods (network_policy.h).
       EnvVar(contract::kEnvMasterPort, std::to_string(kMasterPort)),
       EnvVar(contract::kEnvKvPort, std::to_string(kKvPort)),
+      // The trainers' time to checkpoint when the pod is deleted (suspend, preemption).
+      EnvVar(contract::kEnvGracePeriod,
+             std::to_string(LauncherGracePeriodSeconds(pod_grace_seconds))),
   });
   // Exit codes the FailJob rules name: the launchers end the job on them at once instead of
   // spending in-place restarts on an error that no restart can fix.
@@ -219,8 +222,14 @@ StatusOr<json> BuildPod(const TrainingJob& job, const PodSlot& slot, const Attem
       spec["containers"].empty()) {
     return InvalidArgumentError("role " + slot.role + ": the pod template has no containers");
   }
-  LS_RETURN_IF_ERROR(WrapTrainer(&spec["containers"][0], LauncherEnv(job, slot, ctx, options))
-                         .WithContext("role " + slot.role));
+  const int64_t grace = PodGracePeriodSeconds(spec);
+  LS_RETURN_IF_ERROR(
+      WrapTrainer(&spec["containers"][0], LauncherEnv(job, slot, ctx, options, grace))
+          .WithContext("role " + slot.role));
+  // Written out, so the pod says the grace its launcher was told about.
+  if (!spec.contains("terminationGracePeriodSeconds")) {
+    spec["terminationGracePeriodSeconds"] = grace;
+  }
   json init = json::array({InstallContainer(options)});
   if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
     for (const json& c : spec["initContainers"]) init.push_back(c);
@@ -241,6 +250,19 @@ StatusOr<json> BuildPod(const TrainingJob& job, const PodSlot& slot, const Attem
 }
 
 }  // namespace
+
+int64_t PodGracePeriodSeconds(const json& pod_spec) {
+  if (!pod_spec.is_object()) return kDefaultTerminationGracePeriodSeconds;
+  const auto it = pod_spec.find("terminationGracePeriodSeconds");
+  if (it == pod_spec.end() || !it->is_number_integer() || it->get<int64_t>() < 0) {
+    return kDefaultTerminationGracePeriodSeconds;
+  }
+  return it->get<int64_t>();
+}
+
+int64_t LauncherGracePeriodSeconds(int64_t pod_grace_seconds) {
+  return std::max<int64_t>(pod_grace_seconds - 1, 0);
+}
 
 std::string JobSelector(std::string_view job_name) {
   return std::string(kLabelJobName) + "=" + std::string(job_name);

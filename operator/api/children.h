@@ -15,7 +15,11 @@
 //     escalation, every capability dropped, RuntimeDefault seccomp, read-only root);
 //   - the trainer (first container) runs `/lockstep/bin/lockstep-launcher -- <command> <args>`
 //     with LOCKSTEP_* env (protocol/contract.h) and the token Secret mounted read-only at
-//     /var/run/lockstep/rdzv/token. Resources are untouched.
+//     /var/run/lockstep/rdzv/token. Resources are untouched;
+//   - terminationGracePeriodSeconds: the template's, else Kubernetes' default (30) written out,
+//     and LOCKSTEP_GRACE_PERIOD one second less, so on a deletion (suspend, preemption,
+//     eviction) the launcher gives its trainers all the time the kubelet gives the pod to
+//     checkpoint and still ends before the kubelet's SIGKILL (docs/launcher.md "Graceful stop").
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -58,6 +62,16 @@ struct ChildrenOptions {
   // in-place policy computes it: operator/controller/inplace_policy.h).
   int32_t launcher_max_restarts = 0;
 };
+
+// Kubernetes' default terminationGracePeriodSeconds, written into pods whose template has none.
+inline constexpr int64_t kDefaultTerminationGracePeriodSeconds = 30;
+
+// The pod's terminationGracePeriodSeconds: the template spec's when it is a non-negative
+// integer, else the default (the apiserver refuses any other value in a pod anyway).
+int64_t PodGracePeriodSeconds(const nlohmann::json& pod_spec);
+// LOCKSTEP_GRACE_PERIOD for a pod with that grace: one second less (at least 0), so the
+// launcher's SIGKILL of a trainer that ignores SIGTERM comes before the kubelet's of the pod.
+int64_t LauncherGracePeriodSeconds(int64_t pod_grace_seconds);
 
 // "lockstep.dev/job-name=<job>": status.selector and the Service's selector.
 std::string JobSelector(std::string_view job_name);

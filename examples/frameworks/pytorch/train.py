@@ -7,12 +7,26 @@ node 0's launcher hosts instead of rank 0 hosting one.
 
 Prints one line per rank, `WEIGHTS rank=<r> sha=<sha256 of the final weights> loss=<last loss>`,
 so a test can check that every rank ends with identical weights; `RESUMED rank=<r> epoch=<e>
-attempt=<n> format=<full|sharded>` when it starts from a checkpoint. With --fsdp the checkpoint
-is sharded: torch.distributed.checkpoint writes one file per rank (its shards of the weights and
-the optimizer state) into <checkpoint-dir>/dcp-epoch-<e>, and `latest` names the last complete
-one; a restarted gang loads each rank's shards back. Test hooks for failure runs: --crash-at-epoch,
+attempt=<n> format=<full|sharded> step=<steps done>` when it starts from a checkpoint. With --fsdp
+the checkpoint is sharded: torch.distributed.checkpoint writes one file per rank (its shards of
+the weights and the optimizer state) into <checkpoint-dir>/dcp-epoch-<e> (dcp-step-<n> for a stop
+mid-epoch), and `latest` names the last complete one; a restarted gang loads each rank's shards
+back. Test hooks for failure runs: --crash-at-epoch,
 --kill-once-at-epoch (SIGKILL once, a marker in --checkpoint-dir), --exit-code (a permanent
-error on stderr), --sleep-per-epoch.
+error on stderr), --sleep-per-epoch, --sleep-per-step.
+
+Graceful stop (suspend, preemption, eviction: the kubelet sends SIGTERM, the launcher forwards it
+and waits up to the pod's grace): the handler only sets a flag. Every step ends with an
+all-reduce (MAX) of the flag, so all ranks agree on the step to stop after even when their
+SIGTERMs arrive at different moments; then the checkpoint is written at that step (rank 0 alone,
+tmp + rename; FSDP: every rank its shards), every rank prints `STOPPED step=<N> rank=<r>` and
+exits 0. A rank stopped by its peers' agreement before its own SIGTERM came waits for it (at
+most --stop-wait seconds, then exits 1 so a launcher still running it restarts it from the
+checkpoint): exiting 0 unasked would read as a success. A rank whose gang has not agreed
+TRAIN_STUCK_STOP_TIMEOUT (5) seconds after its SIGTERM is stuck (a peer gone mid-collective)
+and exits 143 without a checkpoint. The data of a step depends only on
+(rank, epoch, step) and the checkpoint holds the weights, the optimizer state and the step, so a
+resumed run ends bit-identical to an uninterrupted one.
 """
 import argparse
 import hashlib
@@ -21,9 +35,51 @@ import signal
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-import torch.nn as nn
+# Before the slow imports below: a SIGTERM while torch loads must not kill the process unheard.
+# "agreed": the gang settled on the step to stop after (a stop in progress, not a stuck one).
+STOP = {"requested": False, "agreed": False}
+
+
+def _request_stop(signum, frame):
+    STOP["requested"] = True
+
+
+def _watch_for_a_stuck_stop(timeout):
+    """Exits 143 when the gang has not agreed to stop `timeout` s after SIGTERM.
+
+    Python runs a signal handler only between bytecodes, so a rank blocked in a collective whose
+    peer is gone (the launcher stopping the gang after a failure) would never see its flag and
+    would hold the launcher until its SIGKILL. Python's C-level handler still writes the signal
+    to the wakeup fd at once, and this thread (the collective released the GIL) reads it.
+    """
+    import socket
+    import threading
+    r, w = socket.socketpair()
+    w.setblocking(False)
+    signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+    STOP["wakeup_fd"] = w  # kept open: the interpreter writes to its number, not to the object
+
+    def run():
+        while signal.SIGTERM not in r.recv(64):
+            pass
+        deadline = time.monotonic() + timeout
+        while not STOP["agreed"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not STOP["agreed"]:
+            print(f"SIGTERM and no step agreed on within {timeout:g} s (a peer is gone, or "
+                  f"training had not started): exiting without a checkpoint", file=sys.stderr,
+                  flush=True)
+            os._exit(143)
+
+    threading.Thread(target=run, daemon=True).start()
+
+
+signal.signal(signal.SIGTERM, _request_stop)
+_watch_for_a_stuck_stop(float(os.environ.get("TRAIN_STUCK_STOP_TIMEOUT", "5")))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
 
 
 def parse_args():
@@ -45,6 +101,10 @@ def parse_args():
                         "code before training (a failure policy rule decides what it means)")
     p.add_argument("--sleep-per-epoch", type=float, default=0.0,
                    help="stretch each epoch, so a test can interrupt a running job")
+    p.add_argument("--sleep-per-step", type=float, default=0.0,
+                   help="stretch each step, so a test can stop a job mid-epoch")
+    p.add_argument("--stop-wait", type=float, default=60.0,
+                   help="seconds a rank stopped by its peers waits for its own SIGTERM")
     args = p.parse_args()
     if args.kill_once_at_epoch >= 0 and not args.checkpoint_dir:
         p.error("--kill-once-at-epoch needs --checkpoint-dir (the marker lives there)")
@@ -91,62 +151,114 @@ def digest(state):
 
 
 class FullCheckpoint:
-    """DDP: rank 0 writes the full weights and optimizer state to one file."""
+    """DDP: rank 0 writes the full weights, the optimizer state and the step to one file."""
     FORMAT = "full"
 
     def __init__(self, directory):
         self.path = os.path.join(directory, "checkpoint.pt")
 
-    def load(self, model, opt, device):
-        """The epoch to start from (0 without a checkpoint); every rank reads the same file."""
+    def load(self, model, opt, device, steps_per_epoch):
+        """The global step to start from (0 without a checkpoint); every rank reads the file."""
         if not os.path.exists(self.path):
             return 0
         saved = torch.load(self.path, map_location=device)
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["optim"])
-        return saved["epoch"] + 1
+        if "step" in saved:
+            return saved["step"]
+        return (saved["epoch"] + 1) * steps_per_epoch  # a checkpoint of an epoch's end
 
-    def save(self, model, opt, epoch, rank):
+    def save(self, model, opt, step, rank, steps_per_epoch):
+        """`step`: steps done. Atomic: a reader sees the previous file or this one, whole."""
         if rank != 0:
             return
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        torch.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": epoch},
-                   self.path + ".tmp")
+        torch.save({"model": model.state_dict(), "optim": opt.state_dict(),
+                    "epoch": step // steps_per_epoch - 1, "step": step}, self.path + ".tmp")
         os.replace(self.path + ".tmp", self.path)
 
 
 class ShardedCheckpoint:
-    """FSDP: torch.distributed.checkpoint, each rank writing and reading only its own shards."""
+    """FSDP: torch.distributed.checkpoint, each rank writing and reading only its own shards.
+
+    An epoch's end goes to dcp-epoch-<e>, a stop mid-epoch to dcp-step-<n>; `latest` holds
+    "<steps done> <directory>" and is replaced (tmp + rename) once every rank's shards are written.
+    """
     FORMAT = "sharded"
 
     def __init__(self, directory):
         self.directory = directory
         self.latest = os.path.join(directory, "latest")
 
-    def load(self, model, opt, device):
+    def load(self, model, opt, device, steps_per_epoch):
         import torch.distributed.checkpoint as dcp
         from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
         if not os.path.exists(self.latest):
             return 0
-        epoch = int(open(self.latest).read())
+        step, name = open(self.latest).read().split()
         model_state, optim_state = get_state_dict(model, opt)
         state = {"model": model_state, "optim": optim_state}
-        dcp.load(state, checkpoint_id=os.path.join(self.directory, f"dcp-epoch-{epoch}"))
+        dcp.load(state, checkpoint_id=os.path.join(self.directory, name))
         set_state_dict(model, opt, model_state_dict=state["model"],
                        optim_state_dict=state["optim"])
-        return epoch + 1
+        return int(step)
 
-    def save(self, model, opt, epoch, rank):
+    def save(self, model, opt, step, rank, steps_per_epoch):
         import torch.distributed.checkpoint as dcp
         from torch.distributed.checkpoint.state_dict import get_state_dict
+        name = (f"dcp-epoch-{step // steps_per_epoch - 1}" if step % steps_per_epoch == 0
+                else f"dcp-step-{step}")
         model_state, optim_state = get_state_dict(model, opt)
         dcp.save({"model": model_state, "optim": optim_state},
-                 checkpoint_id=os.path.join(self.directory, f"dcp-epoch-{epoch}"))
+                 checkpoint_id=os.path.join(self.directory, name))
         dist.barrier()  # every rank's shards are written before `latest` names them
         if rank == 0:
             with open(self.latest + ".tmp", "w") as f:
-                f.write(str(epoch))
+                f.write(f"{step} {name}")
             os.replace(self.latest + ".tmp", self.latest)
+
+
+def settle_ddp_buckets(wrapped, device):
+    """One backward of a zero loss, before any real step, so DDP rebuilds its gradient buckets now.
+
+    DDP re-lays its buckets after its first iteration, and gloo's all-reduce sums an element in an
+    order that depends on its position in the bucket: without this, the first step after a resume
+    would sum in the old layout where an uninterrupted run uses the new one, and the weights
+    would differ in their last bits. The gradients are zero and no optimizer step follows.
+    """
+    x = torch.zeros(1, 16, device=device)
+    (wrapped(x).sum() * 0.0).backward()
+    for p in wrapped.parameters():
+        p.grad = None
+
+
+def gang_agrees_to_stop(device):
+    """True on every rank once any rank got SIGTERM: the same answer at the same step."""
+    flag = torch.tensor([1.0 if STOP["requested"] else 0.0], device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return flag.item() > 0
+
+
+def stop(args, checkpoint, model, opt, step, rank):
+    """Checkpoints at `step` (steps done), says so, and exits once this rank was told to stop."""
+    STOP["agreed"] = True
+    if args.checkpoint_dir and step % args.steps_per_epoch != 0:  # an epoch's end is saved
+        checkpoint.save(model, opt, step, rank, args.steps_per_epoch)
+    print(f"STOPPED step={step} rank={rank} epoch={step // args.steps_per_epoch} "
+          f"signalled={int(STOP['requested'])}", flush=True)
+    deadline = time.monotonic() + args.stop_wait
+    while not STOP["requested"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not STOP["requested"]:
+        print(f"rank {rank}: stopped with the gang at step {step} but never got SIGTERM itself; "
+              f"exiting 1 so the launcher restarts from the checkpoint", file=sys.stderr,
+              flush=True)
+        sys.exit(1)
+    # Not sys.exit: the interpreter's teardown with torch loaded took 5-7 s here (load 8), more
+    # than a short pod grace; the checkpoint is written and the output flushed, nothing is left.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def main():
@@ -168,34 +280,41 @@ def main():
         wrapped = model
     else:
         wrapped = nn.parallel.DistributedDataParallel(model)
+        settle_ddp_buckets(wrapped, device)
     opt = torch.optim.SGD(wrapped.parameters(), lr=0.05, momentum=0.5)
     checkpoint = ShardedCheckpoint(args.checkpoint_dir) if args.fsdp else FullCheckpoint(
         args.checkpoint_dir)
-    start_epoch = 0
+    spe = args.steps_per_epoch
+    start = 0
     if args.checkpoint_dir:
-        start_epoch = checkpoint.load(model, opt, device)
-        if start_epoch > 0:
-            print(f"RESUMED rank={rank} epoch={start_epoch} attempt={attempt} "
-                  f"format={checkpoint.FORMAT}", flush=True)
+        start = checkpoint.load(model, opt, device, spe)
+        if start > 0:
+            print(f"RESUMED rank={rank} epoch={start // spe} attempt={attempt} "
+                  f"format={checkpoint.FORMAT} step={start}", flush=True)
 
     loss = torch.tensor(0.0)
-    for epoch in range(start_epoch, args.epochs):
-        if epoch == args.crash_at_epoch and rank == args.crash_rank and attempt == 0:
+    for done in range(start + 1, args.epochs * spe + 1):  # `done`: steps done after this one
+        epoch, step = divmod(done - 1, spe)
+        if step == 0 and epoch == args.crash_at_epoch and rank == args.crash_rank and attempt == 0:
             print(f"CRASH rank={rank} epoch={epoch}", flush=True)
             os._exit(1)
-        if epoch == args.kill_once_at_epoch and rank == args.crash_rank:
+        if step == 0 and epoch == args.kill_once_at_epoch and rank == args.crash_rank:
             kill_once(args.checkpoint_dir, rank, epoch)
-        for step in range(args.steps_per_epoch):
-            x, y = batch(rank, epoch, step, args.batch_size)
-            opt.zero_grad()
-            loss = nn.functional.mse_loss(wrapped(x.to(device)), y.to(device))
-            loss.backward()
-            opt.step()
-        if args.checkpoint_dir:
-            checkpoint.save(model, opt, epoch, rank)
-        dist.barrier()
-        if args.sleep_per_epoch > 0:
-            time.sleep(args.sleep_per_epoch)
+        x, y = batch(rank, epoch, step, args.batch_size)
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(wrapped(x.to(device)), y.to(device))
+        loss.backward()
+        opt.step()
+        if args.sleep_per_step > 0:
+            time.sleep(args.sleep_per_step)
+        if step == spe - 1:
+            if args.checkpoint_dir:
+                checkpoint.save(model, opt, done, rank, spe)
+            dist.barrier()
+            if args.sleep_per_epoch > 0:
+                time.sleep(args.sleep_per_epoch)
+        if gang_agrees_to_stop(device):
+            stop(args, checkpoint, model, opt, done, rank)
 
     state = full_state(model)
     print(f"WEIGHTS rank={rank} world={world} sha={digest(state)} loss={loss.item():.6f}",

@@ -186,6 +186,48 @@ TEST_F(FailureTest, SigtermReachesTheChildren) {
   EXPECT_EQ(*node0, 75);
 }
 
+// A launcher stopped by a signal (its pod deleted: suspend, preemption) gives its children the
+// whole --grace-period to checkpoint, and exits 128+n with reason "terminated" even when they
+// exit 0: a trainer that stopped cleanly did not finish the job.
+TEST_F(FailureTest, ASignalsStopWaitsForTheChildrenAndExits128PlusN) {
+  StartGang(2, 2, {"--forever", "--term-delay", "2"}, {"--grace-period", "30"});
+  ASSERT_TRUE(WaitForFiles(dir_.path(), "env.0.", 4, seconds(30))) << Logs();
+  const Steady::time_point signalled = Steady::now();
+  launchers_[1]->Signal(SIGTERM);
+  std::optional<int> code = launchers_[1]->Wait(seconds(20));
+  ASSERT_TRUE(code.has_value()) << Logs();
+  const double took = std::chrono::duration<double>(Steady::now() - signalled).count();
+  EXPECT_EQ(*code, 143) << Logs();
+  EXPECT_GE(took, 1.5) << "the children's 2 s after SIGTERM were cut short\n" << Logs();
+  EXPECT_TRUE(FileExists(dir_.path() + "/term.0.2"));
+  EXPECT_TRUE(FileExists(dir_.path() + "/term.0.3"));
+  EXPECT_EQ(launchers_[1]->Log().find("past the grace period"), std::string::npos) << Logs();
+  const std::string term = Termination(1);
+  EXPECT_NE(term.find("\"reason\":\"terminated\""), std::string::npos) << term;
+  EXPECT_NE(term.find("\"signal\":15"), std::string::npos) << term;
+  EXPECT_NE(term.find("\"exitCode\":143"), std::string::npos) << term;
+  std::optional<int> node0 = launchers_[0]->Wait(seconds(20));
+  ASSERT_TRUE(node0.has_value()) << Logs();
+  EXPECT_EQ(*node0, 75) << Logs();
+}
+
+// A stop the launcher decides itself (here: a peer lost) keeps the 10 s cap whatever
+// --grace-period says: the gang is restarting, and children that ignore SIGTERM must not hold
+// it up for the pod's whole grace.
+TEST_F(FailureTest, AGangStopKeepsTheTenSecondCapWhateverTheGracePeriod) {
+  StartGang(2, 1, {"--forever", "--term-delay", "60"}, {"--grace-period", "40"});
+  ASSERT_TRUE(WaitForFiles(dir_.path(), "env.0.", 2, seconds(30))) << Logs();
+  launchers_[1]->Signal(SIGKILL);
+  const Steady::time_point killed = Steady::now();
+  std::optional<int> node0 = launchers_[0]->Wait(seconds(25));
+  ASSERT_TRUE(node0.has_value()) << "still waiting after 25 s: the cap did not apply\n" << Logs();
+  const double took = std::chrono::duration<double>(Steady::now() - killed).count();
+  EXPECT_EQ(*node0, 75) << Logs();
+  EXPECT_GE(took, 9.0) << Logs();
+  EXPECT_LE(took, 20.0) << Logs();
+  EXPECT_NE(launchers_[0]->Log().find("past the grace period"), std::string::npos) << Logs();
+}
+
 TEST_F(FailureTest, ARankThatStopsTouchingItsHeartbeatFileIsAHang) {
   // Each pod has its own filesystem in a cluster; here each launcher gets its own file.
   for (int i = 0; i < 2; ++i) {

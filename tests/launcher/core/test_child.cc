@@ -2,9 +2,12 @@
 // the launcher gave it, then behaves as told:
 //   lockstep_test_child OUTDIR [--sleep S] [--forever] [--fail-rank R --fail-code C]
 //                              [--fail-restart N] [--heartbeat-every S] [--no-heartbeat-rank R]
+//                              [--term-delay S]
 // Files: OUTDIR/env.<attempt>.<rank> (KEY=VALUE lines of LOCKSTEP_* and the PyTorch variables,
 //        written atomically),
-//        OUTDIR/term.<attempt>.<rank> when SIGTERM arrives (then exits 143).
+//        OUTDIR/term.<attempt>.<rank> when SIGTERM arrives (then exits 143; with --term-delay S
+//        it goes on for S seconds, as a trainer finishing its step and checkpoint does, and
+//        exits 0).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -15,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -23,11 +27,14 @@ extern char** environ;
 namespace {
 
 std::string g_term_file;
+double g_term_delay = 0;
+volatile sig_atomic_t g_term_seen = 0;  // SIGTERM arrived (with a --term-delay)
 
 void OnTerm(int) {
   int fd = ::open(g_term_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd >= 0) ::close(fd);
-  ::_exit(143);
+  if (g_term_delay <= 0) ::_exit(143);
+  g_term_seen = 1;
 }
 
 std::string Env(const char* name, const char* fallback = "") {
@@ -70,6 +77,7 @@ int main(int argc, char** argv) {
     else if (a == "--fail-restart") fail_restart = std::atoi(next());
     else if (a == "--heartbeat-every") heartbeat_every = std::atof(next());
     else if (a == "--no-heartbeat-rank") no_heartbeat_rank = std::atoi(next());
+    else if (a == "--term-delay") g_term_delay = std::atof(next());
   }
   const int rank = std::atoi(Env("LOCKSTEP_RANK", "-1").c_str());
   const int restart = std::atoi(Env("LOCKSTEP_RESTART_COUNT", "0").c_str());
@@ -94,7 +102,13 @@ int main(int argc, char** argv) {
   }
   const std::string heartbeat = Env("LOCKSTEP_HEARTBEAT_FILE");
   const auto start = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> stop_at;
   for (;;) {
+    if (g_term_seen != 0 && !stop_at) {
+      stop_at = std::chrono::steady_clock::now() +
+                std::chrono::milliseconds(static_cast<int>(g_term_delay * 1000));
+    }
+    if (stop_at && std::chrono::steady_clock::now() >= *stop_at) return 0;
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!forever && elapsed >= sleep_s) return 0;

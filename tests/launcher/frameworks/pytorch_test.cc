@@ -76,7 +76,7 @@ TEST(PyTorch, RestartAfterKilledRankResumesFromCheckpoint) {
   ExpectAllExitedZero(second);
   EXPECT_EQ(second.Lines("RESUMED ").size(), 4u) << second.AllOutput();
   EXPECT_THAT(second.Lines("RESUMED rank=0"),
-              ::testing::ElementsAre("RESUMED rank=0 epoch=1 attempt=1 format=full"));
+              ::testing::ElementsAre("RESUMED rank=0 epoch=1 attempt=1 format=full step=10"));
   ExpectIdenticalWeights(second, 4);
   std::filesystem::remove_all(ckpt);
 }

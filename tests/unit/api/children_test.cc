@@ -236,6 +236,46 @@ TEST(ChildrenTest, TensorFlowPodsReserveTheTaskPort) {
   EXPECT_EQ(EnvOf(Pods(job)[0]["spec"]["containers"][0]).at("LOCKSTEP_FRAMEWORK_PORT"), "2222");
 }
 
+// The grace the kubelet gives a deleted pod (suspend, preemption, eviction) and the launcher's,
+// one second less, so the launcher's own SIGKILL of a stuck trainer comes first.
+TEST(ChildrenTest, GraceComputation) {
+  EXPECT_EQ(PodGracePeriodSeconds(json::object()), 30);
+  EXPECT_EQ(PodGracePeriodSeconds(json({{"terminationGracePeriodSeconds", 120}})), 120);
+  EXPECT_EQ(PodGracePeriodSeconds(json({{"terminationGracePeriodSeconds", 0}})), 0);
+  EXPECT_EQ(PodGracePeriodSeconds(json({{"terminationGracePeriodSeconds", -5}})), 30);
+  EXPECT_EQ(PodGracePeriodSeconds(json({{"terminationGracePeriodSeconds", "60"}})), 30);
+  EXPECT_EQ(PodGracePeriodSeconds(json({{"terminationGracePeriodSeconds", 2.5}})), 30);
+  EXPECT_EQ(PodGracePeriodSeconds(json::array()), 30);
+  EXPECT_EQ(LauncherGracePeriodSeconds(30), 29);
+  EXPECT_EQ(LauncherGracePeriodSeconds(5), 4);
+  EXPECT_EQ(LauncherGracePeriodSeconds(1), 0);
+  EXPECT_EQ(LauncherGracePeriodSeconds(0), 0);
+}
+
+TEST(ChildrenTest, PodsGetTheirGraceAndTheLauncherKnowsIt) {
+  TrainingJob job = testing::MinimalJob();
+  ASSERT_FALSE(job.spec.pod_template["spec"].contains("terminationGracePeriodSeconds"));
+  for (const json& pod : Pods(job)) {  // none in the template: Kubernetes' default, written out
+    EXPECT_EQ(pod["spec"]["terminationGracePeriodSeconds"], 30);
+    EXPECT_EQ(EnvOf(pod["spec"]["containers"][0]).at("LOCKSTEP_GRACE_PERIOD"), "29");
+  }
+  job.spec.pod_template["spec"]["terminationGracePeriodSeconds"] = 90;
+  job.spec.pod_template["spec"]["containers"][0]["env"] =
+      json::array({{{"name", "LOCKSTEP_GRACE_PERIOD"}, {"value", "600"}}});  // the contract wins
+  for (const json& pod : Pods(job)) {
+    EXPECT_EQ(pod["spec"]["terminationGracePeriodSeconds"], 90);
+    const json& env = pod["spec"]["containers"][0]["env"];
+    int seen = 0;
+    for (const json& e : env) {
+      if (e["name"] == "LOCKSTEP_GRACE_PERIOD") {
+        ++seen;
+        EXPECT_EQ(e["value"], "89");
+      }
+    }
+    EXPECT_EQ(seen, 1) << env.dump();
+  }
+}
+
 TEST(ChildrenTest, KeepsUserFieldsAndLetsTheContractWin) {
   TrainingJob job = testing::MinimalJob();
   job.spec.priority_class_name = "high";

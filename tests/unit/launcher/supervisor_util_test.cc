@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "launcher/supervisor/output_tail.h"
+#include "launcher/supervisor/stop_grace.h"
 #include "launcher/supervisor/termination.h"
 #include "launcher/sys/process.h"
 
@@ -32,6 +33,34 @@ TEST(WaitStatusTest, SignalsMapTo128PlusN) {
   sys::ExitInfo exited = sys::DecodeWaitStatus(3 << 8);
   EXPECT_EQ(exited.signal, 0);
   EXPECT_EQ(exited.exit_code, 3);
+}
+
+// A signal's stop (the pod deleted) gets the whole configured grace, however long; a stop the
+// launcher decides itself (a gang failure) at most 10 s.
+TEST(StopGraceTest, SignalGetsTheWholeGraceAGangStopTheCap) {
+  using std::chrono::milliseconds;
+  struct Case {
+    StopCause cause;
+    int64_t configured_ms;
+    int64_t want_ms;
+  };
+  const Case cases[] = {
+      {StopCause::kSignal, 29000, 29000}, {StopCause::kGang, 29000, 10000},
+      {StopCause::kSignal, 10000, 10000}, {StopCause::kGang, 10000, 10000},
+      {StopCause::kSignal, 4000, 4000},   {StopCause::kGang, 4000, 4000},
+      {StopCause::kSignal, 0, 0},         {StopCause::kGang, 0, 0},
+      {StopCause::kSignal, -1, 0},        {StopCause::kGang, 3600000, 10000},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(StopGrace(c.cause, milliseconds(c.configured_ms)).count(), c.want_ms)
+        << (c.cause == StopCause::kSignal ? "signal " : "gang ") << c.configured_ms;
+  }
+  EXPECT_EQ(kGangStopGraceCap, milliseconds(10000));
+}
+
+TEST(StopGraceTest, ASignalsStopExits128PlusN) {
+  EXPECT_EQ(SignalExitCode(15), 143);
+  EXPECT_EQ(SignalExitCode(2), 130);
 }
 
 }  // namespace

@@ -1,0 +1,194 @@
+// Graceful stop through Kubernetes (issue 17, part 3): a real PyTorch job is suspended
+// (`spec.runPolicy.suspend: true`) mid-training. The operator deletes its pods with their own
+// grace; the node agent, as the kubelet, sends each trainer container SIGTERM and waits for the
+// pod's terminationGracePeriodSeconds; the launcher forwards SIGTERM to its ranks and waits up to
+// LOCKSTEP_GRACE_PERIOD (the pod's grace - 1); the ranks agree on one step, rank 0 checkpoints it
+// and every rank prints STOPPED. Resumed, the job starts from that step and ends with the same
+// final weights, bit for bit, as the same job run beside it without interruption.
+//
+// When it fails it prints what each side said (the trainers' and launchers' lines from the
+// container logs, the agent's and the operator's log tails), so the next reader sees which link
+// of the chain broke: the deletion's grace, the launcher's env, the forwarding, the trainers.
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "tests/e2e/frameworks/framework_test_util.h"
+
+namespace lockstep::e2e {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+class GracefulStop : public SharedClusterTest<GracefulStop> {
+ protected:
+  // examples/local/pytorch-ddp.yaml, 3 epochs of 6 steps, under `name`, with a pod grace long
+  // enough for a loaded machine (the example's 5 s is for quick clean-ups).
+  StatusOr<json> Job(const std::string& name, double sleep_per_step) {
+    StatusOr<json> job = cluster_->LoadExample("pytorch-ddp.yaml");
+    if (!job.ok()) return job;
+    (*job)["metadata"]["name"] = name;
+    SetFlag(*job, "--epochs", "3");
+    SetFlag(*job, "--steps-per-epoch", "6");
+    if (sleep_per_step > 0) SetFlag(*job, "--sleep-per-step", std::to_string(sleep_per_step));
+    (*job)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = kPodGrace;
+    // A step may take seconds at load 30: the ranks' watchdog for a stop stuck in a collective
+    // (docs/frameworks.md "Graceful stop") must not fire on a slow but healthy one.
+    json& env = (*job)["spec"]["template"]["spec"]["containers"][0]["env"];
+    if (!env.is_array()) env = json::array();
+    env.push_back({{"name", "TRAIN_STUCK_STOP_TIMEOUT"}, {"value", "20"}});
+    return job;
+  }
+
+  static std::string State(const json& job) {
+    return job.value("status", json::object()).value("state", "");
+  }
+
+  Status Suspend(const std::string& name, bool suspend) {
+    return cluster_->client()
+        .MergePatch(kube::resources::TrainingJobs(), cluster_->ns(), name,
+                    {{"spec", {{"runPolicy", {{"suspend", suspend}}}}}})
+        .status();
+  }
+
+  // Pods of the job still in the API.
+  size_t LivePods(const std::string& name) {
+    kube::ListOptions options;
+    options.label_selector = "lockstep.dev/job-name=" + name;
+    StatusOr<kube::ListResult> pods =
+        cluster_->client().List(kube::resources::Pods(), cluster_->ns(), options);
+    // An error counts as pods left: the wait goes on rather than passing on a failed read.
+    return pods.ok() && pods->items.is_array() ? pods->items.size() : 1;
+  }
+
+  // Everything that says why a stop went wrong.
+  std::string Diagnose(const std::string& name) {
+    const JobRun run = cluster_->Collect(name);
+    return "job status: " + run.job.value("status", json::object()).dump(2) + "\n" +
+           "container logs (trainers and launchers):\n" + run.AllLogs() + "\nagent log tail:\n" +
+           Tail(cluster_->agent_log()) + "\noperator log tail:\n" + Tail(cluster_->operator_log());
+  }
+
+  static constexpr int kPodGrace = 30;
+};
+
+TEST_F(GracefulStop, SuspendedMidTrainingEveryRankStopsAndTheResumedJobEndsIdentical) {
+  const std::string whole = "pytorch-ddp-whole";
+  const std::string name = "pytorch-ddp-suspend";
+  StatusOr<json> reference = Job(whole, 0);
+  StatusOr<json> job = Job(name, 1.0);
+  ASSERT_TRUE(reference.ok() && job.ok()) << reference.status() << job.status();
+  // The uninterrupted run beside the suspended one: the imports are most of a run's time here.
+  ASSERT_TRUE(cluster_->Create(*reference).ok());
+  ASSERT_TRUE(cluster_->Create(*job).ok());
+
+  // Step 1: mid-training: Running, and the first epoch's checkpoint written.
+  const std::string ckpt = cluster_->HostPathDir(name, "checkpoints") + "/checkpoint.pt";
+  StatusOr<json> running = cluster_->WaitFor(
+      name, [&](const json& j) { return State(j) == "Running" && std::filesystem::exists(ckpt); },
+      seconds(420));
+  ASSERT_TRUE(running.ok()) << running.status() << "\n" << Diagnose(name);
+
+  // Step 2: suspend. Every rank stops at one step and the pods go away within their grace.
+  const auto suspended_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Suspend(name, true).ok());
+  StatusOr<json> suspended = cluster_->WaitFor(
+      name,
+      [&](const json& j) {
+        return State(j) == "Suspended" && LivePods(name) == 0 &&
+               cluster_->Collect(name).Lines("STOPPED ").size() >= 4;
+      },
+      seconds(kPodGrace + 60));
+  ASSERT_TRUE(suspended.ok()) << suspended.status() << "\n" << Diagnose(name);
+  const double stop_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - suspended_at).count();
+  const JobRun stopped = cluster_->Collect(name);
+  const std::vector<std::string> stops = stopped.Lines("STOPPED ");
+  ASSERT_EQ(stops.size(), 4u) << Diagnose(name);
+  EXPECT_EQ(Fields(stops, "rank"), (std::set<std::string>{"0", "1", "2", "3"}));
+  ASSERT_EQ(Fields(stops, "step").size(), 1u) << "ranks stopped at different steps\n"
+                                              << Diagnose(name);
+  const std::string step = Field(stops.front(), "step");
+  EXPECT_GE(std::stoi(step), 6) << Diagnose(name);  // after the first epoch's checkpoint
+  EXPECT_TRUE(stopped.Lines("WEIGHTS ").empty()) << "finished before the suspend\n"
+                                                 << Diagnose(name);
+  // Each launcher was told the pod's grace (the env reached it) and stopped as a signal's stop.
+  ASSERT_EQ(stopped.pods.size(), 2u) << Diagnose(name);
+  for (const JobRun::Pod& pod : stopped.pods) {
+    EXPECT_NE(pod.log.find("grace_ms=" + std::to_string((kPodGrace - 1) * 1000)), std::string::npos)
+        << pod.name << "\n"
+        << Diagnose(name);
+    EXPECT_NE(pod.log.find("exit_code=143 reason=terminated"), std::string::npos)
+        << pod.name << "\n"
+        << Diagnose(name);
+    EXPECT_EQ(pod.log.find("past the grace period"), std::string::npos) << pod.name;
+  }
+  // The deletion kept the pod's grace all the way: the operator's delete passed none of its own
+  // (not 0) and the agent, as the kubelet, gave each pod its 30 s before any SIGKILL.
+  std::vector<std::string> deletions;
+  {
+    std::istringstream agent(cluster_->agent_log());
+    for (std::string line; std::getline(agent, line);) {
+      if (line.find("pod deletion requested") != std::string::npos &&
+          line.find("/" + name + "-") != std::string::npos) {
+        deletions.push_back(line);
+      }
+    }
+  }
+  ASSERT_EQ(deletions.size(), 2u) << Diagnose(name);
+  for (const std::string& line : deletions) {
+    EXPECT_EQ(Field(line, "grace_s"), std::to_string(kPodGrace)) << line;
+  }
+  // The stop as each launcher saw it (when the SIGTERM came, when the ranks and it ended).
+  for (const JobRun::Pod& pod : stopped.pods) {
+    std::istringstream log(pod.log);
+    for (std::string line; std::getline(log, line);) {
+      if (line.find("signal received") != std::string::npos ||
+          line.find("child exited") != std::string::npos ||
+          line.find("launcher exiting") != std::string::npos) {
+        std::cout << "[ stop ] " << pod.name << ": " << line << std::endl;
+      }
+    }
+  }
+  std::cout << "[ job ] suspended at step " << step << " of 18; pods gone and every rank "
+            << "STOPPED " << stop_s << " s after the suspend" << std::endl;
+
+  // Step 3: resume. The new pods start from the checkpointed step and finish.
+  ASSERT_TRUE(Suspend(name, false).ok());
+  StatusOr<json> done = cluster_->WaitFor(
+      name, [](const json& j) { return State(j) == "Succeeded" || State(j) == "Failed"; },
+      seconds(420));
+  ASSERT_TRUE(done.ok()) << done.status() << "\n" << Diagnose(name);
+  const JobRun resumed = cluster_->Collect(name);
+  ASSERT_EQ(resumed.state(), "Succeeded") << Diagnose(name);
+  const std::vector<std::string> starts = resumed.Lines("RESUMED ");
+  ASSERT_EQ(starts.size(), 4u) << Diagnose(name);
+  EXPECT_EQ(Fields(starts, "step"), std::set<std::string>{step}) << Diagnose(name);
+  const std::vector<std::string> weights = resumed.Lines("WEIGHTS ");
+  ASSERT_EQ(weights.size(), 4u) << Diagnose(name);
+  ASSERT_EQ(Fields(weights, "sha").size(), 1u) << Diagnose(name);
+
+  // Step 4: the same weights as the run never interrupted.
+  StatusOr<json> reference_done = cluster_->WaitFor(
+      whole, [](const json& j) { return State(j) == "Succeeded" || State(j) == "Failed"; },
+      seconds(420));
+  ASSERT_TRUE(reference_done.ok()) << reference_done.status() << "\n" << Diagnose(whole);
+  const JobRun ref = cluster_->Collect(whole);
+  ASSERT_EQ(ref.state(), "Succeeded") << Diagnose(whole);
+  const std::vector<std::string> ref_weights = ref.Lines("WEIGHTS ");
+  ASSERT_EQ(ref_weights.size(), 4u) << Diagnose(whole);
+  EXPECT_EQ(Fields(ref_weights, "sha"), Fields(weights, "sha"))
+      << "the resumed job's weights differ from the uninterrupted run's\n"
+      << resumed.AllLogs() << "\n"
+      << ref.AllLogs();
+  std::cout << "[ job ] resumed from step " << step << "; final digest "
+            << *Fields(weights, "sha").begin() << " equals the uninterrupted run's" << std::endl;
+  ExpectNoProcessesLeft(name);
+  ExpectNoProcessesLeft(whole);
+}
+
+}  // namespace
+}  // namespace lockstep::e2e
