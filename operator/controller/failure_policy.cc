@@ -64,6 +64,21 @@ int32_t InPlaceRestarts(const kube::ContainerStatus* c) {
 
 bool Unfinished(const kube::Pod& pod) { return pod.phase != "Succeeded"; }
 
+// A pod being deleted whose launcher was stopped by a signal (termination reason "terminated"):
+// the kubelet's SIGTERM of a deletion nobody marked (`kubectl delete pod`, a controller that
+// deletes instead of evicting). Its ranks did not fail; the launcher now exits 143 there, where it
+// exited 0 before, so without this the pod read as the job's failure.
+bool DeletedUnderItsLauncher(const kube::Pod& pod) {
+  if (!pod.meta.deletion_timestamp) return false;
+  return std::any_of(pod.container_statuses.begin(), pod.container_statuses.end(),
+                     [](const kube::ContainerStatus& c) {
+                       if (c.state != "terminated") return false;
+                       const std::optional<protocol::TerminationMessage> m =
+                           protocol::DecodeTermination(c.message);
+                       return m && m->reason == protocol::FailureReason::kTerminated;
+                     });
+}
+
 // Step 1: lost nodes under unfinished pods of the attempt.
 std::optional<FailureDecision> LostNodeFinding(
     const std::vector<kube::Pod>& pods, const std::map<std::string, NodeVerdict>& lost_nodes) {
@@ -94,6 +109,8 @@ std::optional<FailureDecision> DisruptionFinding(const std::vector<kube::Pod>& p
     std::string why = pod.reason + (pod.message.empty() ? "" : ": " + pod.message);
     if (const kube::Condition* c = pod.FindCondition("DisruptionTarget")) {
       why = c->reason + (c->message.empty() ? "" : ": " + c->message);
+    } else if (why.empty() && DeletedUnderItsLauncher(pod)) {
+      why = "deleted while its launcher ran (stopped by a signal)";
     }
     FailureDecision d{FailureAction::kRestart, FailureKind::kDisruption, "PodDisrupted",
                       "pod " + pod.meta.name + " was disrupted" +
@@ -199,8 +216,9 @@ bool IsDisrupted(const kube::Pod& pod) {
     if (c->status == "True") return true;
   }
   return pod.phase == "Failed" &&
-         std::find(kDisruptedPodReasons.begin(), kDisruptedPodReasons.end(), pod.reason) !=
-             kDisruptedPodReasons.end();
+         (std::find(kDisruptedPodReasons.begin(), kDisruptedPodReasons.end(), pod.reason) !=
+              kDisruptedPodReasons.end() ||
+          DeletedUnderItsLauncher(pod));
 }
 
 FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kube::Pod>& pods,

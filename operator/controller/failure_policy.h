@@ -62,7 +62,8 @@ FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kub
 using api::MatchFailureRule;  // operator/api/failure_rules.h
 
 // True when the pod was disrupted (evicted, preempted, deleted by the taint manager, node
-// shutdown) rather than failed by its own containers.
+// shutdown, or deleted by anyone while its launcher ran: the launcher's termination reason
+// "terminated" on a pod being deleted) rather than failed by its own containers.
 bool IsDisrupted(const kube::Pod& pod);
 
 }  // namespace lockstep::controller

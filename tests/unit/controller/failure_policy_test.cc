@@ -51,6 +51,12 @@ kube::Pod Terminated(kube::Pod p, std::string reason, std::string message = "") 
   return p;
 }
 
+// `p` with its deletion requested.
+kube::Pod Deleted(kube::Pod p) {
+  p.meta.deletion_timestamp = "2026-11-29T12:00:00Z";
+  return p;
+}
+
 // A pod whose trainer runs and whose sidecar exited with `code`.
 kube::Pod SidecarFailed(int index, int code) {
   kube::Pod p = Pod("worker", index, "Failed");
@@ -151,6 +157,19 @@ std::vector<Case> Cases() {
       {"a Preempting pod is a disruption", none,
        {WithPodReason(Pod("worker", 0, "Failed"), "Preempting")}, {}, A::kRestart,
        K::kDisruption, "PodDisrupted", {"Preempting"}},
+      {"a pod deleted while its launcher ran (stopped by SIGTERM) is a disruption", none,
+       {Deleted(Terminated(FailedPod("worker", 0, 143), "Error",
+                           R"({"reason":"terminated","exitCode":143,"signal":15,"stderrTail":[]})"))},
+       {}, A::kRestart, K::kDisruption, "PodDisrupted",
+       {"job-worker-0", "deleted while its launcher ran"}},
+      {"a launcher stopped by a signal on a pod nobody deleted is a failure", none,
+       {Terminated(FailedPod("worker", 0, 143), "Error",
+                   R"({"reason":"terminated","exitCode":143,"signal":15,"stderrTail":[]})")},
+       {}, A::kRestart, K::kFailure, "PodFailed"},
+      {"a pod deleted after its ranks failed is the job's failure", none,
+       {Deleted(Terminated(FailedPod("worker", 0, 3), "Error",
+                           R"({"reason":"exit","exitCode":3,"rank":1,"stderrTail":[]})"))},
+       {}, A::kRestart, K::kFailure, "PodFailed"},
       {"a pod of a node shut down is a disruption", none,
        {WithPodReason(Pod("worker", 0, "Failed"), "Shutdown")}, {}, A::kRestart,
        K::kDisruption, "PodDisrupted", {"Shutdown"}},
