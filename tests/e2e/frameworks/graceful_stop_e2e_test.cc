@@ -6,6 +6,11 @@
 // and every rank prints STOPPED. Resumed, the job starts from that step and ends with the same
 // final weights, bit for bit, as the same job run beside it without interruption.
 //
+// Preemption (issue 17, part 2, the same stop): a high-priority job that does not fit makes the
+// scheduler evict a running low-priority one as a whole gang; the victim's ranks checkpoint on
+// the SIGTERM, it waits in the queue, resumes from that step when capacity returns, and ends with
+// the same weights as the preemptor, which trained the same model uninterrupted.
+//
 // When it fails it prints what each side said (the trainers' and launchers' lines from the
 // container logs, the agent's and the operator's log tails), so the next reader sees which link
 // of the chain broke: the deletion's grace, the launcher's env, the forwarding, the trainers.
@@ -72,7 +77,38 @@ class GracefulStop : public SharedClusterTest<GracefulStop> {
            Tail(cluster_->agent_log()) + "\noperator log tail:\n" + Tail(cluster_->operator_log());
   }
 
+  // A PriorityClass named after this run's namespace (cluster-scoped: deleted by the test).
+  StatusOr<std::string> CreatePriorityClass(const std::string& name, int value) {
+    const std::string full = cluster_->ns() + "-" + name;
+    const json pc = {{"apiVersion", "scheduling.k8s.io/v1"},
+                     {"kind", "PriorityClass"},
+                     {"metadata", {{"name", full}}},
+                     {"value", value}};
+    Status created = cluster_->client().Create(kPriorityClasses, "", pc).status();
+    if (!created.ok()) return created;
+    priority_classes_.push_back(full);
+    return full;
+  }
+
+  void TearDown() override {
+    for (const std::string& pc : priority_classes_) {
+      cluster_->client().Delete(kPriorityClasses, "", pc).status().IgnoreError();
+    }
+  }
+
+  // Each pod takes a whole agent node's 8 GPUs (the training itself stays on CPU, gloo), under
+  // `priority_class`.
+  static void WholeNodes(json& job, const std::string& priority_class) {
+    json& resources = job["spec"]["template"]["spec"]["containers"][0]["resources"];
+    resources["requests"]["nvidia.com/gpu"] = "8";
+    resources["limits"]["nvidia.com/gpu"] = "8";
+    job["spec"]["priorityClassName"] = priority_class;
+  }
+
   static constexpr int kPodGrace = 30;
+  inline static const kube::ResourceRef kPriorityClasses{"scheduling.k8s.io", "v1",
+                                                         "priorityclasses", false};
+  std::vector<std::string> priority_classes_;
 };
 
 TEST_F(GracefulStop, SuspendedMidTrainingEveryRankStopsAndTheResumedJobEndsIdentical) {
@@ -188,6 +224,89 @@ TEST_F(GracefulStop, SuspendedMidTrainingEveryRankStopsAndTheResumedJobEndsIdent
             << *Fields(weights, "sha").begin() << " equals the uninterrupted run's" << std::endl;
   ExpectNoProcessesLeft(name);
   ExpectNoProcessesLeft(whole);
+}
+
+
+// The cluster has 3 agent nodes of 8 GPUs: the low job holds 2, the high one needs 2.
+TEST_F(GracefulStop, PreemptedMidTrainingTheVictimStopsGracefullyAndResumesIdentical) {
+  StatusOr<std::string> low_class = CreatePriorityClass("low", 10);
+  StatusOr<std::string> high_class = CreatePriorityClass("high", 1000);
+  ASSERT_TRUE(low_class.ok() && high_class.ok()) << low_class.status() << high_class.status();
+  const std::string low = "pytorch-ddp-low";
+  const std::string high = "pytorch-ddp-high";
+  StatusOr<json> low_job = Job(low, 1.0);
+  StatusOr<json> high_job = Job(high, 0);
+  ASSERT_TRUE(low_job.ok() && high_job.ok()) << low_job.status() << high_job.status();
+  WholeNodes(*low_job, *low_class);
+  WholeNodes(*high_job, *high_class);
+
+  // Step 1: the low job runs and has checkpointed its first epoch.
+  ASSERT_TRUE(cluster_->Create(*low_job).ok());
+  const std::string ckpt = cluster_->HostPathDir(low, "checkpoints") + "/checkpoint.pt";
+  StatusOr<json> running = cluster_->WaitFor(
+      low, [&](const json& j) { return State(j) == "Running" && std::filesystem::exists(ckpt); },
+      seconds(420));
+  ASSERT_TRUE(running.ok()) << running.status() << "\n" << Diagnose(low);
+
+  // Step 2: the high job does not fit beside it: the low gang is preempted whole, every rank
+  // stops at one step, and the high job runs.
+  const auto submitted = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cluster_->Create(*high_job).ok());
+  StatusOr<json> preempted = cluster_->WaitFor(
+      low,
+      [&](const json& j) {
+        return Condition(j, "Preempted").value("status", "") == "True" &&
+               cluster_->Collect(low).Lines("STOPPED ").size() >= 4;
+      },
+      seconds(kPodGrace + 120));
+  ASSERT_TRUE(preempted.ok()) << preempted.status() << "\n" << Diagnose(low);
+  const json preempted_condition = Condition(*preempted, "Preempted");
+  EXPECT_NE(preempted_condition.value("message", "").find(cluster_->ns() + "/" + high),
+            std::string::npos)
+      << preempted_condition.dump();
+  const std::vector<std::string> stops = cluster_->Collect(low).Lines("STOPPED ");
+  ASSERT_EQ(stops.size(), 4u) << Diagnose(low);
+  ASSERT_EQ(Fields(stops, "step").size(), 1u) << "ranks stopped at different steps\n"
+                                              << Diagnose(low);
+  const std::string step = Field(stops.front(), "step");
+  StatusOr<json> high_running = cluster_->WaitFor(
+      high, [](const json& j) { return State(j) == "Running" || State(j) == "Succeeded"; },
+      seconds(300));
+  ASSERT_TRUE(high_running.ok()) << high_running.status() << "\n" << Diagnose(high);
+  std::cout << "[ job ] low preempted at step " << step << " of 18; high running "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count()
+            << " s after it was submitted" << std::endl;
+
+  // Step 3: the high job finishes; the low one gets its nodes back, resumes from its step, and
+  // finishes with the weights of the preemptor's uninterrupted run of the same model.
+  StatusOr<json> high_done = cluster_->WaitFor(
+      high, [](const json& j) { return State(j) == "Succeeded" || State(j) == "Failed"; },
+      seconds(420));
+  ASSERT_TRUE(high_done.ok()) << high_done.status() << "\n" << Diagnose(high);
+  const JobRun reference = cluster_->Collect(high);
+  ASSERT_EQ(reference.state(), "Succeeded") << Diagnose(high);
+  StatusOr<json> low_done = cluster_->WaitFor(
+      low, [](const json& j) { return State(j) == "Succeeded" || State(j) == "Failed"; },
+      seconds(420));
+  ASSERT_TRUE(low_done.ok()) << low_done.status() << "\n" << Diagnose(low);
+  const JobRun resumed = cluster_->Collect(low);
+  ASSERT_EQ(resumed.state(), "Succeeded") << Diagnose(low);
+  EXPECT_EQ(Fields(resumed.Lines("RESUMED "), "step"), std::set<std::string>{step})
+      << Diagnose(low);
+  // A preemption is a disruption: maxRestarts untouched.
+  const json restarts = low_done->value("status", json::object()).value("restarts", json::object());
+  EXPECT_EQ(restarts.value("failures", -1), 0) << restarts.dump();
+  EXPECT_EQ(Condition(*low_done, "Preempted").value("status", ""), "False") << low_done->dump();
+  const std::set<std::string> digest = Fields(resumed.Lines("WEIGHTS "), "sha");
+  ASSERT_EQ(digest.size(), 1u) << Diagnose(low);
+  EXPECT_EQ(digest, Fields(reference.Lines("WEIGHTS "), "sha"))
+      << "the preempted job's weights differ from the uninterrupted run's\n"
+      << resumed.AllLogs() << "\n"
+      << reference.AllLogs();
+  std::cout << "[ job ] low resumed from step " << step << "; final digest " << *digest.begin()
+            << " equals the preemptor's uninterrupted run" << std::endl;
+  ExpectNoProcessesLeft(low);
+  ExpectNoProcessesLeft(high);
 }
 
 }  // namespace
