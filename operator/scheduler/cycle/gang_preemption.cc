@@ -111,12 +111,7 @@ void GangScheduler::Evict(const RunningGangs& running, size_t victim,
         log::Warning("cannot mark a preempted pod",
                      {{"pod", pod->meta.Key()}, {"error", marked.ToString()}});
       }
-      kube::DeleteOptions options;
-      options.precondition_uid = pod->meta.uid;
-      Status del =
-          client_.Delete(kube::resources::Pods(), pod->meta.namespace_, pod->meta.name, options)
-              .status();
-      if (del.ok() || IsNotFound(del)) ++deleted;
+      if (DeleteUnlessReplaced(*pod)) ++deleted;
     }
     Status written = conditions_.WritePreempted(*job, true, message);
     if (!written.ok()) {

@@ -383,6 +383,14 @@ void GangScheduler::OnGangBound(const GangBind& bind, const BindOutcome& outcome
 // does, so the controller recreates them and the gang is placed whole (found by the chaos tier's
 // scheduler failover test: the gang waited for ever). The key is in flight meanwhile, so no
 // cycle places or undoes it twice.
+bool GangScheduler::DeleteUnlessReplaced(const kube::Pod& pod) {
+  kube::DeleteOptions options;
+  options.precondition_uid = pod.meta.uid;
+  Status del =
+      client_.Delete(kube::resources::Pods(), pod.meta.namespace_, pod.meta.name, options).status();
+  return del.ok() || IsNotFound(del);
+}
+
 void GangScheduler::UndoLeftover(LeftoverGang leftover) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -391,12 +399,7 @@ void GangScheduler::UndoLeftover(LeftoverGang leftover) {
   pool_->Submit([this, leftover = std::move(leftover)] {
     int deleted = 0;
     for (const PodPtr& pod : leftover.bound) {
-      kube::DeleteOptions options;
-      options.precondition_uid = pod->meta.uid;
-      Status del =
-          client_.Delete(kube::resources::Pods(), pod->meta.namespace_, pod->meta.name, options)
-              .status();
-      if (del.ok() || IsNotFound(del)) ++deleted;
+      if (DeleteUnlessReplaced(*pod)) ++deleted;
     }
     const std::string message = "found partly bound (" + std::to_string(leftover.bound.size()) +
                                 " pods bound, by a scheduler that stopped mid-bind?); deleted " +

@@ -119,6 +119,8 @@ class GangScheduler {
   void UpdateGauges(const CyclePlan& plan, const std::vector<PodPtr>& pods, size_t waiting);
   void OnGangBound(const GangBind& bind, const BindOutcome& outcome);
   void UndoLeftover(LeftoverGang leftover);
+  // Deletes `pod` unless a newer pod took its name (UID precondition); true when it is gone.
+  bool DeleteUnlessReplaced(const kube::Pod& pod);
   Steady QueuedSince(const std::string& gang_key, Steady now);
   void ForgetStaleQueueEntries(const GangCollection& gangs);
   void EvaluateCapacity(const Snapshot& snapshot, const std::vector<PodPtr>& pods,

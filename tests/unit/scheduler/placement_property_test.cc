@@ -12,23 +12,12 @@
 #include "operator/scheduler/feasibility.h"
 #include "operator/scheduler/placement.h"
 #include "tests/unit/scheduler/builders.h"
+#include "tests/unit/scheduler/seeded_random.h"
 
 namespace lockstep::scheduler {
 namespace {
 
-class Random {
- public:
-  explicit Random(uint64_t seed) : rng_(seed) {}
-  int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
-  bool Chance(double p) { return std::bernoulli_distribution(p)(rng_); }
-  template <typename T>
-  const T& Pick(const std::vector<T>& v) {
-    return v[static_cast<size_t>(Int(0, static_cast<int>(v.size()) - 1))];
-  }
-
- private:
-  std::mt19937_64 rng_;
-};
+using ::lockstep::scheduler::testing::Random;
 
 NodeInfo RandomNode(Random& rnd, int i) {
   const int64_t gpus = rnd.Pick(std::vector<int64_t>{0, 2, 4, 8, 8, 8});

@@ -13,19 +13,12 @@
 #include "operator/scheduler/placement.h"
 #include "operator/scheduler/preemption.h"
 #include "tests/unit/scheduler/preemption_builders.h"
+#include "tests/unit/scheduler/seeded_random.h"
 
 namespace lockstep::scheduler {
 namespace {
 
-class Random {
- public:
-  explicit Random(uint64_t seed) : rng_(seed) {}
-  int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
-  bool Chance(double p) { return std::bernoulli_distribution(p)(rng_); }
-
- private:
-  std::mt19937_64 rng_;
-};
+using ::lockstep::scheduler::testing::Random;
 
 struct Case {
   std::vector<NodeInfo> nodes;
