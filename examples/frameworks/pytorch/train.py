@@ -256,9 +256,7 @@ def stop(args, checkpoint, model, opt, step, rank):
         sys.exit(1)
     # Not sys.exit: the interpreter's teardown with torch loaded took 5-7 s here (load 8), more
     # than a short pod grace; the checkpoint is written and the output flushed, nothing is left.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    exit_now(0)
 
 
 def main():
@@ -320,6 +318,17 @@ def main():
     print(f"WEIGHTS rank={rank} world={world} sha={digest(state)} loss={loss.item():.6f}",
           flush=True)
     dist.destroy_process_group()
+    exit_now(0)
+
+
+def exit_now(code):
+    """Ends the process without the interpreter's teardown. Seen in CI (torch 2.x, gloo): a rank
+    that had printed its weights and destroyed its group aborted at exit ("terminate called
+    without an active exception", SIGABRT) while C++ statics were destroyed, and the launcher
+    rightly restarted a finished job. The results are printed and flushed; nothing is left."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
