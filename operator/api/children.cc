@@ -211,6 +211,37 @@ json PodMetadata(const TrainingJob& job, const PodSlot& slot, const ChildrenOpti
   return meta;
 }
 
+// The admission's additions for the slot's role (RolePlacement), into `pod`.
+Status ApplyPlacement(const PodSlot& slot, const ChildrenOptions& options, json* pod) {
+  auto it = options.role_placement.find(slot.role);
+  if (it == options.role_placement.end()) return Status::Ok();
+  const RolePlacement& placement = it->second;
+  json& spec = (*pod)["spec"];
+  if (!placement.node_selector.empty()) {
+    json& selector = spec["nodeSelector"];
+    if (!selector.is_object()) selector = json::object();
+    for (const auto& [key, value] : placement.node_selector) {
+      if (selector.contains(key) && selector[key] != value) {
+        return InvalidArgumentError("role " + slot.role + ": the admission requires node label " +
+                                    key + "=" + value + " but the template's nodeSelector has " +
+                                    key + "=" + selector[key].dump());
+      }
+      selector[key] = value;
+    }
+  }
+  if (!placement.tolerations.empty()) {
+    json& tolerations = spec["tolerations"];
+    if (!tolerations.is_array()) tolerations = json::array();
+    for (const json& t : placement.tolerations) {
+      if (std::find(tolerations.begin(), tolerations.end(), t) == tolerations.end()) {
+        tolerations.push_back(t);
+      }
+    }
+  }
+  for (const auto& [key, value] : placement.labels) (*pod)["metadata"]["labels"][key] = value;
+  return Status::Ok();
+}
+
 StatusOr<json> BuildPod(const TrainingJob& job, const PodSlot& slot, const AttemptContext& ctx,
                         const ChildrenOptions& options) {
   const std::string pod_name = PodName(job.metadata.name, slot.role, slot.index);
@@ -243,10 +274,12 @@ StatusOr<json> BuildPod(const TrainingJob& job, const PodSlot& slot, const Attem
   if (!job.spec.priority_class_name.empty() && !spec.contains("priorityClassName")) {
     spec["priorityClassName"] = job.spec.priority_class_name;
   }
-  return json{{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", PodMetadata(job, slot, options)},
-              {"spec", std::move(spec)}};
+  json pod{{"apiVersion", "v1"},
+           {"kind", "Pod"},
+           {"metadata", PodMetadata(job, slot, options)},
+           {"spec", std::move(spec)}};
+  LS_RETURN_IF_ERROR(ApplyPlacement(slot, options, &pod));
+  return pod;
 }
 
 }  // namespace

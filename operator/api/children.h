@@ -22,6 +22,7 @@
 //     checkpoint and still ends before the kubelet's SIGKILL (docs/launcher.md "Graceful stop").
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -52,6 +53,16 @@ inline constexpr std::string_view kTokenDir = "/var/run/lockstep/rdzv";
 inline constexpr std::string_view kTokenKey = "token";
 inline constexpr int64_t kLauncherImageUser = 65532;  // docker/launcher.Dockerfile's USER
 
+// What an admission adds to one role's pods (Kueue's flavors, operator/kueue/admission.h): node
+// labels the pods require (merged into nodeSelector; a key the template sets to another value is
+// an error, not an override), tolerations appended, labels added.
+struct RolePlacement {
+  std::map<std::string, std::string> node_selector;
+  nlohmann::json tolerations = nlohmann::json::array();
+  std::map<std::string, std::string> labels;
+  friend bool operator==(const RolePlacement&, const RolePlacement&) = default;
+};
+
 struct ChildrenOptions {
   std::string launcher_image;              // the operator's --launcher-image
   std::string launcher_image_pull_policy;  // empty: the cluster's default
@@ -61,6 +72,8 @@ struct ChildrenOptions {
   // LOCKSTEP_MAX_RESTARTS: the in-place restarts the launchers may make (the controller's
   // in-place policy computes it: operator/controller/inplace_policy.h).
   int32_t launcher_max_restarts = 0;
+  // By role name; a role not named gets nothing added.
+  std::map<std::string, RolePlacement> role_placement;
 };
 
 // Kubernetes' default terminationGracePeriodSeconds, written into pods whose template has none.

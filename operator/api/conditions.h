@@ -18,6 +18,9 @@ inline constexpr std::string_view kConditionRestarting = "Restarting";
 inline constexpr std::string_view kConditionSucceeded = "Succeeded";
 inline constexpr std::string_view kConditionFailed = "Failed";
 inline constexpr std::string_view kConditionSuspended = "Suspended";
+// Only on jobs Kueue manages (docs/queues.md): whether Kueue admitted the job's Workload, and if
+// not, Kueue's reason (queue, quota, eviction). The job controller is its one author.
+inline constexpr std::string_view kConditionAdmitted = "Admitted";
 inline constexpr std::string_view kConditionReconciling = "Reconciling";
 inline constexpr std::string_view kConditionStalled = "Stalled";
 

@@ -35,13 +35,14 @@ constexpr NameTable<ExitCodeOperator, 2> kExitCodeOperators = {
     {{ExitCodeOperator::kIn, "In"}, {ExitCodeOperator::kNotIn, "NotIn"}}};
 constexpr NameTable<SuccessOperator, 2> kSuccessOperators = {
     {{SuccessOperator::kAll, "All"}, {SuccessOperator::kAny, "Any"}}};
-constexpr NameTable<JobState, 7> kJobStates = {{{JobState::kPending, "Pending"},
+constexpr NameTable<JobState, 8> kJobStates = {{{JobState::kPending, "Pending"},
                                                 {JobState::kScheduling, "Scheduling"},
                                                 {JobState::kRunning, "Running"},
                                                 {JobState::kRestarting, "Restarting"},
                                                 {JobState::kSucceeded, "Succeeded"},
                                                 {JobState::kFailed, "Failed"},
-                                                {JobState::kSuspended, "Suspended"}}};
+                                                {JobState::kSuspended, "Suspended"},
+                                                {JobState::kQueued, "Queued"}}};
 constexpr NameTable<ConditionStatus, 3> kConditionStatuses = {
     {{ConditionStatus::kTrue, "True"},
      {ConditionStatus::kFalse, "False"},

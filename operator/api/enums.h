@@ -19,7 +19,8 @@ enum class JobState {
   kRestarting,
   kSucceeded,
   kFailed,
-  kSuspended
+  kSuspended,
+  kQueued  // Kueue has not admitted the job (docs/queues.md)
 };
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
 // status.restartRequest.state (docs/failures.md "Requested restarts").

@@ -112,6 +112,9 @@ const std::map<std::string, Setter>& Setters() {
       {"gang-scheduler", [](const std::string& v, OperatorOptions* o) {
          return ParseBool("gang-scheduler", v, &o->gang_scheduler);
        }},
+      {"kueue", [](const std::string& v, OperatorOptions* o) {
+         return ParseBool("kueue", v, &o->kueue);
+       }},
       {"leader-elect", [](const std::string& v, OperatorOptions* o) {
          return ParseBool("leader-elect", v, &o->leader_elect);
        }},
@@ -175,7 +178,7 @@ const std::map<std::string, Setter>& Setters() {
 }
 
 bool IsBoolFlag(const std::string& name) {
-  return name == "leader-elect" || name == "gang-scheduler";
+  return name == "leader-elect" || name == "gang-scheduler" || name == "kueue";
 }
 
 }  // namespace
@@ -232,6 +235,8 @@ Flags:
   --log-format json|text             log format (default text)
   --launcher-image IMAGE             image holding /lockstep-launcher (default lockstep/launcher:0.1.0)
   --gang-scheduler=true|false        bind pods of schedulerName lockstep, whole gangs at once (default true)
+  --kueue=true|false                 jobs labelled kueue.x-k8s.io/queue-name wait for Kueue's admission of a
+                                     Workload the operator owns (default false; docs/queues.md)
   --scheduler-qps N                  the scheduler's client-side requests per second (default 500)
   --scheduler-burst N                the scheduler's client-side burst (default 1000)
   --node-lease-grace DURATION        a node whose kube-node-lease Lease is not renewed for this

@@ -38,6 +38,10 @@ struct OperatorOptions {
   std::chrono::seconds node_lease_grace{20};
   // --on-node-cordon=restart: a cordoned node counts as lost (default ignore).
   bool restart_on_node_cordon = false;
+  // --kueue: jobs labelled kueue.x-k8s.io/queue-name are admitted by Kueue through a Workload
+  // the operator owns (docs/queues.md); needs Kueue's CRDs and the RBAC the chart adds with
+  // kueue.enabled.
+  bool kueue = false;
   // The operator's own pod labels, for the jobs' NetworkPolicies (api/network_policy.h).
   std::map<std::string, std::string> operator_pod_labels;
   bool help = false;

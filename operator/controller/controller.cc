@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "operator/api/enums.h"
+#include "operator/kueue/workload.h"
 
 namespace lockstep::controller {
 
@@ -20,6 +21,8 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
                      ? std::make_unique<LauncherMonitor>(
                            client, std::make_unique<RdzvLauncherControl>(), clock)
                      : nullptr),
+      kueue_(options_.kueue ? std::make_unique<KueueCaches>(client, options_.namespaces)
+                            : nullptr),
       reconciler_(client, caches_, expectations_, events_, metrics,
                   PlanOptions{options_.launcher_image, PlanOptions().node_exclusion,
                               options_.operator_peer},
@@ -51,6 +54,15 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
     launchers_->SetChangedHandler([this](const std::string& key) { queue_.Add(key); });
     reconciler_.SetLauncherMonitor(launchers_.get());
   }
+  if (kueue_ != nullptr) {
+    kueue_->SetHandlers([this](const std::string& key) { queue_.Add(key); },
+                        [this] {
+                          for (const auto& job : caches_.ListJobs()) {
+                            if (!kueue::QueueName(job->job).empty()) queue_.Add(job->meta.Key());
+                          }
+                        });
+    reconciler_.SetKueueCaches(kueue_.get());
+  }
   caches_.SetNodeHealth(&node_health_);
   // A lost node is news for every job with a pod on it; their reconciles see it in
   // Observed::lost_nodes.
@@ -64,6 +76,7 @@ TrainingJobController::~TrainingJobController() { Stop(); }
 void TrainingJobController::StartCaches() {
   node_health_.Start();
   caches_.Start();
+  if (kueue_ != nullptr) kueue_->Start();
 }
 
 void TrainingJobController::StartWorkers() {
@@ -77,6 +90,7 @@ void TrainingJobController::StartWorkers() {
 void TrainingJobController::RequestStop() {
   node_health_.RequestStop();
   caches_.RequestStop();
+  if (kueue_ != nullptr) kueue_->RequestStop();
 }
 
 void TrainingJobController::Stop() {
@@ -93,6 +107,7 @@ void TrainingJobController::Stop() {
   for (std::thread& t : workers) t.join();
   node_health_.Stop();
   caches_.Stop();
+  if (kueue_ != nullptr) kueue_->Stop();
   events_.Flush(std::chrono::seconds(2));
 }
 

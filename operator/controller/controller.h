@@ -22,6 +22,7 @@
 #include "operator/controller/controller_metrics.h"
 #include "operator/controller/expectations.h"
 #include "operator/controller/job_caches.h"
+#include "operator/controller/kueue_caches.h"
 #include "operator/controller/launcher_monitor.h"
 #include "operator/controller/node_health.h"
 #include "operator/controller/reconciler.h"
@@ -41,6 +42,8 @@ struct ControllerOptions {
   // Talk to the launchers' rendezvous servers (Status polls, in-place restarts on request;
   // launcher_monitor.h). Off: in-place restarts show in status only through failed pods.
   bool launcher_control = true;
+  // Manage the jobs labelled kueue.x-k8s.io/queue-name through Kueue Workloads (docs/queues.md).
+  bool kueue = false;
 };
 
 class TrainingJobController {
@@ -78,6 +81,7 @@ class TrainingJobController {
   kube::EventRecorder events_;
   kube::WorkQueue queue_;
   std::unique_ptr<LauncherMonitor> launchers_;  // null when options_.launcher_control is off
+  std::unique_ptr<KueueCaches> kueue_;          // null unless options_.kueue
   TrainingJobReconciler reconciler_;
   std::mutex workers_mu_;  // StartWorkers runs on the elector's thread, Stop on main's
   std::vector<std::thread> workers_;  // guarded by workers_mu_

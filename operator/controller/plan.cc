@@ -14,6 +14,7 @@
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/inplace_policy.h"
 #include "operator/controller/job_status.h"
+#include "operator/controller/kueue_plan.h"
 #include "operator/controller/plan_pass.h"
 #include "operator/controller/restart_plan.h"
 #include "operator/controller/success_policy.h"
@@ -129,6 +130,27 @@ void PlanSuspended(Pass& p) {
   }
 }
 
+// Kueue holds the job (kueue/gate.h: not admitted, evicted, or its Workload is being made): as
+// suspended, its pods are deleted with their grace (they checkpoint on SIGTERM) and none is
+// created; the state is Queued with Kueue's reason. Not a restart: on admission the same attempt
+// starts again from its checkpoint, counting nothing against maxRestarts.
+void PlanQueued(Pass& p, const kueue::Decision& d) {
+  if (p.settled) {
+    p.plan->pod_deletes = ActivePods(p.observed.pods);
+    ForceDeletesOnLostNodes(p);
+  }
+  if (WasTrue(p.job, api::kConditionSuspended)) {
+    p.Condition(api::kConditionSuspended, false, "Resumed", "spec.runPolicy.suspend is false");
+    p.Event("Normal", "Resumed", "job resumed; waiting for Kueue to admit it");
+  }
+  const int32_t left = CountPods(p.observed.pods).existing;
+  p.Condition(api::kConditionRunning, false, "Queued", "waiting for Kueue's admission");
+  p.Condition(api::kConditionReconciling, left > 0, d.reason,
+              left > 0 ? "deleting " + std::to_string(left) + " pods" : d.message);
+  p.State(JobState::kQueued, d.reason, d.message);
+  p.status().start_time.reset();  // time in the queue is not active time
+}
+
 // The Service, the rendezvous Secret and the NetworkPolicy outlive attempts: created whenever
 // missing.
 void PlanSharedChildren(Pass& p) {
@@ -147,6 +169,7 @@ Status PlanCreates(Pass& p) {
   opts.attempt = p.job.status.attempt;
   if (p.job.spec.elastic) opts.worker_replicas = p.spec.replicas;
   opts.launcher_max_restarts = LauncherRestartBudget(p.job);
+  if (p.placements != nullptr) opts.role_placement = *p.placements;
   std::set<std::string> present;
   for (const kube::Pod& pod : p.observed.pods) present.insert(pod.meta.name);
   // Only the pods this pass creates: the executor creates at most kMaxCreatesPerPass, and the
@@ -331,11 +354,15 @@ Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time no
   }
   ClearStalled(p);
   PlanCounters(p);
+  const std::optional<kueue::Decision> queue = PlanKueue(p);
   if (IsFinished(cached.job.status)) {
     PlanFinished(p);
   } else if (cached.job.spec.run_policy.suspend) {
     PlanSuspended(p);
+  } else if (queue && !queue->run) {
+    PlanQueued(p, *queue);
   } else {
+    if (queue) p.placements = &queue->placements;
     PlanActive(p);
   }
   return plan;

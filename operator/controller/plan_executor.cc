@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "operator/api/children.h"
 #include "operator/api/token.h"
+#include "operator/kueue/workload.h"
 
 namespace lockstep::controller {
 namespace {
@@ -26,7 +27,49 @@ Status PlanExecutor::Act(const CachedJob& job, const Plan& plan) {
   if (plan.delete_job) return DeleteJob(job);
   LS_RETURN_IF_ERROR(CreateSharedChildren(job, plan));
   LS_RETURN_IF_ERROR(CreatePods(job, plan));
-  return DeletePods(job, plan);
+  LS_RETURN_IF_ERROR(DeletePods(job, plan));
+  return WriteWorkloads(job, plan);
+}
+
+Status PlanExecutor::WriteWorkload(const CachedJob& job, const kueue::WorkloadWrite& w) {
+  using Kind = kueue::WorkloadWrite::Kind;
+  const std::string& ns = job.meta.namespace_;
+  StatusOr<nlohmann::json> r = nlohmann::json();
+  switch (w.kind) {
+    case Kind::kCreate:
+      r = client_.Create(kueue::Workloads(), ns, w.body);
+      if (r.ok()) {
+        events_.Record(InvolvedJob(job), "Normal", "CreatedWorkload",
+                       "created Workload " + w.name + " for Kueue");
+      }
+      if (!r.ok() && IsAlreadyExists(r.status())) return Status::Ok();  // a pass before made it
+      break;
+    case Kind::kDelete: {
+      kube::DeleteOptions opts;
+      opts.precondition_uid = w.uid;
+      opts.propagation_policy = "Background";
+      r = client_.Delete(kueue::Workloads(), ns, w.name, opts);
+      if (!r.ok() && IsNotFound(r.status())) return Status::Ok();
+      break;
+    }
+    case Kind::kPatchSpec:
+      r = client_.MergePatch(kueue::Workloads(), ns, w.name, w.body);
+      break;
+    case Kind::kPatchStatus:
+      r = client_.MergePatch(kueue::Workloads(), ns, w.name, w.body, "status");
+      break;
+  }
+  // A conflict: Kueue wrote the Workload since the cache showed it; the next pass (its watch
+  // event enqueues the job) decides again from what Kueue wrote.
+  if (!r.ok()) return r.status().WithContext("workload " + w.name);
+  return Status::Ok();
+}
+
+Status PlanExecutor::WriteWorkloads(const CachedJob& job, const Plan& plan) {
+  for (const kueue::WorkloadWrite& w : plan.workload_writes) {
+    LS_RETURN_IF_ERROR(WriteWorkload(job, w));
+  }
+  return Status::Ok();
 }
 
 Status PlanExecutor::CreateSharedChildren(const CachedJob& job, const Plan& plan) {

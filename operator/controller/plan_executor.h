@@ -5,8 +5,8 @@
 // then deletes with a uid precondition (at most kMaxDeletesPerPass) that stop at the first error
 // other than "already gone". Expectations are raised before every create and delete and lowered
 // for each write that failed, so a pod that will never be observed does not hold the job back.
-// A failed create is reported as a FailedCreate event. The TTL deletion of a finished job
-// replaces all of it.
+// A failed create is reported as a FailedCreate event. Then the writes to the job's Kueue
+// Workload. The TTL deletion of a finished job replaces all of it.
 //
 // Thread-compatible: one pass at a time per job (the work queue's guarantee); creates within a
 // batch run on their own threads.
@@ -41,6 +41,10 @@ class PlanExecutor {
   Status CreatePods(const CachedJob& job, const Plan& plan);
   Status DeletePods(const CachedJob& job, const Plan& plan);
   Status DeleteJob(const CachedJob& job);
+  // The Kueue Workload writes, in order; the first error stops them. An AlreadyExists create
+  // and a NotFound delete are done already.
+  Status WriteWorkloads(const CachedJob& job, const Plan& plan);
+  Status WriteWorkload(const CachedJob& job, const kueue::WorkloadWrite& write);
   // A `<job>-rdzv` Secret that exists but is not this job's: its token would be someone else's.
   Status CheckSecretOwner(const CachedJob& job);
 

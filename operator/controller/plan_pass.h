@@ -3,6 +3,7 @@
 // restart_plan.cc) so each step takes one argument. Internal to the controller.
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,6 +27,8 @@ struct Pass {
   const std::vector<kube::Pod>& stale_pods;
   // job.spec with replicas = this attempt's workers (an elastic job may run smaller).
   const api::TrainingJobSpec& spec;
+  // What Kueue's admission adds to each role's pods (kueue_plan.h); null: nothing.
+  const std::map<std::string, api::RolePlacement>* placements = nullptr;
 
   int64_t gen() const { return job.metadata.generation; }
   api::TrainingJobStatus& status() { return plan->status; }

@@ -17,6 +17,7 @@
 #include "operator/controller/launcher_control.h"
 #include "operator/controller/node_health.h"
 #include "operator/kube/objects.h"
+#include "operator/kueue/gate.h"
 
 namespace lockstep::controller {
 
@@ -48,6 +49,9 @@ struct Observed {
   // Node 0's launcher of the current attempt, when the operator has heard from it.
   std::optional<LauncherObservation> launchers = std::nullopt;
   bool network_policy_exists = false;
+  // Set only for a job Kueue manages (the label kueue.x-k8s.io/queue-name, operator run with
+  // --kueue): its Workload and what the plan needs of Kueue's objects (kueue_plan.h).
+  std::optional<kueue::KueueObservation> kueue = std::nullopt;
 };
 
 struct PodDeletion {
@@ -111,6 +115,10 @@ struct Plan {
     std::string reason;
   };
   std::optional<LauncherRestart> launcher_restart;
+
+  // Writes to the job's Kueue Workload (create, delete, spec.active, status conditions), after
+  // the pod writes (kueue/gate.h).
+  std::vector<kueue::WorkloadWrite> workload_writes;
 };
 
 struct PlanOptions {

@@ -6,6 +6,7 @@
 #include "operator/api/enums.h"
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/job_status.h"
+#include "operator/kueue/workload.h"
 
 namespace lockstep::controller {
 
@@ -38,6 +39,9 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
     if (const kube::Pod* rank0 = RendezvousPod(job.job, observed.pods)) {
       observed.launchers = launchers_->Latest(key, rank0->meta.uid);
     }
+  }
+  if (kueue_ != nullptr && !kueue::QueueName(job.job).empty()) {
+    observed.kueue = kueue_->Observe(job);
   }
   const Plan plan = ComputePlan(job, observed, clock_.WallNow(), settled, options_);
   const bool finishes = IsFinished(plan.status) && !IsFinished(job.job.status);

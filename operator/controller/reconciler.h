@@ -24,6 +24,7 @@
 #include "operator/controller/controller_metrics.h"
 #include "operator/controller/expectations.h"
 #include "operator/controller/job_caches.h"
+#include "operator/controller/kueue_caches.h"
 #include "operator/controller/launcher_monitor.h"
 #include "operator/controller/plan.h"
 #include "operator/controller/plan_executor.h"
@@ -61,6 +62,9 @@ class TrainingJobReconciler {
   // Before the first Reconcile; may stay unset (then the plan never hears from the launchers and
   // sends them nothing). Not owned; must outlive this.
   void SetLauncherMonitor(LauncherMonitor* launchers) { launchers_ = launchers; }
+  // Before the first Reconcile; unset: no job is managed through Kueue (the operator runs
+  // without --kueue). Not owned; must outlive this.
+  void SetKueueCaches(const KueueCaches* kueue) { kueue_ = kueue; }
 
  private:
   Status PersistStatus(const CachedJob& job, const Plan& plan);
@@ -85,6 +89,7 @@ class TrainingJobReconciler {
   const PlanOptions options_;
   const Clock& clock_;
   LauncherMonitor* launchers_ = nullptr;
+  const KueueCaches* kueue_ = nullptr;
   // uid -> what this controller last wrote that its passes must see before acting again:
   //  - Succeeded/Failed: the pass that finishes a job also deletes its pods (cleanPodPolicy);
   //    the pod watch can report them gone before the job watch reports the finished status,

@@ -1,0 +1,119 @@
+#include "operator/kueue/workload_view.h"
+
+namespace lockstep::kueue {
+namespace {
+
+using nlohmann::json;
+
+std::string Str(const json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const json& Field(const json& obj, const char* key) {
+  static const json kNull;
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
+StatusOr<std::map<std::string, std::string>> StringMap(const json& value, const std::string& what) {
+  std::map<std::string, std::string> out;
+  if (value.is_null()) return out;
+  if (!value.is_object()) return InvalidArgumentError(what + " is not a map");
+  for (const auto& [k, v] : value.items()) {
+    if (!v.is_string()) return InvalidArgumentError(what + "." + k + " is not a string");
+    out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+StatusOr<Admission> DecodeAdmission(const json& value) {
+  if (!value.is_object()) return InvalidArgumentError("status.admission is not an object");
+  Admission a;
+  a.cluster_queue = Str(value, "clusterQueue");
+  const json& sets = Field(value, "podSetAssignments");
+  if (!sets.is_array()) return InvalidArgumentError("status.admission.podSetAssignments is not a list");
+  for (const json& s : sets) {
+    PodSetAssignment p;
+    p.name = Str(s, "name");
+    if (p.name.empty()) return InvalidArgumentError("a podSetAssignment has no name");
+    LS_ASSIGN_OR_RETURN(p.flavors, StringMap(Field(s, "flavors"),
+                                             "podSetAssignments[" + p.name + "].flavors"));
+    const json& count = Field(s, "count");
+    if (count.is_number_integer()) p.count = count.get<int32_t>();
+    a.pod_sets.push_back(std::move(p));
+  }
+  return a;
+}
+
+}  // namespace
+
+const WorkloadCondition* WorkloadView::Find(std::string_view type) const {
+  for (const WorkloadCondition& c : conditions) {
+    if (c.type == type) return &c;
+  }
+  return nullptr;
+}
+
+bool WorkloadView::IsTrue(std::string_view type) const {
+  const WorkloadCondition* c = Find(type);
+  return c != nullptr && c->status == "True";
+}
+
+StatusOr<WorkloadView> DecodeWorkload(const json& object) {
+  const json& meta = Field(object, "metadata");
+  WorkloadView w;
+  w.name = Str(meta, "name");
+  w.uid = Str(meta, "uid");
+  if (w.name.empty() || w.uid.empty()) return InvalidArgumentError("workload without name or uid");
+  w.resource_version = Str(meta, "resourceVersion");
+  if (Field(meta, "generation").is_number_integer()) w.generation = meta["generation"].get<int64_t>();
+  w.creation_timestamp = Str(meta, "creationTimestamp");
+  w.deleting = !Str(meta, "deletionTimestamp").empty();
+  const json& owners = Field(meta, "ownerReferences");
+  if (owners.is_array()) {
+    for (const json& o : owners) {
+      if (Field(o, "controller").is_boolean() && o["controller"].get<bool>()) w.owner_uid = Str(o, "uid");
+    }
+  }
+  const json& spec = Field(object, "spec");
+  w.queue_name = Str(spec, "queueName");
+  if (Field(spec, "active").is_boolean()) w.active = spec["active"].get<bool>();
+  w.pod_sets = Field(spec, "podSets").is_array() ? spec["podSets"] : json::array();
+  for (const json& s : w.pod_sets) {
+    const json& count = Field(s, "count");
+    w.pod_set_counts.emplace_back(Str(s, "name"), count.is_number_integer() ? count.get<int32_t>() : 0);
+  }
+  const json& status = Field(object, "status");
+  const json& conditions = Field(status, "conditions");
+  if (conditions.is_array()) {
+    w.raw_conditions = conditions;
+    for (const json& c : conditions) {
+      w.conditions.push_back({Str(c, "type"), Str(c, "status"), Str(c, "reason"),
+                              Str(c, "message"), Str(c, "lastTransitionTime")});
+    }
+  }
+  const json& admission = Field(status, "admission");
+  if (!admission.is_null()) {
+    StatusOr<Admission> decoded = DecodeAdmission(admission);
+    if (!decoded.ok()) return decoded.status().WithContext("workload " + w.name);
+    w.admission = std::move(decoded).value();
+  }
+  return w;
+}
+
+StatusOr<Flavor> DecodeFlavor(const json& object) {
+  const json& spec = Field(object, "spec");
+  Flavor f;
+  LS_ASSIGN_OR_RETURN(f.node_labels, StringMap(Field(spec, "nodeLabels"), "spec.nodeLabels"));
+  const json& tolerations = Field(spec, "tolerations");
+  if (!tolerations.is_null() && !tolerations.is_array()) {
+    return InvalidArgumentError("spec.tolerations is not a list");
+  }
+  if (tolerations.is_array()) f.tolerations = tolerations;
+  return f;
+}
+
+}  // namespace lockstep::kueue
