@@ -84,6 +84,25 @@ kueue_certs() {
   chmod 600 "$d"/*.key
 }
 
+# With internalCertManagement off, Kueue serves its metrics with a certificate it reads from a
+# fixed path, /etc/kueue/metrics/certs (cmd/kueue/main.go; no flag or field moves it), and exits
+# when the files are missing. One self-signed pair is made there once per machine and shared by
+# every local cluster's Kueue: only a scraper would see it, and none checks it here.
+KUEUE_METRICS_CERTS=/etc/kueue/metrics/certs
+kueue_metrics_certs() {
+  [[ -f "$KUEUE_METRICS_CERTS/tls.crt" && -f "$KUEUE_METRICS_CERTS/tls.key" ]] && return 0
+  mkdir -p "$KUEUE_METRICS_CERTS" 2>/dev/null && [[ -w "$KUEUE_METRICS_CERTS" ]] ||
+    die "Kueue needs its metrics certificate in $KUEUE_METRICS_CERTS; create that directory" \
+      "writable for $(id -un), or run as root"
+  local tmp; tmp="$(mktemp -d "$KUEUE_METRICS_CERTS/.new.XXXX")"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/tls.key" -out "$tmp/tls.crt" \
+    -subj "/CN=kueue-metrics" -addext "subjectAltName=IP:127.0.0.1" -days 3650 2>/dev/null
+  chmod 600 "$tmp/tls.key"
+  # Key first, then the certificate the existence check looks for, each renamed into place.
+  mv "$tmp/tls.key" "$KUEUE_METRICS_CERTS/tls.key" && mv "$tmp/tls.crt" "$KUEUE_METRICS_CERTS/tls.crt"
+  rmdir "$tmp"
+}
+
 # Kueue's RBAC and webhook folders through an overlay that gives them the namespace and name
 # prefix of Kueue's release (config/default), as `kubectl kustomize` renders them (the webhook
 # folder's own patches included). kustomize takes only relative paths to another base.
@@ -141,7 +160,9 @@ yaml.safe_dump_all(out, sys.stdout, sort_keys=False)
 # v1beta2: its presence turns it on. integrations.frameworks may not be empty (an empty list is
 # defaulted to batch/job), so batch/job, the smallest set, is named; its webhooks are not
 # registered (see the top of this file), so only Jobs labelled with a queue are touched, by the
-# controller alone.
+# controller alone. VisibilityOnDemand (on by default) would start the pending-workloads API
+# server on 0.0.0.0:8082 with certificates in /visibility, so a second local cluster's Kueue
+# could not start; the reasons a Workload waits are on its conditions anyway.
 kueue_config_overrides() {
   cat <<JSON
 {
@@ -154,7 +175,8 @@ kueue_config_overrides() {
   "integrations": {"frameworks": ["batch/job"],
                    "externalFrameworks": ["$KUEUE_EXTERNAL_FRAMEWORK"]},
   "waitForPodsReady": {"timeout": "5m", "blockAdmission": false},
-  "manageJobsWithoutQueueName": false
+  "manageJobsWithoutQueueName": false,
+  "featureGates": {"VisibilityOnDemand": false}
 }
 JSON
 }
@@ -175,9 +197,21 @@ yaml.safe_dump(cfg, open(sys.argv[2], "w"), sort_keys=False)
 ' "$(kueue_module_dir)/manager/controller_manager_config.yaml" "$STATE/kueue/config.yaml"
 }
 
+# Kueue exits at start unless the apiserver's /version is a semantic version; a kube-apiserver
+# built by an older hack/build-tools.sh (before it stamped the version) reports
+# v0.0.0-master+$Format:%H$. Said here, instead of a line deep in kueue.log.
+kueue_check_server_version() {
+  local version
+  version="$(kubectl get --raw /version | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p')"
+  [[ "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]*)?$ ]] ||
+    die "the apiserver reports version '$version', which Kueue cannot parse: run" \
+      "hack/build-tools.sh (it stamps the version), then restart the cluster"
+}
+
 # CRDs first (server-side: some are larger than client-side apply's annotation allows), then
 # the rest; the webhooks answer only once Kueue runs, and nothing calls them before then.
 kueue_install() {
+  kueue_check_server_version
   kubectl apply --server-side --force-conflicts -f "$(kueue_module_dir)/crd/bases" >/dev/null
   kubectl wait --for=condition=Established --timeout=60s \
     -f "$(kueue_module_dir)/crd/bases" >/dev/null
@@ -217,6 +251,7 @@ kueue_up() {
   mkdir -p "$STATE/kueue"
   kueue_allocate_ports
   kueue_certs
+  kueue_metrics_certs
   kueue_write_config
   (
     export KUBECONFIG="$STATE/admin.kubeconfig" PATH="$TOOLS_BIN:$PATH"
