@@ -136,8 +136,9 @@ cmd_status() {
 cmd_restart() {
   cluster_running || die "cluster '$CLUSTER_NAME' is not running"
   case "$COMPONENT" in
-    etcd) stop_component etcd; start_component etcd; wait_etcd ;;
-    apiserver) stop_component apiserver; start_component apiserver; wait_apiserver ;;
+    etcd) stop_component etcd; start_component etcd; wait_etcd; kueue_follow_restart ;;
+    apiserver) stop_component apiserver; start_component apiserver; wait_apiserver
+      kueue_follow_restart ;;
     kwok) stop_component kwok; start_component kwok ;;
     controller-manager) stop_component controller-manager; start_component controller-manager ;;
     kueue) stop_component kueue; kueue_up ;;
