@@ -99,7 +99,8 @@ kueue_metrics_certs() {
     -subj "/CN=kueue-metrics" -addext "subjectAltName=IP:127.0.0.1" -days 3650 2>/dev/null
   chmod 600 "$tmp/tls.key"
   # Key first, then the certificate the existence check looks for, each renamed into place.
-  mv "$tmp/tls.key" "$KUEUE_METRICS_CERTS/tls.key" && mv "$tmp/tls.crt" "$KUEUE_METRICS_CERTS/tls.crt"
+  mv "$tmp/tls.key" "$KUEUE_METRICS_CERTS/tls.key" &&
+    mv "$tmp/tls.crt" "$KUEUE_METRICS_CERTS/tls.crt"
   rmdir "$tmp"
 }
 
@@ -163,9 +164,9 @@ yaml.safe_dump_all(out, sys.stdout, sort_keys=False)
 # controller alone. Leader election is off: one Kueue runs per cluster, and with it on, an
 # apiserver down for longer than its renewDeadline (10 s; `restart apiserver` took 10.5 s here,
 # the chaos tests stop it longer) made Kueue exit for good, and a restarted Kueue waited for
-# the Lease of the one before it. VisibilityOnDemand (on by default) would start the pending-workloads API
-# server on 0.0.0.0:8082 with certificates in /visibility, so a second local cluster's Kueue
-# could not start; the reasons a Workload waits are on its conditions anyway.
+# the Lease of the one before it. VisibilityOnDemand (on by default) would start the
+# pending-workloads API server on 0.0.0.0:8082 with certificates in /visibility, so a second
+# local cluster's Kueue could not start; the reasons a Workload waits are on its conditions.
 kueue_config_overrides() {
   cat <<JSON
 {

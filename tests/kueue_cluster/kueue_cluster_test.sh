@@ -14,7 +14,8 @@ skip() { echo "LOCKSTEP_TEST_SKIPPED: $*"; exit 0; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
 
-[[ -n "${KUBECONFIG:-}" ]] || skip "no KUBECONFIG (start a cluster: hack/cluster.sh up --with-kueue)"
+[[ -n "${KUBECONFIG:-}" ]] ||
+  skip "no KUBECONFIG (start a cluster: hack/cluster.sh up --with-kueue)"
 command -v kubectl >/dev/null || fail "kubectl not on PATH"
 # Kueue's validating webhook configuration is what `up --with-kueue` registers; without it the
 # cluster runs no Kueue. With it, a Kueue that is down fails the test (the webhook refuses every
@@ -77,7 +78,7 @@ wait_condition() {
 }
 
 kubectl create namespace "$NS" >/dev/null
-kubectl apply -f - >/dev/null <<QUEUES || fail "Kueue refused its queues (is it running? hack/cluster.sh status)"
+kubectl apply -f - >/dev/null <<QUEUES || fail "Kueue refused the queues (hack/cluster.sh status)"
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {name: $QUEUE}
