@@ -162,9 +162,9 @@ yaml.safe_dump_all(out, sys.stdout, sort_keys=False)
 # defaulted to batch/job), so batch/job, the smallest set, is named; its webhooks are not
 # registered (see the top of this file), so only Jobs labelled with a queue are touched, by the
 # controller alone. Leader election is off: one Kueue runs per cluster, and with it on, an
-# apiserver down for longer than its renewDeadline (10 s; `restart apiserver` took 10.5 s here,
-# the chaos tests stop it longer) made Kueue exit for good, and a restarted Kueue waited for
-# the Lease of the one before it. VisibilityOnDemand (on by default) would start the
+# apiserver down for longer than its renewDeadline (10 s; `restart apiserver` took 10.5 s here)
+# would end the process (controller-runtime exits on a lost Lease), and a restarted Kueue would
+# wait for the Lease of the one before it. VisibilityOnDemand (on by default) would start the
 # pending-workloads API server on 0.0.0.0:8082 with certificates in /visibility, so a second
 # local cluster's Kueue could not start; the reasons a Workload waits are on its conditions.
 kueue_config_overrides() {
