@@ -29,7 +29,7 @@ source "$REPO_ROOT/hack/lib/cluster-agent.sh"
 source "$REPO_ROOT/hack/lib/cluster-kueue.sh"
 
 usage() {
-  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
