@@ -7,8 +7,12 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$REPO_ROOT/hack/lib/go-build.sh"
 
+# The version is stamped as Kubernetes' own release build does: a plain `go build` leaves
+# v0.0.0-master+$Format:%H$ on the apiserver's /version, which is no semantic version, and
+# clients that parse it (Kueue, hack/lib/cluster-kueue.sh) exit.
 build_kubernetes() {
-  wrapper_module_build "$1" k8s.io/kubernetes "$K8S_VERSION" kubernetes_staging_replaces -- \
+  GOFLAGS="$GOFLAGS -ldflags=-X=k8s.io/component-base/version.gitVersion=$K8S_VERSION" \
+    wrapper_module_build "$1" k8s.io/kubernetes "$K8S_VERSION" kubernetes_staging_replaces -- \
     kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
     kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
     kubectl=k8s.io/kubernetes/cmd/kubectl

@@ -5,10 +5,12 @@
 # hack/build-tools.sh and cached outside the repository.
 #
 #   eval "$(hack/cluster.sh up [--name N] [--nodes 16] [--gpus-per-node 8] [--blocks 2]
-#                              [--racks-per-block 2] [--kwok-stages FILE])"
+#                              [--racks-per-block 2] [--kwok-stages FILE] [--with-kueue])"
+#                                         # --with-kueue: Kueue runs beside the cluster
+#   hack/cluster.sh kueue [--name N]      # adds Kueue to a running cluster (lib/cluster-kueue.sh)
 #   hack/cluster.sh env [--name N]        # the two export lines for a running cluster
 #   hack/cluster.sh status [--name N]
-#   hack/cluster.sh restart apiserver|etcd|kwok|controller-manager [--name N]
+#   hack/cluster.sh restart apiserver|etcd|kwok|controller-manager|kueue [--name N]
 #   hack/cluster.sh kubeconfig --user U [--group G]... [--name N]
 #                                         # a client-certificate kubeconfig for user U in groups G;
 #                                         # prints its path. The writes of group lockstep:audited
@@ -24,9 +26,10 @@ source "$REPO_ROOT/hack/lib/cluster-pki.sh"
 source "$REPO_ROOT/hack/lib/cluster-components.sh"
 source "$REPO_ROOT/hack/lib/cluster-nodes.sh"
 source "$REPO_ROOT/hack/lib/cluster-agent.sh"
+source "$REPO_ROOT/hack/lib/cluster-kueue.sh"
 
 usage() {
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -34,7 +37,7 @@ parse_args() {
   CLUSTER_NAME="${LOCKSTEP_CLUSTER_NAME:-lockstep}"
   NODES=16 GPUS_PER_NODE=8 BLOCKS=2 RACKS_PER_BLOCK=2 KWOK_STAGES=""
   COMMAND="${1:-}"; [[ -n "$COMMAND" ]] || usage; shift
-  COMPONENT="" USER_NAME="" USER_GROUPS=()
+  COMPONENT="" USER_NAME="" USER_GROUPS=() WITH_KUEUE=0
   if [[ "$COMMAND" == restart ]]; then COMPONENT="${1:-}"; [[ -n "$COMPONENT" ]] || usage; shift; fi
   while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -48,6 +51,7 @@ parse_args() {
       # kwok Stage documents that replace its default pod stages (bench/peers: pods of Jobs
       # keep running instead of kwok's default completing them at once).
       --kwok-stages) KWOK_STAGES="$(realpath "$2")"; shift 2 ;;
+      --with-kueue) WITH_KUEUE=1; shift ;;
       -h|--help) usage ;;
       *) die "unknown argument: $1" ;;
     esac
@@ -69,10 +73,12 @@ cmd_up() {
   if cluster_running; then
     log "cluster '$CLUSTER_NAME' is already running"
     ensure_nodes
+    (( WITH_KUEUE == 0 )) || kueue_up
     print_env
     return 0
   fi
   [[ -x "$TOOLS_BIN/kube-apiserver" ]] || "$REPO_ROOT/hack/build-tools.sh"
+  (( WITH_KUEUE == 0 )) || kueue_ensure_built
   local started=$SECONDS
   rm -rf "$STATE" && mkdir -p "$STATE"/{pki,logs,pids,run}
   [[ -z "$KWOK_STAGES" ]] || cp "$KWOK_STAGES" "$STATE/run/kwok-stages.yaml"
@@ -85,7 +91,9 @@ cmd_up() {
   start_component kwok
   wait_controller_manager
   ensure_nodes
-  log "cluster '$CLUSTER_NAME' up in $((SECONDS - started))s ($NODES nodes)"
+  local with=""
+  if (( WITH_KUEUE )); then kueue_up; with=", kueue"; fi
+  log "cluster '$CLUSTER_NAME' up in $((SECONDS - started))s ($NODES nodes$with)"
   print_env
 }
 
@@ -122,16 +130,19 @@ cmd_status() {
     if component_alive "$c"; then echo "$c running (pid $(cat "$STATE/pids/$c"))"
     else echo "$c stopped"; fi
   done
+  kueue_status
 }
 
 cmd_restart() {
   cluster_running || die "cluster '$CLUSTER_NAME' is not running"
   case "$COMPONENT" in
-    etcd) stop_component etcd; start_component etcd; wait_etcd ;;
-    apiserver) stop_component apiserver; start_component apiserver; wait_apiserver ;;
+    etcd) stop_component etcd; start_component etcd; wait_etcd; kueue_follow_restart ;;
+    apiserver) stop_component apiserver; start_component apiserver; wait_apiserver
+      kueue_follow_restart ;;
     kwok) stop_component kwok; start_component kwok ;;
     controller-manager) stop_component controller-manager; start_component controller-manager ;;
-    *) die "restart takes apiserver, etcd, kwok or controller-manager, not '$COMPONENT'" ;;
+    kueue) stop_component kueue; kueue_up ;;
+    *) die "restart takes apiserver, etcd, kwok, controller-manager or kueue, not '$COMPONENT'" ;;
   esac
   log "restarted $COMPONENT"
 }
@@ -159,6 +170,7 @@ main() {
     status) cmd_status ;;
     restart) cmd_restart ;;
     kubeconfig) cmd_kubeconfig ;;
+    kueue) cluster_running || die "cluster '$CLUSTER_NAME' is not running"; kueue_up ;;
     *) usage ;;
   esac
 }

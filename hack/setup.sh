@@ -2,7 +2,8 @@
 # Installs everything Lockstep needs on a fresh Debian 12 machine; safe to rerun (each step checks
 # before it acts, so a warm run takes seconds):
 #   1. Debian packages (compilers, libraries, tools),
-#   2. the local control plane's binaries built from their Go modules (hack/build-tools.sh),
+#   2. the local control plane's binaries built from their Go modules (hack/build-tools.sh), and
+#      Kueue, which the test cluster runs (hack/build-peers.sh kueue),
 #   3. the Python venv with the real frameworks and NCCL (hack/setup-venv.sh; shared by clones from
 #      $LOCKSTEP_CACHE/venvs, .venv links it; hack/setup-nccl.sh then only finds the library),
 #      and real Horovod's own venv (hack/setup-venv-horovod.sh, .venv-horovod;
@@ -111,6 +112,9 @@ main() {
   # On a failed tools build the venvs' job is stopped with this script.
   trap '[[ -z "${VENVS_PID:-}" ]] || pkill -TERM -P "$VENVS_PID" 2>/dev/null || true' EXIT
   timed_step "control-plane tools (Go)" "$REPO_ROOT/hack/build-tools.sh"
+  # Kueue, which hack/test.sh runs beside its cluster (hack/lib/cluster-kueue.sh); keyed and
+  # cached like the tools, so a warm run only checks it.
+  timed_step "Kueue (Go)" "$REPO_ROOT/hack/build-peers.sh" kueue
   finish_venvs "$venv_log"
   VENVS_PID=""
   timed_step "NCCL library" "$REPO_ROOT/hack/setup-nccl.sh" >/dev/null

@@ -158,7 +158,16 @@ stop_background() {
 
 start_cluster() {
   log "starting local control plane '$CLUSTER'"
-  eval "$(hack/cluster.sh up --name "$CLUSTER" --nodes 16 --gpus-per-node 8 --blocks 2 --racks-per-block 2)"
+  # Kueue runs beside it when setup built it (hack/build-peers.sh kueue); its tests skip if not.
+  local kueue=()
+  if [[ -x "$TOOLS_BIN/kueue" ]]; then
+    kueue=(--with-kueue)
+    log "Kueue runs in '$CLUSTER' (hack/cluster.sh up --with-kueue)"
+  else
+    log "Kueue does not run in '$CLUSTER' (not built: hack/build-peers.sh kueue); its tests skip"
+  fi
+  eval "$(hack/cluster.sh up --name "$CLUSTER" --nodes 16 --gpus-per-node 8 --blocks 2 \
+    --racks-per-block 2 "${kueue[@]}")"
   export LOCKSTEP_CLUSTER_NAME="$CLUSTER"
   # The CRD now, as the tests would (same server-side apply), so that kube-controller-manager's
   # garbage collector has found TrainingJobs by the time the integration tier starts: it looks

@@ -122,7 +122,7 @@ wait_until() {
   local deadline=$((SECONDS + limit))
   until "$@"; do
     local dead="" c
-    for c in etcd apiserver controller-manager kwok; do
+    for c in etcd apiserver controller-manager kwok kueue; do
       if [[ -f "$STATE/pids/$c" ]] && ! component_alive "$c"; then dead="$c"; fi
     done
     if [[ -n "$dead" || SECONDS -ge deadline ]]; then

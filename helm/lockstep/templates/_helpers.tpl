@@ -101,6 +101,19 @@ them); tests/unit/helm checks this list exactly. Add a verb together with the co
 - apiGroups: [networking.k8s.io]
   resources: [networkpolicies]
   verbs: [list, watch, create]
+{{- if .Values.kueue.enabled }}
+# Kueue (--kueue, docs/queues.md): the operator owns one Workload per queued TrainingJob and
+# reports PodsReady and Finished on its status; it reads the job's LocalQueue.
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads/status]
+  verbs: [get, update, patch]
+- apiGroups: [kueue.x-k8s.io]
+  resources: [localqueues]
+  verbs: [get, list, watch]
+{{- end }}
 {{- end }}
 
 {{/*
@@ -115,4 +128,11 @@ shared node are taken by pods of any namespace.
 - apiGroups: [scheduling.k8s.io]
   resources: [priorityclasses]
   verbs: [get, list, watch]
+{{- if .Values.kueue.enabled }}
+# Kueue's cluster-scoped objects: the admitted flavors' node labels and tolerations, the queues
+# behind a job's reason to wait, the priority of its Workload.
+- apiGroups: [kueue.x-k8s.io]
+  resources: [resourceflavors, clusterqueues, workloadpriorityclasses]
+  verbs: [get, list, watch]
+{{- end }}
 {{- end }}

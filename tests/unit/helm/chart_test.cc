@@ -56,6 +56,34 @@ const std::set<Grant> kClusterReadGrants = {
     {"scheduling.k8s.io", "priorityclasses", "list"},
     {"scheduling.k8s.io", "priorityclasses", "watch"},
 };
+// kueue.enabled=true only: the Workloads the operator owns for queued jobs, their status, and the
+// LocalQueue a job names (namespaced); Kueue's cluster-scoped objects, read only.
+const std::set<Grant> kKueueNamespacedGrants = {
+    {"kueue.x-k8s.io", "workloads", "get"},
+    {"kueue.x-k8s.io", "workloads", "list"},
+    {"kueue.x-k8s.io", "workloads", "watch"},
+    {"kueue.x-k8s.io", "workloads", "create"},
+    {"kueue.x-k8s.io", "workloads", "update"},
+    {"kueue.x-k8s.io", "workloads", "patch"},
+    {"kueue.x-k8s.io", "workloads", "delete"},
+    {"kueue.x-k8s.io", "workloads/status", "get"},
+    {"kueue.x-k8s.io", "workloads/status", "update"},
+    {"kueue.x-k8s.io", "workloads/status", "patch"},
+    {"kueue.x-k8s.io", "localqueues", "get"},
+    {"kueue.x-k8s.io", "localqueues", "list"},
+    {"kueue.x-k8s.io", "localqueues", "watch"},
+};
+const std::set<Grant> kKueueClusterReadGrants = {
+    {"kueue.x-k8s.io", "resourceflavors", "get"},
+    {"kueue.x-k8s.io", "resourceflavors", "list"},
+    {"kueue.x-k8s.io", "resourceflavors", "watch"},
+    {"kueue.x-k8s.io", "clusterqueues", "get"},
+    {"kueue.x-k8s.io", "clusterqueues", "list"},
+    {"kueue.x-k8s.io", "clusterqueues", "watch"},
+    {"kueue.x-k8s.io", "workloadpriorityclasses", "get"},
+    {"kueue.x-k8s.io", "workloadpriorityclasses", "list"},
+    {"kueue.x-k8s.io", "workloadpriorityclasses", "watch"},
+};
 const std::set<Grant> kPodReadGrants = {
     {"", "pods", "get"}, {"", "pods", "list"}, {"", "pods", "watch"}};
 const std::set<Grant> kNodeLeaseGrants = {{"coordination.k8s.io", "leases", "get"},
@@ -94,6 +122,8 @@ TEST(HelmChart, SchemaRejectsWrongTypesAndUnknownKeys) {
       {"--set", "metrics.port=99999"},
       {"--set", "serviceMonitor.interval=often"},
       {"--set", "podSecurityContext.runAsNonRoot=false"},
+      {"--set", "kueue.enabled=yes"},
+      {"--set", "kueue.queue=default"},
       {"--set", "replicas=3"},  // a typo of replicaCount must not pass silently
   };
   for (const std::vector<std::string>& flags : bad) {
@@ -255,6 +285,44 @@ TEST(HelmChart, NamespaceScopeUsesRolesAndNamespaceFlags) {
   ASSERT_TRUE(own);
   EXPECT_TRUE(Contains(StringList(OperatorContainer(*own)["args"]),
                        std::string("--namespace=") + kNamespace));
+}
+
+// Off by default (the exact-grant tests above render the defaults and would see any Kueue rule);
+// on, in both scopes, the operator gets --kueue and exactly the Kueue grants, nothing else.
+TEST(HelmChart, KueueValueAddsItsGrantsAndFlagOnlyWhenOn) {
+  const auto has_kueue_flag = [](const RenderedChart& chart) {
+    const auto deployment = chart.Find("Deployment", kFullname);
+    return deployment && Contains(StringList(OperatorContainer(*deployment)["args"]), "--kueue");
+  };
+  const RenderedChart off = RenderChart();
+  ASSERT_EQ(off.error, "");
+  EXPECT_FALSE(has_kueue_flag(off));
+
+  const RenderedChart cluster = RenderChart({"--set", "kueue.enabled=true"});
+  ASSERT_EQ(cluster.error, "");
+  EXPECT_TRUE(has_kueue_flag(cluster));
+  const auto role = cluster.Find("ClusterRole", kFullname);
+  ASSERT_TRUE(role);
+  EXPECT_EQ(Grants(*role), Union(Union(kNamespacedGrants, kClusterReadGrants),
+                                 Union(kKueueNamespacedGrants, kKueueClusterReadGrants)));
+
+  const RenderedChart scoped = RenderChart(
+      {"--set", "kueue.enabled=true", "--set", "rbac.scope=namespace", "--set",
+       "rbac.namespaces={team-a,team-b}"});
+  ASSERT_EQ(scoped.error, "");
+  EXPECT_TRUE(has_kueue_flag(scoped));
+  const auto reads = scoped.Find("ClusterRole", kFullname + "-cluster-read");
+  ASSERT_TRUE(reads);
+  EXPECT_EQ(Grants(*reads),
+            Union(Union(kClusterReadGrants, kPodReadGrants), kKueueClusterReadGrants));
+  int roles = 0;
+  for (const YAML::Node& r : scoped.OfKind("Role")) {
+    if (r["metadata"]["name"].as<std::string>() != kFullname) continue;
+    ++roles;
+    EXPECT_EQ(Grants(r), Union(kNamespacedGrants, kKueueNamespacedGrants))
+        << r["metadata"]["namespace"];
+  }
+  EXPECT_EQ(roles, 2);
 }
 
 TEST(HelmChart, ServiceMonitorSelectsTheMetricsService) {
