@@ -29,6 +29,11 @@ using nlohmann::json;
 using std::chrono::seconds;
 
 class GracefulStop : public SharedClusterTest<GracefulStop> {
+ public:
+  // --kueue: the Kueue test below needs it; the others' jobs carry no queue label, so it changes
+  // nothing for them.
+  static ClusterOptions Options() { return ClusterOptions{.operator_args = {"--kueue=true"}}; }
+
  protected:
   // examples/local/pytorch-ddp.yaml, 3 epochs of 6 steps, under `name`, with a pod grace long
   // enough for a loaded machine (the example's 5 s is for quick clean-ups).
@@ -94,6 +99,9 @@ class GracefulStop : public SharedClusterTest<GracefulStop> {
     for (const std::string& pc : priority_classes_) {
       cluster_->client().Delete(kPriorityClasses, "", pc).status().IgnoreError();
     }
+    for (const auto& [ref, name] : kueue_objects_) {
+      cluster_->client().Delete(ref, "", name).status().IgnoreError();
+    }
   }
 
   // Each pod takes a whole agent node's 8 GPUs (the training itself stays on CPU, gloo), under
@@ -102,13 +110,50 @@ class GracefulStop : public SharedClusterTest<GracefulStop> {
     json& resources = job["spec"]["template"]["spec"]["containers"][0]["resources"];
     resources["requests"]["nvidia.com/gpu"] = "8";
     resources["limits"]["nvidia.com/gpu"] = "8";
-    job["spec"]["priorityClassName"] = priority_class;
+    if (!priority_class.empty()) job["spec"]["priorityClassName"] = priority_class;
+  }
+
+  // A cluster-scoped Kueue object named after this run's namespace, deleted by the test.
+  Status CreateKueueObject(const std::string& resource, json object) {
+    const kube::ResourceRef ref{"kueue.x-k8s.io", "v1beta2", resource, false};
+    Status created = cluster_->client().Create(ref, "", object).status();
+    if (created.ok()) kueue_objects_.emplace(kueue_objects_.begin(), ref, object["metadata"]["name"]);
+    return created;
+  }
+
+  // A ClusterQueue of `gpus` GPUs of flavor `flavor` in `cohort`, preempting lower priorities
+  // within itself, and a LocalQueue `local` in the test's namespace that points to it.
+  Status CreateQueue(const std::string& name, const std::string& local, const std::string& flavor,
+                     const std::string& cohort, int gpus) {
+    const json quota = json::array({{{"name", "cpu"}, {"nominalQuota", "64"}},
+                                    {{"name", "memory"}, {"nominalQuota", "256Gi"}},
+                                    {{"name", "nvidia.com/gpu"}, {"nominalQuota", gpus}}});
+    LS_RETURN_IF_ERROR(CreateKueueObject(
+        "clusterqueues",
+        {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+         {"kind", "ClusterQueue"},
+         {"metadata", {{"name", name}}},
+         {"spec",
+          {{"cohortName", cohort},
+           {"namespaceSelector", json::object()},
+           {"preemption", {{"withinClusterQueue", "LowerPriority"}}},
+           {"resourceGroups",
+            json::array({{{"coveredResources", {"cpu", "memory", "nvidia.com/gpu"}},
+                          {"flavors", json::array({{{"name", flavor}, {"resources", quota}}})}}})}}}}));
+    return cluster_->client()
+        .Create({"kueue.x-k8s.io", "v1beta2", "localqueues", true}, cluster_->ns(),
+                {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                 {"kind", "LocalQueue"},
+                 {"metadata", {{"name", local}}},
+                 {"spec", {{"clusterQueue", name}}}})
+        .status();
   }
 
   static constexpr int kPodGrace = 30;
   inline static const kube::ResourceRef kPriorityClasses{"scheduling.k8s.io", "v1",
                                                          "priorityclasses", false};
   std::vector<std::string> priority_classes_;
+  std::vector<std::pair<kube::ResourceRef, std::string>> kueue_objects_;  // delete in this order
 };
 
 TEST_F(GracefulStop, SuspendedMidTrainingEveryRankStopsAndTheResumedJobEndsIdentical) {
@@ -305,6 +350,131 @@ TEST_F(GracefulStop, PreemptedMidTrainingTheVictimStopsGracefullyAndResumesIdent
       << reference.AllLogs();
   std::cout << "[ job ] low resumed from step " << step << "; final digest " << *digest.begin()
             << " equals the preemptor's uninterrupted run" << std::endl;
+  ExpectNoProcessesLeft(low);
+  ExpectNoProcessesLeft(high);
+}
+
+// Issue 17's acceptance with Kueue (docs/queues.md): two teams' ClusterQueues in a cohort share
+// the 3 agent nodes' 24 GPUs (team A 16, team B 8). A job over what the cohort has waits, its
+// status saying why in Kueue's words; team A's high-priority job makes Kueue evict its running
+// low-priority one; the low job's ranks checkpoint on the SIGTERM, it waits in Kueue's queue,
+// is admitted again when the high one ends, resumes from its step and ends with the weights of
+// the high job, which trained the same model uninterrupted.
+TEST_F(GracefulStop, KueueCohortQueuesOverQuotaWaitsAndAPreemptedJobResumesIdentical) {
+  if (!cluster_->client().RawGet("/apis/kueue.x-k8s.io/v1beta2").ok()) {
+    GTEST_SKIP() << "Kueue is not running on this cluster (hack/cluster.sh up --with-kueue)";
+  }
+  const std::string ns = cluster_->ns();
+  const std::string flavor = ns + "-agent";
+  ASSERT_TRUE(CreateKueueObject("resourceflavors",
+                                {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                 {"kind", "ResourceFlavor"},
+                                 {"metadata", {{"name", flavor}}},
+                                 {"spec", {{"nodeLabels", {{"lockstep.dev/test-node-agent", "true"}}}}}})
+                  .ok());
+  ASSERT_TRUE(CreateQueue(ns + "-team-a", "team-a", flavor, ns + "-cohort", 16).ok());
+  ASSERT_TRUE(CreateQueue(ns + "-team-b", "team-b", flavor, ns + "-cohort", 8).ok());
+  for (const auto& [name, value] : {std::pair<std::string, int>{"low", 10}, {"high", 1000}}) {
+    ASSERT_TRUE(CreateKueueObject("workloadpriorityclasses",
+                                  {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                   {"kind", "WorkloadPriorityClass"},
+                                   {"metadata", {{"name", ns + "-" + name}}},
+                                   {"value", value}})
+                    .ok());
+  }
+  auto queued = [&](json& job, const std::string& queue, const std::string& priority) {
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue;
+    if (!priority.empty()) job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = ns + "-" + priority;
+  };
+
+  // Step 1: 4 pods of 8 GPUs in team B: more than the whole cohort. It waits, saying why.
+  const std::string greedy = "pytorch-ddp-greedy";
+  StatusOr<json> greedy_job = Job(greedy, 0);
+  ASSERT_TRUE(greedy_job.ok()) << greedy_job.status();
+  WholeNodes(*greedy_job, "");
+  (*greedy_job)["spec"]["replicas"] = 4;
+  queued(*greedy_job, "team-b", "");
+  ASSERT_TRUE(cluster_->Create(*greedy_job).ok());
+  StatusOr<json> waiting = cluster_->WaitFor(
+      greedy,
+      [](const json& j) {
+        return State(j) == "Queued" &&
+               j["status"].value("message", "").find("insufficient") != std::string::npos;
+      },
+      seconds(60));
+  ASSERT_TRUE(waiting.ok()) << waiting.status() << "\n" << Diagnose(greedy);
+  std::cout << "[ job ] over quota: state Queued, " << (*waiting)["status"]["message"].get<std::string>()
+            << std::endl;
+  EXPECT_EQ(LivePods(greedy), 0u);
+  ASSERT_TRUE(cluster_->client().Delete(kube::resources::TrainingJobs(), ns, greedy).ok());
+
+  // Step 2: team A's low job runs and checkpoints its first epoch.
+  const std::string low = "pytorch-ddp-kueue-low";
+  const std::string high = "pytorch-ddp-kueue-high";
+  StatusOr<json> low_job = Job(low, 1.0);
+  StatusOr<json> high_job = Job(high, 0);
+  ASSERT_TRUE(low_job.ok() && high_job.ok()) << low_job.status() << high_job.status();
+  WholeNodes(*low_job, "");
+  WholeNodes(*high_job, "");
+  queued(*low_job, "team-a", "low");
+  queued(*high_job, "team-a", "high");
+  ASSERT_TRUE(cluster_->Create(*low_job).ok());
+  const std::string ckpt = cluster_->HostPathDir(low, "checkpoints") + "/checkpoint.pt";
+  StatusOr<json> running = cluster_->WaitFor(
+      low, [&](const json& j) { return State(j) == "Running" && std::filesystem::exists(ckpt); },
+      seconds(420));
+  ASSERT_TRUE(running.ok()) << running.status() << "\n" << Diagnose(low);
+  EXPECT_EQ(Condition(*running, "Admitted").value("status", ""), "True") << running->dump(2);
+
+  // Step 3: the high job: 16 + 16 GPUs exceed what team A may use (its 16 and team B's 8), so
+  // Kueue evicts the low one; its ranks stop at one step; the high job runs.
+  const auto submitted = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cluster_->Create(*high_job).ok());
+  StatusOr<json> evicted = cluster_->WaitFor(
+      low,
+      [&](const json& j) {
+        return Condition(j, "Admitted").value("reason", "") == "Evicted" &&
+               cluster_->Collect(low).Lines("STOPPED ").size() >= 4;
+      },
+      seconds(kPodGrace + 120));
+  ASSERT_TRUE(evicted.ok()) << evicted.status() << "\n" << Diagnose(low);
+  const std::vector<std::string> stops = cluster_->Collect(low).Lines("STOPPED ");
+  ASSERT_EQ(stops.size(), 4u) << Diagnose(low);
+  ASSERT_EQ(Fields(stops, "step").size(), 1u) << "ranks stopped at different steps\n" << Diagnose(low);
+  const std::string step = Field(stops.front(), "step");
+  StatusOr<json> high_running = cluster_->WaitFor(
+      high, [](const json& j) { return State(j) == "Running" || State(j) == "Succeeded"; },
+      seconds(300));
+  ASSERT_TRUE(high_running.ok()) << high_running.status() << "\n" << Diagnose(high);
+  std::cout << "[ job ] Kueue evicted low at step " << step << " of 18 ("
+            << Condition(*evicted, "Admitted").value("message", "") << "); high running "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count()
+            << " s after it was submitted" << std::endl;
+
+  // Step 4: the high job ends; Kueue admits the low one again; it resumes and ends identical.
+  StatusOr<json> high_done = cluster_->WaitFor(
+      high, [](const json& j) { return State(j) == "Succeeded" || State(j) == "Failed"; },
+      seconds(420));
+  ASSERT_TRUE(high_done.ok()) << high_done.status() << "\n" << Diagnose(high);
+  const JobRun reference = cluster_->Collect(high);
+  ASSERT_EQ(reference.state(), "Succeeded") << Diagnose(high);
+  StatusOr<json> low_done = cluster_->WaitFor(
+      low, [](const json& j) { return State(j) == "Succeeded" || State(j) == "Failed"; },
+      seconds(420));
+  ASSERT_TRUE(low_done.ok()) << low_done.status() << "\n" << Diagnose(low);
+  const JobRun resumed = cluster_->Collect(low);
+  ASSERT_EQ(resumed.state(), "Succeeded") << Diagnose(low);
+  EXPECT_EQ(Fields(resumed.Lines("RESUMED "), "step"), std::set<std::string>{step}) << Diagnose(low);
+  const json restarts = low_done->value("status", json::object()).value("restarts", json::object());
+  EXPECT_EQ(restarts.value("failures", -1), 0) << restarts.dump();
+  const std::set<std::string> digest = Fields(resumed.Lines("WEIGHTS "), "sha");
+  ASSERT_EQ(digest.size(), 1u) << Diagnose(low);
+  EXPECT_EQ(digest, Fields(reference.Lines("WEIGHTS "), "sha"))
+      << "the evicted job's weights differ from the uninterrupted run's\n"
+      << resumed.AllLogs() << "\n"
+      << reference.AllLogs();
+  std::cout << "[ job ] low resumed from step " << step << " after Kueue admitted it again; final "
+            << "digest " << *digest.begin() << " equals the preemptor's uninterrupted run" << std::endl;
   ExpectNoProcessesLeft(low);
   ExpectNoProcessesLeft(high);
 }
