@@ -103,16 +103,13 @@ them); tests/unit/helm checks this list exactly. Add a verb together with the co
   verbs: [list, watch, create]
 {{- if .Values.kueue.enabled }}
 # Kueue (--kueue, docs/queues.md): the operator owns one Workload per queued TrainingJob and
-# reports PodsReady and Finished on its status; it reads the job's LocalQueue.
+# reports PodsReady and Finished on its status (and clears an evicted one's admission).
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [list, watch, create, patch, delete]
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads/status]
-  verbs: [get, update, patch]
-- apiGroups: [kueue.x-k8s.io]
-  resources: [localqueues]
-  verbs: [get, list, watch]
+  verbs: [patch]
 {{- end }}
 {{- end }}
 
@@ -129,10 +126,10 @@ shared node are taken by pods of any namespace.
   resources: [priorityclasses]
   verbs: [get, list, watch]
 {{- if .Values.kueue.enabled }}
-# Kueue's cluster-scoped objects: the admitted flavors' node labels and tolerations, the queues
-# behind a job's reason to wait, the priority of its Workload.
+# Kueue's cluster-scoped objects: the admitted flavors' node labels and tolerations, and the
+# WorkloadPriorityClass that gives a Workload its priority.
 - apiGroups: [kueue.x-k8s.io]
-  resources: [resourceflavors, clusterqueues, workloadpriorityclasses]
+  resources: [resourceflavors, workloadpriorityclasses]
   verbs: [get, list, watch]
 {{- end }}
 {{- end }}

@@ -5,10 +5,14 @@
 # and watches every cache, wins the leader Lease, creates the job's Service, Secret and pods,
 # binds the gang to kwok nodes, and never receives a 403. Prints the requests it made by method.
 #
-#   operator_rbac_test.sh /path/to/lockstep-operator [cluster|namespace]
+#   operator_rbac_test.sh /path/to/lockstep-operator [cluster|namespace] [kueue]
 #
 # namespace: the chart is installed with rbac.scope=namespace for one jobs namespace, and the
 # operator runs with --namespace for it, as the Deployment would.
+# kueue: when the cluster runs Kueue (hack/cluster.sh up --with-kueue), the chart is installed
+# with kueue.enabled=true, the operator runs with --kueue and the job is queued in a LocalQueue
+# of its own: the Kueue grants are enough to create its Workload, read its flavor and report on
+# it. Without Kueue on the cluster it says so and runs the plain test.
 set -euo pipefail
 # shellcheck source=tests/integration/helm/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -17,8 +21,14 @@ source "$REPO/hack/lib/sa-kubeconfig.sh"
 require_tools
 OPERATOR="${1:?usage: $0 /path/to/lockstep-operator [cluster|namespace]}"
 SCOPE="${2:-cluster}"
+KUEUE="${3:-}"
 [[ -x "$OPERATOR" ]] || fail "lockstep-operator not built at $OPERATOR"
 [[ "$SCOPE" == cluster || "$SCOPE" == namespace ]] || fail "scope must be cluster or namespace"
+[[ -z "$KUEUE" || "$KUEUE" == kueue ]] || fail "the third argument may only be 'kueue'"
+if [[ -n "$KUEUE" ]] && ! kubectl get --raw /apis/kueue.x-k8s.io/v1beta2 >/dev/null 2>&1; then
+  echo "note: this cluster runs no Kueue (hack/cluster.sh up --with-kueue); Kueue grants not exercised"
+  KUEUE=""
+fi
 
 NS="lockstep-system-$SUFFIX"
 JOBS_NS="lockstep-rbac-jobs-$SUFFIX"
@@ -27,6 +37,7 @@ FULLNAME="$RELEASE-lockstep"
 WORK="$(mktemp -d)"
 OPERATOR_PID=""
 WATCH_FLAGS=()
+OPERATOR_FLAGS=()
 
 cleanup() {
   if [[ -n "$OPERATOR_PID" ]]; then
@@ -34,6 +45,10 @@ cleanup() {
     wait "$OPERATOR_PID" 2>/dev/null || true
   fi
   helm uninstall "$RELEASE" -n "$NS" >/dev/null 2>&1 || true
+  if [[ -n "$KUEUE" ]]; then
+    kubectl delete clusterqueues.kueue.x-k8s.io "$RELEASE" --wait=false >/dev/null 2>&1 || true
+    kubectl delete resourceflavors.kueue.x-k8s.io "$RELEASE" --wait=false >/dev/null 2>&1 || true
+  fi
   kubectl delete namespace "$NS" "$JOBS_NS" --wait=false >/dev/null 2>&1 || true
   restore_crd
   rm -rf "$WORK"
@@ -47,6 +62,10 @@ install_chart() {
   if [[ "$SCOPE" == namespace ]]; then
     scope_values=(--set rbac.scope=namespace --set "rbac.namespaces={$JOBS_NS}")
     WATCH_FLAGS=(--namespace "$JOBS_NS")
+  fi
+  if [[ -n "$KUEUE" ]]; then
+    scope_values+=(--set kueue.enabled=true)
+    OPERATOR_FLAGS+=(--kueue)
   fi
   helm install "$RELEASE" "$CHART" -n "$NS" --create-namespace "${scope_values[@]}" \
     >"$WORK/install.out" 2>&1 || { cat "$WORK/install.out"; fail "helm install"; }
@@ -69,7 +88,7 @@ service_account_kubeconfig() {
 start_operator() {
   METRICS_PORT="$(free_port)"; HEALTH_PORT="$(free_port)"
   # The same flags the chart's Deployment passes (helm template ... | grep -A12 args:).
-  "$OPERATOR" --kubeconfig "$WORK/sa.kubeconfig" "${WATCH_FLAGS[@]}" --leader-elect \
+  "$OPERATOR" --kubeconfig "$WORK/sa.kubeconfig" "${WATCH_FLAGS[@]}" "${OPERATOR_FLAGS[@]}" --leader-elect \
     --leader-election-namespace "$NS" --leader-election-id "$FULLNAME" \
     --metrics-bind-address "127.0.0.1:$METRICS_PORT" \
     --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \
@@ -88,8 +107,42 @@ start_operator() {
 
 metrics() { curl -fsS "http://127.0.0.1:$METRICS_PORT/metrics"; }
 
+# A flavor, a ClusterQueue for the jobs namespace only and a LocalQueue `lq` in it (kueue only).
+create_queue() {
+  kubectl apply -f - >/dev/null <<QUEUE || fail "create Kueue queue"
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: $RELEASE}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: $RELEASE}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $JOBS_NS}}
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: $RELEASE
+      resources:
+      - {name: cpu, nominalQuota: "64"}
+      - {name: memory, nominalQuota: 64Gi}
+      - {name: nvidia.com/gpu, nominalQuota: 8}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq, namespace: $JOBS_NS}
+spec: {clusterQueue: $RELEASE}
+QUEUE
+  ok "Kueue queue $RELEASE for $JOBS_NS"
+}
+
 reconcile_job() {
-  training_job rbac-e2e | kubectl apply -n "$JOBS_NS" -f - >/dev/null || fail "create TrainingJob"
+  local job; job="$(training_job rbac-e2e)"
+  if [[ -n "$KUEUE" ]]; then
+    create_queue
+    job="$(sed 's/^  name: rbac-e2e$/  name: rbac-e2e\n  labels: {kueue.x-k8s.io\/queue-name: lq}/' <<<"$job")"
+  fi
+  kubectl apply -n "$JOBS_NS" -f - <<<"$job" >/dev/null || fail "create TrainingJob"
   pods() { pods_of "$JOBS_NS" rbac-e2e; }
   two_pods() { [[ "$(pods | grep -c .)" -eq 2 ]]; }
   wait_for 90 two_pods || { pods; tail -40 "$WORK/operator.log"; fail "gang pods not created"; }
@@ -101,6 +154,11 @@ reconcile_job() {
   wait_for 60 status_written || fail "the operator wrote no status"
   local state; state="$(job_field "$JOBS_NS" rbac-e2e .status.state)"
   ok "TrainingJob reconciled with the chart's RBAC: Service, Secret, 2 pods, status $state"
+  if [[ -n "$KUEUE" ]]; then
+    [[ "$(job_field "$JOBS_NS" rbac-e2e '.status.conditions[?(@.type=="Admitted")].status')" == True ]] ||
+      fail "the job's pods exist but it does not read Admitted=True"
+    ok "admitted by Kueue through the Workload the operator created (kueue.enabled grants)"
+  fi
   # Binding needs the gang scheduler; when the binary has it, the gang must bind and run.
   local bound; bound="$(pods | awk -F'\t' '$2 != ""' | wc -l)"
   if (( bound > 0 )); then

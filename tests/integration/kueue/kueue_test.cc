@@ -284,5 +284,18 @@ TEST_F(KueueTest, SuspendingAnAdmittedJobFreesItsQuota) {
   EXPECT_EQ(WorkloadOf("first")["spec"].value("active", true), false);
 }
 
+// docs/queues.md's worked example is what Kueue accepts: every object of
+// examples/kueue/team-queues.yaml passes Kueue's validating webhooks (server-side dry run, so
+// nothing is created; its LocalQueues moved into this test's namespace).
+TEST_F(KueueTest, TheDocsTwoTeamQueuesAreValidForKueue) {
+  const std::string file = std::string(LOCKSTEP_SOURCE_DIR) + "/examples/kueue/team-queues.yaml";
+  const std::string moved = ::testing::TempDir() + "/" + ns() + "-team-queues.yaml";
+  const std::string sed =
+      "sed 's/namespace: team-[ab]$/namespace: " + ns() + "/' " + file + " > " + moved;
+  ASSERT_EQ(std::system(sed.c_str()), 0) << sed;
+  EXPECT_EQ(controller::testing::Kubectl("apply --dry-run=server -f " + moved), 0);
+  std::remove(moved.c_str());
+}
+
 }  // namespace
 }  // namespace lockstep::kueue::testing

@@ -56,30 +56,20 @@ const std::set<Grant> kClusterReadGrants = {
     {"scheduling.k8s.io", "priorityclasses", "list"},
     {"scheduling.k8s.io", "priorityclasses", "watch"},
 };
-// kueue.enabled=true only: the Workloads the operator owns for queued jobs, their status, and the
-// LocalQueue a job names (namespaced); Kueue's cluster-scoped objects, read only.
+// kueue.enabled=true only: the Workloads the operator owns for queued jobs and their status
+// (namespaced); Kueue's cluster-scoped objects, read only.
 const std::set<Grant> kKueueNamespacedGrants = {
-    {"kueue.x-k8s.io", "workloads", "get"},
     {"kueue.x-k8s.io", "workloads", "list"},
     {"kueue.x-k8s.io", "workloads", "watch"},
     {"kueue.x-k8s.io", "workloads", "create"},
-    {"kueue.x-k8s.io", "workloads", "update"},
     {"kueue.x-k8s.io", "workloads", "patch"},
     {"kueue.x-k8s.io", "workloads", "delete"},
-    {"kueue.x-k8s.io", "workloads/status", "get"},
-    {"kueue.x-k8s.io", "workloads/status", "update"},
     {"kueue.x-k8s.io", "workloads/status", "patch"},
-    {"kueue.x-k8s.io", "localqueues", "get"},
-    {"kueue.x-k8s.io", "localqueues", "list"},
-    {"kueue.x-k8s.io", "localqueues", "watch"},
 };
 const std::set<Grant> kKueueClusterReadGrants = {
     {"kueue.x-k8s.io", "resourceflavors", "get"},
     {"kueue.x-k8s.io", "resourceflavors", "list"},
     {"kueue.x-k8s.io", "resourceflavors", "watch"},
-    {"kueue.x-k8s.io", "clusterqueues", "get"},
-    {"kueue.x-k8s.io", "clusterqueues", "list"},
-    {"kueue.x-k8s.io", "clusterqueues", "watch"},
     {"kueue.x-k8s.io", "workloadpriorityclasses", "get"},
     {"kueue.x-k8s.io", "workloadpriorityclasses", "list"},
     {"kueue.x-k8s.io", "workloadpriorityclasses", "watch"},
