@@ -211,6 +211,28 @@ json PodMetadata(const TrainingJob& job, const PodSlot& slot, const ChildrenOpti
   return meta;
 }
 
+// Required node affinity that also demands one of `terms`: each of the spec's own terms (ORed)
+// gets every term's expressions added, one copy per term (A or B) and (X or Y) = AX or AY or BX
+// or BY.
+void AndNodeTerms(const json& terms, json* spec) {
+  json& required = (*spec)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+  json own = required.is_object() && required.contains("nodeSelectorTerms") &&
+                     required["nodeSelectorTerms"].is_array() && !required["nodeSelectorTerms"].empty()
+                 ? required["nodeSelectorTerms"]
+                 : json::array({json::object()});
+  json combined = json::array();
+  for (const json& mine : own) {
+    for (const json& term : terms) {
+      json both = mine;
+      json& expressions = both["matchExpressions"];
+      if (!expressions.is_array()) expressions = json::array();
+      for (const json& e : term.value("matchExpressions", json::array())) expressions.push_back(e);
+      combined.push_back(std::move(both));
+    }
+  }
+  required = {{"nodeSelectorTerms", std::move(combined)}};
+}
+
 // The admission's additions for the slot's role (RolePlacement), into `pod`.
 Status ApplyPlacement(const PodSlot& slot, const ChildrenOptions& options, json* pod) {
   auto it = options.role_placement.find(slot.role);
@@ -238,6 +260,7 @@ Status ApplyPlacement(const PodSlot& slot, const ChildrenOptions& options, json*
       }
     }
   }
+  if (!placement.node_terms.empty()) AndNodeTerms(placement.node_terms, &spec);
   for (const auto& [key, value] : placement.labels) (*pod)["metadata"]["labels"][key] = value;
   return Status::Ok();
 }

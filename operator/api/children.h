@@ -55,10 +55,13 @@ inline constexpr int64_t kLauncherImageUser = 65532;  // docker/launcher.Dockerf
 
 // What an admission adds to one role's pods (Kueue's flavors, operator/kueue/admission.h): node
 // labels the pods require (merged into nodeSelector; a key the template sets to another value is
-// an error, not an override), tolerations appended, labels added.
+// an error, not an override), required node affinity terms, tolerations appended, labels added.
 struct RolePlacement {
   std::map<std::string, std::string> node_selector;
   nlohmann::json tolerations = nlohmann::json::array();
+  // nodeSelectorTerms (ORed) the pods' nodes must match, on top of the template's own required
+  // node affinity (ANDed with each of its terms): a topology assignment's domains.
+  nlohmann::json node_terms = nlohmann::json::array();
   std::map<std::string, std::string> labels;
   friend bool operator==(const RolePlacement&, const RolePlacement&) = default;
 };

@@ -7,6 +7,31 @@
 
 namespace lockstep::kueue {
 
+nlohmann::json DomainTerms(const TopologyAssignment& topology) {
+  using nlohmann::json;
+  auto in = [](const std::string& key, json values) {
+    return json{{"key", key}, {"operator", "In"}, {"values", std::move(values)}};
+  };
+  json terms = json::array();
+  if (topology.levels.empty() || topology.domains.empty()) return terms;
+  // Host names are unique: one term listing every assigned node.
+  if (topology.levels.back() == kHostnameLabel) {
+    std::set<std::string> hosts;
+    for (const TopologyDomain& d : topology.domains) hosts.insert(d.values.back());
+    terms.push_back({{"matchExpressions", json::array({in(kHostnameLabel, json(hosts))})}});
+    return terms;
+  }
+  // A rack's name may repeat in another block: one term per domain, every level matched.
+  for (const TopologyDomain& d : topology.domains) {
+    json expressions = json::array();
+    for (size_t i = 0; i < topology.levels.size() && i < d.values.size(); ++i) {
+      expressions.push_back(in(topology.levels[i], json::array({d.values[i]})));
+    }
+    terms.push_back({{"matchExpressions", std::move(expressions)}});
+  }
+  return terms;
+}
+
 StatusOr<std::map<std::string, api::RolePlacement>> PlacementsOf(
     const WorkloadView& workload, const std::map<std::string, Flavor>& flavors) {
   if (!workload.admission) {
@@ -36,6 +61,7 @@ StatusOr<std::map<std::string, api::RolePlacement>> PlacementsOf(
         if (std::find(list.begin(), list.end(), t) == list.end()) list.push_back(t);
       }
     }
+    if (assignment.topology) placement.node_terms = DomainTerms(*assignment.topology);
   }
   return out;
 }

@@ -26,6 +26,19 @@ json PodSetTemplate(const api::TrainingJob& job, const json& tmpl) {
   return out;
 }
 
+// spec.placement as Kueue's topologyRequest: requiredTopologyKey is required; otherwise the
+// finest of topologyKeys is preferred (Kueue falls back to coarser levels itself).
+std::optional<json> TopologyRequest(const api::TrainingJob& job) {
+  if (!job.spec.placement) return std::nullopt;
+  if (job.spec.placement->required_topology_key) {
+    return json{{"required", *job.spec.placement->required_topology_key}};
+  }
+  if (!job.spec.placement->topology_keys.empty()) {
+    return json{{"preferred", job.spec.placement->topology_keys.back()}};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string QueueName(const api::TrainingJob& job) { return Label(job, kQueueNameLabel); }
@@ -64,7 +77,9 @@ std::string WorkloadName(const api::TrainingJob& job) {
 json BuildWorkload(const api::TrainingJob& job, int32_t priority) {
   json pod_sets = json::array();
   for (const PodSetShape& set : PodSetsOf(job)) {
-    pod_sets.push_back({{"name", set.name}, {"count", set.count}, {"template", set.pod_template}});
+    json pod_set = {{"name", set.name}, {"count", set.count}, {"template", set.pod_template}};
+    if (std::optional<json> topology = TopologyRequest(job)) pod_set["topologyRequest"] = *topology;
+    pod_sets.push_back(std::move(pod_set));
   }
   json spec = {{"queueName", QueueName(job)},
                {"podSets", std::move(pod_sets)},

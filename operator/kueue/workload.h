@@ -10,6 +10,9 @@
 //    others), named after the role, count = the role's replicas (spec.replicas for "worker"),
 //    template = the role's PodTemplateSpec as the user wrote it: Kueue counts quota from its
 //    containers' requests and matches flavors with its nodeSelector, affinity and tolerations.
+//  - spec.placement becomes each PodSet's topologyRequest: `requiredTopologyKey` required, else
+//    the finest of `topologyKeys` preferred (Kueue's topology-aware scheduling then needs a
+//    flavor with a Topology of those node labels).
 //  - priority: the label kueue.x-k8s.io/priority-class names a WorkloadPriorityClass, else
 //    spec.priorityClassName a PriorityClass (Kueue's order); the caller resolves the value.
 //  - spec.active follows spec.runPolicy.suspend: a suspended job gives its quota back.

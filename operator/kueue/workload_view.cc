@@ -29,6 +29,66 @@ StatusOr<std::map<std::string, std::string>> StringMap(const json& value, const 
   return out;
 }
 
+// One level's values for the `count` domains of a slice: the same for all (universal), or
+// prefix + root + suffix per domain (individual).
+StatusOr<std::vector<std::string>> LevelValues(const json& level, int32_t count) {
+  if (level.contains("universal") && level["universal"].is_string()) {
+    return std::vector<std::string>(count, level["universal"].get<std::string>());
+  }
+  const json& individual = Field(level, "individual");
+  const json& roots = Field(individual, "roots");
+  if (!roots.is_array() || static_cast<int32_t>(roots.size()) != count) {
+    return InvalidArgumentError("topologyAssignment: a level has neither one value nor one per domain");
+  }
+  const std::string prefix = Str(individual, "prefix");
+  const std::string suffix = Str(individual, "suffix");
+  std::vector<std::string> out;
+  for (const json& root : roots) {
+    if (!root.is_string()) return InvalidArgumentError("topologyAssignment: a root is not a string");
+    out.push_back(prefix + root.get<std::string>() + suffix);
+  }
+  return out;
+}
+
+StatusOr<TopologyAssignment> DecodeTopology(const json& value) {
+  TopologyAssignment t;
+  const json& levels = Field(value, "levels");
+  if (!levels.is_array() || levels.empty()) return InvalidArgumentError("topologyAssignment without levels");
+  for (const json& l : levels) {
+    if (!l.is_string()) return InvalidArgumentError("topologyAssignment: a level is not a string");
+    t.levels.push_back(l.get<std::string>());
+  }
+  const json& slices = Field(value, "slices");
+  if (!slices.is_array()) return InvalidArgumentError("topologyAssignment without slices");
+  for (const json& slice : slices) {
+    const json& count_field = Field(slice, "domainCount");
+    const int32_t count = count_field.is_number_integer() ? count_field.get<int32_t>() : 0;
+    constexpr int32_t kMaxDomains = 100000;  // Kueue's own bound is far lower; a guard
+    if (count <= 0 || count > kMaxDomains) return InvalidArgumentError("topologyAssignment: bad domainCount");
+    const json& per_level = Field(slice, "valuesPerLevel");
+    if (!per_level.is_array() || per_level.size() != t.levels.size()) {
+      return InvalidArgumentError("topologyAssignment: valuesPerLevel does not match levels");
+    }
+    std::vector<TopologyDomain> domains(count);
+    for (const json& level : per_level) {
+      LS_ASSIGN_OR_RETURN(std::vector<std::string> values, LevelValues(level, count));
+      for (int32_t i = 0; i < count; ++i) domains[i].values.push_back(std::move(values[i]));
+    }
+    const json& pods = Field(slice, "podCounts");
+    for (int32_t i = 0; i < count; ++i) {
+      if (Field(pods, "universal").is_number_integer()) {
+        domains[i].pods = pods["universal"].get<int32_t>();
+      } else if (Field(pods, "individual").is_array() &&
+                 static_cast<int32_t>(pods["individual"].size()) == count &&
+                 pods["individual"][i].is_number_integer()) {
+        domains[i].pods = pods["individual"][i].get<int32_t>();
+      }
+    }
+    for (TopologyDomain& d : domains) t.domains.push_back(std::move(d));
+  }
+  return t;
+}
+
 StatusOr<Admission> DecodeAdmission(const json& value) {
   if (!value.is_object()) return InvalidArgumentError("status.admission is not an object");
   Admission a;
@@ -43,6 +103,11 @@ StatusOr<Admission> DecodeAdmission(const json& value) {
                                              "podSetAssignments[" + p.name + "].flavors"));
     const json& count = Field(s, "count");
     if (count.is_number_integer()) p.count = count.get<int32_t>();
+    if (const json& topology = Field(s, "topologyAssignment"); !topology.is_null()) {
+      StatusOr<TopologyAssignment> t = DecodeTopology(topology);
+      if (!t.ok()) return t.status().WithContext("pod set " + p.name);
+      p.topology = std::move(t).value();
+    }
     a.pod_sets.push_back(std::move(p));
   }
   return a;

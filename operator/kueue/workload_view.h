@@ -34,10 +34,24 @@ struct WorkloadCondition {
   std::string last_transition_time;  // RFC 3339, as stored
 };
 
+// Kueue's topology-aware assignment of one PodSet (TAS): the topology levels (node label keys,
+// highest first) and the domains it chose, each as its value at every level, with the pods it
+// counted there. Kueue stores it compressed (slices of universal or prefix/root/suffix values);
+// this is it expanded.
+struct TopologyDomain {
+  std::vector<std::string> values;  // one per level
+  int32_t pods = 0;
+};
+struct TopologyAssignment {
+  std::vector<std::string> levels;
+  std::vector<TopologyDomain> domains;
+};
+
 struct PodSetAssignment {
   std::string name;
   std::map<std::string, std::string> flavors;  // resource -> ResourceFlavor name
   std::optional<int32_t> count;
+  std::optional<TopologyAssignment> topology;
 };
 
 struct Admission {

@@ -72,14 +72,17 @@ class KueueTest : public kube::testing::NamespaceTest {
     cluster_objects_.emplace(cluster_objects_.begin(), ref, object["metadata"]["name"]);
   }
 
-  // A flavor for this test's nodes, one ClusterQueue with `gpus` GPUs of it (preempting lower
-  // priorities inside itself) and a LocalQueue "lq" in the test's namespace.
-  void CreateQueues(int gpus) {
+  // A flavor for this test's nodes (topology-aware when `topology` names a Topology), one
+  // ClusterQueue with `gpus` GPUs of it (preempting lower priorities inside itself) and a
+  // LocalQueue "lq" in the test's namespace.
+  void CreateQueues(int gpus, const std::string& topology = "") {
+    json flavor_spec = {{"nodeLabels", {{kPoolLabel, Pool()}}}};
+    if (!topology.empty()) flavor_spec["topologyName"] = topology;
     CreateClusterScoped(Kueue("resourceflavors", false),
                         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
                          {"kind", "ResourceFlavor"},
                          {"metadata", {{"name", ns() + "-gpu"}}},
-                         {"spec", {{"nodeLabels", {{kPoolLabel, Pool()}}}}}});
+                         {"spec", flavor_spec}});
     CreateClusterScoped(
         Kueue("clusterqueues", false),
         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
@@ -295,6 +298,53 @@ TEST_F(KueueTest, TheDocsTwoTeamQueuesAreValidForKueue) {
   ASSERT_EQ(std::system(sed.c_str()), 0) << sed;
   EXPECT_EQ(controller::testing::Kubectl("apply --dry-run=server -f " + moved), 0);
   std::remove(moved.c_str());
+}
+
+// Topology-aware scheduling through Kueue: a job whose spec.placement requires one rack gets a
+// Workload with topologyRequest.required; Kueue's TAS picks the only rack where the gang fits,
+// and the operator keeps the pods inside it (required node affinity on that rack), where its
+// scheduler binds them.
+TEST_F(KueueTest, KueuesTopologyAssignmentKeepsTheGangInTheRackItChose) {
+  const std::string block = "topology.lockstep.dev/block";
+  const std::string rack = "topology.lockstep.dev/rack";
+  // rack-a holds one node, rack-b two: a 2-pod gang of whole nodes fits only in rack-b.
+  const std::vector<std::pair<std::string, std::string>> nodes = {
+      {ns() + "-a0", "rack-a"}, {ns() + "-b0", "rack-b"}, {ns() + "-b1", "rack-b"}};
+  for (const auto& [name, r] : nodes) {
+    json node = KwokNode(name, kPoolLabel, Pool(), 8);
+    node["metadata"]["labels"][block] = "block-1";
+    node["metadata"]["labels"][rack] = r;
+    node["metadata"]["labels"]["kubernetes.io/hostname"] = name;
+    ASSERT_TRUE(client().Create(kube::resources::Nodes(), "", node).ok());
+    cluster_objects_.emplace_back(kube::resources::Nodes(), name);
+  }
+  CreateClusterScoped(Kueue("topologies", false),
+                      {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                       {"kind", "Topology"},
+                       {"metadata", {{"name", ns() + "-topology"}}},
+                       {"spec",
+                        {{"levels", json::array({{{"nodeLabel", block}},
+                                                 {{"nodeLabel", rack}},
+                                                 {{"nodeLabel", "kubernetes.io/hostname"}}})}}}});
+  CreateQueues(24, ns() + "-topology");
+  json job = Job("placed", 2);
+  job["spec"]["placement"] = {{"topologyKeys", {block, rack}}, {"requiredTopologyKey", rack}};
+  CreateJob(job);
+  ASSERT_TRUE(WaitFor([&] { return RunningPods("placed") == 2; }, seconds(90)))
+      << GetJob("placed").dump(2) << "\n" << WorkloadOf("placed").dump(2);
+  const json w = WorkloadOf("placed");
+  EXPECT_EQ(w["spec"]["podSets"][0]["topologyRequest"].value("required", ""), rack);
+  auto pods = ListJobPods(client(), ns(), "placed");
+  ASSERT_TRUE(pods.ok());
+  for (const json& p : *pods) {
+    EXPECT_EQ(p["spec"]["nodeName"].get<std::string>().rfind(ns() + "-b", 0), 0u)
+        << p["spec"]["nodeName"];
+    // Kueue assigns down to the lowest level of the Topology, the hosts: rack-b's two nodes.
+    const std::string affinity = p["spec"]["affinity"].dump();
+    EXPECT_NE(affinity.find(ns() + "-b0"), std::string::npos) << affinity;
+    EXPECT_NE(affinity.find(ns() + "-b1"), std::string::npos) << affinity;
+    EXPECT_EQ(affinity.find(ns() + "-a0"), std::string::npos) << affinity;
+  }
 }
 
 }  // namespace

@@ -172,5 +172,83 @@ TEST(RolePlacementTest, ThePodsGetTheAdmittedNodeLabelsTolerationsAndPodSetLabel
       << refused.status();
 }
 
+TEST(BuildWorkloadTest, PlacementBecomesTheTopologyRequest) {
+  api::TrainingJob j = Job();
+  EXPECT_FALSE(BuildWorkload(j, 0)["spec"]["podSets"][0].contains("topologyRequest"));
+  j.spec.placement = api::Placement{{"topology.lockstep.dev/block", "topology.lockstep.dev/rack"},
+                                    std::nullopt};
+  EXPECT_EQ(BuildWorkload(j, 0)["spec"]["podSets"][0]["topologyRequest"],
+            (json{{"preferred", "topology.lockstep.dev/rack"}}));
+  j.spec.placement->required_topology_key = "topology.lockstep.dev/block";
+  EXPECT_EQ(BuildWorkload(j, 0)["spec"]["podSets"][0]["topologyRequest"],
+            (json{{"required", "topology.lockstep.dev/block"}}));
+}
+
+// Kueue's compressed form: one slice of 2 racks in one block (universal block, individual racks
+// with a prefix), 1 pod each.
+json RackAssignment() {
+  return {{"levels", {"topology.lockstep.dev/block", "topology.lockstep.dev/rack"}},
+          {"slices",
+           json::array({{{"domainCount", 2},
+                         {"valuesPerLevel",
+                          json::array({{{"universal", "b1"}},
+                                       {{"individual", {{"prefix", "rack-"}, {"roots", {"1", "2"}}}}}})},
+                         {"podCounts", {{"universal", 1}}}}})}};
+}
+
+TEST(DecodeWorkloadTest, ATopologyAssignmentIsExpanded) {
+  json w = StoredWorkload(Job(), {}, "cq");
+  w["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"] = RackAssignment();
+  const WorkloadView v = View(w);
+  ASSERT_TRUE(v.admission->pod_sets[0].topology.has_value());
+  const TopologyAssignment& t = *v.admission->pod_sets[0].topology;
+  ASSERT_EQ(t.domains.size(), 2u);
+  EXPECT_EQ(t.domains[0].values, (std::vector<std::string>{"b1", "rack-1"}));
+  EXPECT_EQ(t.domains[1].values, (std::vector<std::string>{"b1", "rack-2"}));
+  EXPECT_EQ(t.domains[1].pods, 1);
+  // Roots that do not match the domain count are an error, not a guess.
+  w["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]["slices"][0]["domainCount"] = 3;
+  EXPECT_FALSE(DecodeWorkload(w).ok());
+}
+
+TEST(DomainTermsTest, RacksAreMatchedWithTheirBlockAndHostsByName) {
+  json w = StoredWorkload(Job(), {}, "cq");
+  w["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"] = RackAssignment();
+  json terms = DomainTerms(*View(w).admission->pod_sets[0].topology);
+  ASSERT_EQ(terms.size(), 2u);
+  EXPECT_EQ(terms[1]["matchExpressions"][1],
+            (json{{"key", "topology.lockstep.dev/rack"}, {"operator", "In"}, {"values", {"rack-2"}}}));
+  EXPECT_EQ(terms[1]["matchExpressions"][0]["values"], json({"b1"}));
+  TopologyAssignment hosts{{"topology.lockstep.dev/rack", "kubernetes.io/hostname"},
+                           {{{"r1", "n2"}, 1}, {{"r1", "n1"}, 1}}};
+  terms = DomainTerms(hosts);
+  ASSERT_EQ(terms.size(), 1u);
+  EXPECT_EQ(terms[0]["matchExpressions"][0]["values"], json({"n1", "n2"}));
+}
+
+TEST(RolePlacementTest, DomainTermsAreAndedWithTheTemplatesOwnAffinity) {
+  api::TrainingJob j = Job();
+  j.spec.pod_template["spec"]["affinity"]["nodeAffinity"]
+                     ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] =
+      json::array({{{"matchExpressions", json::array({{{"key", "gpu"}, {"operator", "Exists"}}})}}});
+  api::ChildrenOptions opts;
+  opts.launcher_image = "launcher:dev";
+  api::RolePlacement p;
+  p.node_terms = json::array(
+      {{{"matchExpressions", json::array({{{"key", "rack"}, {"operator", "In"}, {"values", {"r1"}}}})}},
+       {{"matchExpressions", json::array({{{"key", "rack"}, {"operator", "In"}, {"values", {"r2"}}}})}}});
+  opts.role_placement["worker"] = p;
+  StatusOr<std::vector<json>> pods = api::BuildPods(j, opts);
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  const json terms = (*pods)[0]["spec"]["affinity"]["nodeAffinity"]
+                                ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  ASSERT_EQ(terms.size(), 2u);  // (gpu) and (r1 or r2) = (gpu and r1) or (gpu and r2)
+  for (const json& t : terms) {
+    ASSERT_EQ(t["matchExpressions"].size(), 2u);
+    EXPECT_EQ(t["matchExpressions"][0]["key"], "gpu");
+  }
+  EXPECT_EQ(terms[1]["matchExpressions"][1]["values"], json({"r2"}));
+}
+
 }  // namespace
 }  // namespace lockstep::kueue
