@@ -117,9 +117,18 @@ kueue::KueueObservation KueueCaches::Observe(const CachedJob& job) const {
   out.synced = HasSynced();
   if (!out.synced) return out;
   const std::string key = job.meta.Key();
+  const std::string queue = kueue::QueueName(job.job);
   for (const auto& informer : workloads_) {
     for (const auto& w : informer->store().ByIndex(kJobIndex, key)) {
       if (w->view.owner_uid == job.meta.uid) out.workloads.push_back(w->view);
+    }
+    // The same LocalQueue's other TrainingJobs, for the job's place in it (bounded by what
+    // this operator watches: its own Workloads only).
+    for (const auto& w : informer->store().List()) {
+      if (w->meta.namespace_ == job.meta.namespace_ && w->view.queue_name == queue &&
+          w->view.owner_uid != job.meta.uid) {
+        out.neighbours.push_back(w->view);
+      }
     }
   }
   for (const auto& f : flavors_->store().List()) out.flavors[f->meta.name] = f->flavor;

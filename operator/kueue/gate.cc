@@ -162,8 +162,8 @@ void CreateWorkload(const api::TrainingJob& job, const KueueObservation& observe
            "; waiting for Kueue to admit it");
 }
 
-// Why Kueue has not admitted the Workload yet, in its own words.
-std::pair<std::string, std::string> PendingReason(const WorkloadView& w) {
+// Kueue's own words for a Workload it has not admitted.
+std::pair<std::string, std::string> PendingReasonWords(const WorkloadView& w) {
   const std::string where = "LocalQueue " + w.queue_name;
   if (!w.active) return {"Inactive", "the Workload is inactive (the job is suspended)"};
   if (w.IsTrue(kQuotaReserved)) {
@@ -177,6 +177,32 @@ std::pair<std::string, std::string> PendingReason(const WorkloadView& w) {
   return {"Pending", "waiting in " + where + " for Kueue to admit Workload " + w.name};
 }
 
+bool Waiting(const WorkloadView& w) {
+  return !w.deleting && w.active && !w.IsTrue(kQuotaReserved) && !w.IsTrue(kFinished);
+}
+
+std::string Ordinal(int n) {
+  const int tens = n % 100;
+  const char* suffix = (tens >= 11 && tens <= 13) ? "th"
+                       : n % 10 == 1              ? "st"
+                       : n % 10 == 2              ? "nd"
+                       : n % 10 == 3              ? "rd"
+                                                  : "th";
+  return std::to_string(n) + suffix;
+}
+
+// Why Kueue has not admitted the Workload yet, in its own words, and where it stands.
+std::pair<std::string, std::string> PendingReason(const WorkloadView& w,
+                                                  const std::vector<WorkloadView>& neighbours) {
+  auto [reason, message] = PendingReasonWords(w);
+  // Alone in the queue, "1st of 1" would say nothing.
+  if (std::optional<std::pair<int, int>> place = QueuePosition(w, neighbours);
+      place && place->second > 1) {
+    message += " (" + Ordinal(place->first) + " of " + std::to_string(place->second) +
+               " TrainingJobs waiting in LocalQueue " + w.queue_name + ")";
+  }
+  return {reason, message};
+}
 // Evicted=True: stop the pods; once they are gone, give the quota back so Kueue can requeue.
 void Evicted(const WorkloadView& w, const WorkloadCondition& evicted, const JobFacts& facts,
              const std::string& now, Decision& d) {
@@ -195,6 +221,25 @@ void Evicted(const WorkloadView& w, const WorkloadCondition& evicted, const JobF
 }
 
 }  // namespace
+
+std::optional<std::pair<int, int>> QueuePosition(const WorkloadView& mine,
+                                                 const std::vector<WorkloadView>& neighbours) {
+  if (!Waiting(mine)) return std::nullopt;
+  int ahead = 0;
+  int waiting = 1;
+  for (const WorkloadView& other : neighbours) {
+    if (other.uid == mine.uid || other.queue_name != mine.queue_name || !Waiting(other)) continue;
+    ++waiting;
+    // RFC 3339 timestamps of one format order as strings; the name breaks a tie, as a stable
+    // stand-in for Kueue's own tie-break.
+    const bool first = other.priority != mine.priority ? other.priority > mine.priority
+                       : other.creation_timestamp != mine.creation_timestamp
+                           ? other.creation_timestamp < mine.creation_timestamp
+                           : other.name < mine.name;
+    ahead += first;
+  }
+  return std::make_pair(ahead + 1, waiting);
+}
 
 std::pair<std::string, std::string> PodsReadyFor(const WorkloadView& w, bool pods_ready) {
   const WorkloadCondition* current = w.Find(kPodsReady);
@@ -272,7 +317,7 @@ Decision Decide(const api::TrainingJob& job, const KueueObservation& observed,
                              : "Not all pods are ready or succeeded"}},
                  false, now);
   if (!w->IsTrue(kAdmitted)) {
-    auto [reason, message] = PendingReason(*w);
+    auto [reason, message] = PendingReason(*w, observed.neighbours);
     if (facts.pods_existing > 0) message += "; stopping the pods it runs unadmitted";
     Hold(d, reason, message);
     return d;

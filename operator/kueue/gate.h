@@ -46,7 +46,17 @@ struct KueueObservation {
   // when the class is not found.
   std::optional<int32_t> priority = 0;
   std::string priority_error;
+  // The other TrainingJobs' Workloads in the same namespace (the LocalQueue's other jobs among
+  // them), for the job's place in its queue (QueuePosition).
+  std::vector<WorkloadView> neighbours;
 };
+
+// Where a pending Workload stands among the TrainingJobs waiting in its LocalQueue, in Kueue's
+// order (higher priority first, then older first): {place, of}, 1-based; nullopt when it is not
+// waiting (admitted, inactive, finished). Only TrainingJobs are counted: Workloads of other
+// kinds in the same queue are not the operator's to see (Kueue's visibility API would be).
+std::optional<std::pair<int, int>> QueuePosition(const WorkloadView& mine,
+                                                 const std::vector<WorkloadView>& neighbours);
 
 // What the controller knows of the job this pass.
 struct JobFacts {

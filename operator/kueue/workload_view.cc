@@ -1,5 +1,7 @@
 #include "operator/kueue/workload_view.h"
 
+#include <cstdint>
+
 namespace lockstep::kueue {
 namespace {
 
@@ -146,6 +148,10 @@ StatusOr<WorkloadView> DecodeWorkload(const json& object) {
   const json& spec = Field(object, "spec");
   w.queue_name = Str(spec, "queueName");
   if (Field(spec, "active").is_boolean()) w.active = spec["active"].get<bool>();
+  if (Field(spec, "priority").is_number_integer()) {
+    const int64_t priority = spec["priority"].get<int64_t>();
+    if (priority >= INT32_MIN && priority <= INT32_MAX) w.priority = static_cast<int32_t>(priority);
+  }
   w.pod_sets = Field(spec, "podSets").is_array() ? spec["podSets"] : json::array();
   for (const json& s : w.pod_sets) {
     const json& count = Field(s, "count");

@@ -69,6 +69,7 @@ struct WorkloadView {
   std::string owner_uid;  // the controller ownerReference's uid ("" if none)
   std::string queue_name;
   bool active = true;  // spec.active (unset: true)
+  int32_t priority = 0;  // spec.priority (unset: 0)
   std::vector<std::pair<std::string, int32_t>> pod_set_counts;  // (name, count) in order
   nlohmann::json pod_sets;  // spec.podSets as stored (for the equivalence check)
   std::vector<WorkloadCondition> conditions;

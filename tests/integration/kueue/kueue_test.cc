@@ -134,7 +134,7 @@ class KueueTest : public kube::testing::NamespaceTest {
 
   json GetJob(const std::string& name) {
     StatusOr<json> r = client().Get(kube::resources::TrainingJobs(), ns(), name);
-    return r.ok() ? *r : json();
+    return r.ok() ? *r : json::object();
   }
 
   std::string State(const std::string& name) {
@@ -232,6 +232,16 @@ TEST_F(KueueTest, AJobOverQuotaWaitsWithKueuesReason) {
   EXPECT_NE(job["status"]["message"].get<std::string>().find("LocalQueue lq"), std::string::npos);
   EXPECT_EQ(controller::testing::ConditionStatus(job, "Admitted"), "False");
   EXPECT_EQ(PodCount("big"), 0);
+  // A second one waits behind it, and says where it stands.
+  std::this_thread::sleep_for(seconds(1));  // creation timestamps have whole seconds
+  CreateJob(Job("bigger", 3));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return GetJob("bigger").value("status", json::object()).value("message", "").find(
+                   "2nd of 2 TrainingJobs waiting in LocalQueue lq") != std::string::npos;
+      },
+      seconds(60)))
+      << GetJob("bigger").dump(2);
 }
 
 // A higher WorkloadPriorityClass takes the quota: the low job's pods all go, its Workload is

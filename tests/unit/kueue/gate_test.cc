@@ -262,5 +262,47 @@ INSTANTIATE_TEST_SUITE_P(Rows, DecideTest, ::testing::ValuesIn(Cases()),
                            return name;
                          });
 
+WorkloadView Waiting(const std::string& name, int32_t priority, const std::string& created,
+                     const std::string& queue = "team-a") {
+  WorkloadView w;
+  w.name = name;
+  w.uid = name + "-uid";
+  w.priority = priority;
+  w.creation_timestamp = created;
+  w.queue_name = queue;
+  w.conditions.push_back({"QuotaReserved", "False", "Pending", "no quota", ""});
+  return w;
+}
+
+TEST(QueuePositionTest, HigherPriorityThenOlderGoFirstAndOnlyWaitingOnesOfTheQueueCount) {
+  const WorkloadView mine = Waiting("mine", 10, "2026-12-02T00:00:10Z");
+  WorkloadView admitted = Waiting("admitted", 100, "2026-12-02T00:00:00Z");
+  admitted.conditions[0].status = "True";
+  WorkloadView inactive = Waiting("inactive", 100, "2026-12-02T00:00:00Z");
+  inactive.active = false;
+  const std::vector<WorkloadView> others = {
+      Waiting("urgent", 100, "2026-12-02T00:00:20Z"),  // ahead: higher priority
+      Waiting("older", 10, "2026-12-02T00:00:05Z"),    // ahead: same priority, older
+      Waiting("younger", 10, "2026-12-02T00:00:30Z"),  // behind
+      Waiting("low", 1, "2026-12-02T00:00:00Z"),       // behind: lower priority
+      Waiting("elsewhere", 100, "2026-12-02T00:00:00Z", "team-b"),  // another queue
+      admitted,
+      inactive,
+  };
+  EXPECT_EQ(QueuePosition(mine, others), std::make_optional(std::make_pair(3, 5)));
+  EXPECT_EQ(QueuePosition(mine, {}), std::make_optional(std::make_pair(1, 1)));
+  EXPECT_FALSE(QueuePosition(admitted, others).has_value());
+}
+
+TEST(QueuePositionTest, APendingJobsMessageSaysItsPlace) {
+  api::TrainingJob job = Job();
+  KueueObservation observed;
+  observed.synced = true;
+  observed.workloads.push_back(testing::View(StoredWorkload(job, {{"QuotaReserved", "False", "Pending", "no quota"}})));
+  observed.neighbours.push_back(Waiting("first", 1000, "2026-01-01T00:00:00Z"));
+  const Decision d = Decide(job, observed, JobFacts{}, kNow);
+  EXPECT_EQ(d.message, "LocalQueue team-a: no quota (2nd of 2 TrainingJobs waiting in LocalQueue team-a)");
+}
+
 }  // namespace
 }  // namespace lockstep::kueue
