@@ -29,6 +29,7 @@ std::string DriverLine(const JobRun& run, const std::vector<std::string>& nodes,
   EXPECT_EQ(run.pods.size(), 3u);
   const std::vector<std::string> lines = run.Lines(prefix);
   EXPECT_EQ(lines.size(), 1u) << run.AllLogs();
+  if (!lines.empty()) std::cout << "[ job ] " << lines[0] << std::endl;
   return lines.empty() ? "" : lines[0];
 }
 

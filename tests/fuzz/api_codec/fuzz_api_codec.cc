@@ -36,7 +36,10 @@ void CheckChildren(TrainingJob job) {
   (void)BuildService(job);
   (void)BuildRdzvSecret(job, "token");
   if (PodCount(job.spec) > kMaxPodsBuilt) return;
-  auto pods = BuildPods(job, ChildrenOptions{"lockstep/launcher:fuzz", "", 1, std::nullopt});
+  ChildrenOptions options;
+  options.launcher_image = "lockstep/launcher:fuzz";
+  options.attempt = 1;
+  auto pods = BuildPods(job, options);
   if (pods.ok()) LS_CHECK(static_cast<int64_t>(pods->size()) == PodCount(job.spec));
 }
 
