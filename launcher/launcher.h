@@ -37,6 +37,8 @@ class Launcher {
 
  private:
   Status Setup();
+  // Makes the directory of the children's LOCKSTEP_PROGRESS_FILE (config_.progress_file).
+  void SetUpProgressFile();
   StatusOr<rendezvous::JoinResult> Join(uint32_t attempt);
   // Starts the attempt's children and services, then runs the Attempt (attempt.h) to its end.
   AttemptEnd RunAttempt(const World& world, rendezvous::Session& session, bool can_restart);
