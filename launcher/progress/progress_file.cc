@@ -25,12 +25,13 @@ std::optional<protocol::TrainingProgress> ProgressFileReader::Read() {
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < scanned_to_) scanned_to_ = 0;  // truncated or replaced by the trainer
   // Only the newest bytes: lines before them are superseded by the ones read.
-  const uint64_t start = std::max<uint64_t>(scanned_to_, size > kMaxTailBytes ? size - kMaxTailBytes : 0);
+  const uint64_t start =
+      std::max<uint64_t>(scanned_to_, size > kMaxTailBytes ? size - kMaxTailBytes : 0);
   std::string chunk(static_cast<size_t>(size - start), '\0');
   size_t got = 0;
   while (got < chunk.size()) {
-    const ssize_t n = ::pread(fd.get(), chunk.data() + got, chunk.size() - got,
-                              static_cast<off_t>(start + got));
+    const ssize_t n =
+        ::pread(fd.get(), chunk.data() + got, chunk.size() - got, static_cast<off_t>(start + got));
     if (n <= 0) break;
     got += static_cast<size_t>(n);
   }
@@ -51,8 +52,8 @@ std::optional<protocol::TrainingProgress> ProgressFileReader::Read() {
 
 StatusOr<std::string> MakeProgressFilePath() {
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                        "/lockstep-launcher.XXXXXX";
+  std::string pattern =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/lockstep-launcher.XXXXXX";
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
   if (::mkdtemp(buf.data()) == nullptr) {

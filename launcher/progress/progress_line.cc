@@ -1,7 +1,6 @@
 #include "launcher/progress/progress_line.h"
 
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 namespace lockstep::launcher::progress {
@@ -10,7 +9,8 @@ namespace {
 // A JSON integer >= 0 (a float, even a whole one, is not: steps are counted).
 std::optional<uint64_t> Count(const nlohmann::json& v) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
+  if (v.is_number_integer() && v.get<int64_t>() >= 0)
+    return static_cast<uint64_t>(v.get<int64_t>());
   return std::nullopt;
 }
 
@@ -37,7 +37,8 @@ std::optional<protocol::TrainingProgress> ParseProgressLine(std::string_view lin
     if (!rate->is_number()) return std::nullopt;
     const double r = rate->get<double>();
     if (!std::isfinite(r) || r < 0) return std::nullopt;
-    p.samples_per_second_milli = static_cast<uint64_t>(std::llround(std::min(r, kMaxSamplesPerSecond) * 1000.0));
+    p.samples_per_second_milli =
+        static_cast<uint64_t>(std::llround(std::min(r, kMaxSamplesPerSecond) * 1000.0));
   }
   return p;
 }

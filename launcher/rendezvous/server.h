@@ -10,9 +10,10 @@
 // round to finishing: later losses still abort, but without a restart.
 //
 // Control requests (protocol/control.h) come from the operator on their own connections: Status
-// reports the round, the in-place restarts so far, the last failure and the trainers' progress; Restart aborts a running
-// round like a failure would, with Abort::reason kRequested, which no launcher charges to its
-// budget. A refused or closed control connection never touches the round.
+// reports the round, the in-place restarts so far, the last failure and the trainers' progress
+// (ServerOptions::progress_source); Restart aborts a running round like a failure would, with
+// Abort::reason kRequested, which no launcher charges to its budget. A refused or closed control
+// connection never touches the round.
 //
 // Bounds: any pod that reaches the port can connect, so what an unauthenticated or refused peer
 // costs is bounded in memory and time, whatever it sends (docs/launcher.md "Limits"):

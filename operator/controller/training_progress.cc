@@ -34,8 +34,8 @@ bool SameReport(const api::JobProgress& a, const api::JobProgress& b) {
 }
 
 // Seconds to go at the rate from `before` to `now`'s step, when there is one.
-std::optional<int64_t> Eta(const api::JobProgress& now_p, const std::optional<api::JobProgress>& before,
-                           api::Time now) {
+std::optional<int64_t> Eta(const api::JobProgress& now_p,
+                           const std::optional<api::JobProgress>& before, api::Time now) {
   if (!now_p.total_steps) return std::nullopt;
   if (now_p.step >= *now_p.total_steps) return 0;
   if (!before || before->step >= now_p.step) return std::nullopt;
@@ -72,7 +72,8 @@ void PlanTrainingProgress(Pass& p) {
 
 std::optional<double> ProgressRatio(const api::JobProgress& progress) {
   if (!progress.total_steps || *progress.total_steps <= 0) return std::nullopt;
-  return std::min(1.0, static_cast<double>(progress.step) / static_cast<double>(*progress.total_steps));
+  return std::min(1.0,
+                  static_cast<double>(progress.step) / static_cast<double>(*progress.total_steps));
 }
 
 }  // namespace lockstep::controller

@@ -7,10 +7,9 @@
 //     write for it parses back to the same report.
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "common/check.h"
 #include "launcher/progress/progress_line.h"
@@ -20,13 +19,13 @@ namespace lockstep::launcher::progress {
 namespace {
 
 void CheckReport(const protocol::TrainingProgress& p) {
-  LS_CHECK(p.samples_per_second_milli <=
-           static_cast<uint64_t>(kMaxSamplesPerSecond * 1000.0) + 1);
+  LS_CHECK(p.samples_per_second_milli <= static_cast<uint64_t>(kMaxSamplesPerSecond * 1000.0) + 1);
   LS_CHECK(p.malformed_lines == 0);
   nlohmann::json line = {{"step", p.step}, {"totalSteps", p.total_steps}};
   // Thousandths as a decimal number, as a trainer would print them.
-  line["samplesPerSecond"] = nlohmann::json::parse(std::to_string(p.samples_per_second_milli / 1000) +
-                                                   "." + std::to_string(1000 + p.samples_per_second_milli % 1000).substr(1));
+  line["samplesPerSecond"] =
+      nlohmann::json::parse(std::to_string(p.samples_per_second_milli / 1000) + "." +
+                            std::to_string(1000 + p.samples_per_second_milli % 1000).substr(1));
   const std::optional<protocol::TrainingProgress> back = ParseProgressLine(line.dump());
   LS_CHECK(back.has_value());
   LS_CHECK(back->step == p.step && back->total_steps == p.total_steps);

@@ -70,7 +70,8 @@ class CrdTest : public ::testing::Test {
                                       {"gpu-node-3"}};
     s.excluded_nodes.push_back(
         api::ExcludedNode{"gpu-node-3", "NodeLeaseExpired", *api::ParseTime("2026-11-29T10:10:00Z")});
-    s.progress = api::JobProgress{420, 1000, 42, 812.5, 600, *api::ParseTime("2026-11-29T10:09:00Z")};
+    s.progress =
+        api::JobProgress{420, 1000, 42, 812.5, 600, *api::ParseTime("2026-11-29T10:09:00Z")};
     s.conditions.push_back(api::Condition{"Running", api::ConditionStatus::kTrue, 1,
                                           *api::ParseTime("2026-11-29T10:06:00Z"), "AllRanksJoined",
                                           "4 pods running"});

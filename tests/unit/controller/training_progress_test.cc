@@ -49,8 +49,7 @@ TEST(NextProgressTest, Table) {
       {"the first report is written at once, without an eta", Report(100, 1000, 812500),
        std::nullopt, t + milliseconds(1500),
        with(Written(100, 1000, t + seconds(1)), [](auto& p) { p.samples_per_second = 812.5; })},
-      {"within the write interval nothing changes", Report(150, 1000), w100, t + seconds(9),
-       w100},
+      {"within the write interval nothing changes", Report(150, 1000), w100, t + seconds(9), w100},
       {"after it, the new step with the eta from the step rate", Report(200, 1000), w100,
        t + seconds(10),
        // 100 steps in 10 s: 800 left take 80 s.
@@ -67,10 +66,11 @@ TEST(NextProgressTest, Table) {
       {"finished: percent 100, eta 0", Report(1000, 1000), w100, t + seconds(30),
        with(Written(1000, 1000, t + seconds(30)), [](auto& p) { p.eta_seconds = 0; })},
       {"past totalSteps: percent stays 100", Report(1500, 1000), std::nullopt, t,
-       with(Written(1500, 1000, t), [](auto& p) {
-         p.percent = 100;
-         p.eta_seconds = 0;
-       })},
+       with(Written(1500, 1000, t),
+            [](auto& p) {
+              p.percent = 100;
+              p.eta_seconds = 0;
+            })},
       {"percent is the floor", Report(999, 1000), std::nullopt, t,
        with(Written(999, 1000, t), [](auto& p) { p.percent = 99; })},
       {"steps beyond int64 saturate", Report(UINT64_MAX), std::nullopt, t,
@@ -86,8 +86,8 @@ TEST(NextProgressTest, WritesAtMostOncePerIntervalWhateverTheReportRate) {
   std::optional<api::JobProgress> written;
   int writes = 0;
   for (int ms = 0; ms <= 60'000; ms += 250) {  // a report every 250 ms, one step each
-    std::optional<api::JobProgress> next =
-        NextProgress(Report(static_cast<uint64_t>(ms / 250), 10'000), written, T0() + milliseconds(ms));
+    std::optional<api::JobProgress> next = NextProgress(
+        Report(static_cast<uint64_t>(ms / 250), 10'000), written, T0() + milliseconds(ms));
     if (next != written) ++writes;
     written = next;
   }
@@ -134,8 +134,8 @@ TEST(TrainingProgressPlanTest, ARunningJobsReportLandsInStatus) {
   obs.status.running = true;
   obs.status.progress = Report(30, 120, 64000);
   Observed observed{pods, true, true, {}, obs};
-  const Plan plan =
-      ComputePlan(job, observed, T0() + seconds(5), true, PlanOptions{"launcher:test", seconds(300)});
+  const Plan plan = ComputePlan(job, observed, T0() + seconds(5), true,
+                                PlanOptions{"launcher:test", seconds(300)});
   ASSERT_TRUE(plan.status.progress.has_value());
   EXPECT_EQ(plan.status.progress->step, 30);
   EXPECT_EQ(plan.status.progress->percent, 25);
@@ -145,10 +145,10 @@ TEST(TrainingProgressPlanTest, ARunningJobsReportLandsInStatus) {
   obs.answered = false;
   job.job.status = plan.status;
   Observed silent{pods, true, true, {}, obs};
-  EXPECT_EQ(ComputePlan(job, silent, T0() + seconds(60), true,
-                        PlanOptions{"launcher:test", seconds(300)})
-                .status.progress,
-            plan.status.progress);
+  EXPECT_EQ(
+      ComputePlan(job, silent, T0() + seconds(60), true, PlanOptions{"launcher:test", seconds(300)})
+          .status.progress,
+      plan.status.progress);
 }
 
 }  // namespace

@@ -1,13 +1,12 @@
 // The trainers' progress file (launcher/progress/): parsing one line, scanning a chunk for its
 // complete lines, and the bounded reader over a real file.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "launcher/progress/progress_file.h"
 #include "launcher/progress/progress_line.h"
@@ -26,7 +25,8 @@ TEST(ParseProgressLineTest, Table) {
       {R"({"step": 12, "totalSteps": 100, "samplesPerSecond": 812.5})",
        TrainingProgress{12, 100, 812500, 0}},
       {R"({"step": 0})", TrainingProgress{0, 0, 0, 0}},
-      {R"({"step": 3, "totalSteps": null, "samplesPerSecond": null})", TrainingProgress{3, 0, 0, 0}},
+      {R"({"step": 3, "totalSteps": null, "samplesPerSecond": null})",
+       TrainingProgress{3, 0, 0, 0}},
       {"{\"step\": 3}\r", TrainingProgress{3, 0, 0, 0}},
       // Keys of the trainer's own are ignored.
       {R"({"loss": 0.5, "step": 7, "epoch": 1})", TrainingProgress{7, 0, 0, 0}},
@@ -72,8 +72,7 @@ TEST(ScanProgressChunkTest, Table) {
       {"empty", "", false, std::nullopt, 0, 0},
       {"the last complete line wins", a + b, false, 2, 0, a.size() + b.size()},
       {"a line being written is left for later", a + "{\"step\": 3", false, 1, 0, a.size()},
-      {"malformed lines are counted, not fatal", a + "oops\n" + "{}\n", false, 1, 2,
-       a.size() + 8},
+      {"malformed lines are counted, not fatal", a + "oops\n" + "{}\n", false, 1, 2, a.size() + 8},
       {"a malformed last line keeps the report before it", b + "garbage\n", false, 2, 1,
        b.size() + 8},
       {"empty lines are skipped", "\n\r\n" + a + "\n", false, 1, 0, 4 + a.size()},
@@ -104,9 +103,7 @@ class ProgressFileReaderTest : public ::testing::Test {
     RemoveProgressFile(path_);
     EXPECT_NE(::access(path_.substr(0, path_.rfind('/')).c_str(), F_OK), 0) << "dir left behind";
   }
-  void Append(const std::string& s) {
-    std::ofstream(path_, std::ios::app) << s;
-  }
+  void Append(const std::string& s) { std::ofstream(path_, std::ios::app) << s; }
   std::string path_;
 };
 
