@@ -18,7 +18,11 @@
 namespace lockstep::launcher::progress {
 
 std::optional<protocol::TrainingProgress> ProgressFileReader::Read() {
-  UniqueFd fd(::open(path_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  constexpr int kFlags = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;  // no FIFO can block the server
+  UniqueFd fd(::open(path_.c_str(), O_RDWR | kFlags));
+  // A file the trainer made read-only is still read, only never truncated.
+  const bool writable = fd.valid();
+  if (!writable && errno == EACCES) fd = UniqueFd(::open(path_.c_str(), O_RDONLY | kFlags));
   if (!fd.valid()) return latest_;  // not written yet (or gone): the last report stands
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return latest_;
@@ -45,7 +49,7 @@ std::optional<protocol::TrainingProgress> ProgressFileReader::Read() {
     log::Warning("ignored lines of the progress file that are not progress reports",
                  {{"file", path_}, {"malformed_lines", std::to_string(malformed_)}});
   }
-  if (size > kMaxFileBytes && ::ftruncate(fd.get(), 0) == 0) scanned_to_ = 0;
+  if (writable && size > kMaxFileBytes && ::ftruncate(fd.get(), 0) == 0) scanned_to_ = 0;
   if (latest_) latest_->malformed_lines = malformed_;
   return latest_;
 }
