@@ -76,10 +76,8 @@ Status Launcher::Setup() {
     }
     return *id;
   };
-  if (!config_.progress_file.empty()) {
-    // Read on the server's loop thread only (the reader is not thread-safe).
-    opt.progress_source = [reader = std::make_shared<progress::ProgressFileReader>(
-                               config_.progress_file)] { return reader->Read(); };
+  if (progress_) {
+    opt.progress_source = [reader = progress_] { return reader->Read(); };
   }
   LS_ASSIGN_OR_RETURN(server_,
                       rendezvous::RendezvousServer::Listen(opt, config_.rdzv_endpoint.port));
@@ -96,6 +94,7 @@ void Launcher::SetUpProgressFile() {
     return;
   }
   config_.progress_file = *path;
+  progress_ = std::make_shared<progress::ProgressFileReader>(*path);
 }
 
 StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
@@ -368,6 +367,8 @@ void Launcher::WaitForPeersToFinish() {
 }
 
 int Launcher::Finish(protocol::TerminationMessage report, int code) {
+  // The trainers' last word on progress: node 0's gives the operator the final step.
+  if (progress_) report.progress = progress_->Read();
   Status written = supervisor::WriteTerminationLog(config_.termination_log, report);
   if (!written.ok()) {
     log::Info("termination log not written", {{"detail", written.message()}});

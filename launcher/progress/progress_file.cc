@@ -18,6 +18,7 @@
 namespace lockstep::launcher::progress {
 
 std::optional<protocol::TrainingProgress> ProgressFileReader::Read() {
+  std::lock_guard<std::mutex> lock(mu_);
   constexpr int kFlags = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;  // no FIFO can block the server
   UniqueFd fd(::open(path_.c_str(), O_RDWR | kFlags));
   // A file the trainer made read-only is still read, only never truncated.

@@ -10,10 +10,12 @@
 // lands at the start of the emptied file; a line appended between the read and the truncation is
 // lost, and the next one replaces it.
 //
-// Not thread-safe: one owner (the server's loop thread).
+// Thread-safe: Read() is serialized by a mutex (the server's loop thread reads for each Status
+// request, the launcher once more at exit for its termination message).
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -33,13 +35,13 @@ class ProgressFileReader {
   std::optional<protocol::TrainingProgress> Read();
 
   const std::string& path() const { return path_; }
-  uint32_t malformed_lines() const { return malformed_; }
 
  private:
-  std::string path_;
-  uint64_t scanned_to_ = 0;  // file offset: every complete line before it was scanned
-  uint32_t malformed_ = 0;
-  std::optional<protocol::TrainingProgress> latest_;
+  const std::string path_;
+  std::mutex mu_;
+  uint64_t scanned_to_ = 0;  // file offset: every complete line before it was scanned; mu_
+  uint32_t malformed_ = 0;   // guarded by mu_
+  std::optional<protocol::TrainingProgress> latest_;  // guarded by mu_
 };
 
 // The launcher's own directory for the progress file: a fresh mkdtemp under $TMPDIR (or /tmp),

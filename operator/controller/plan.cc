@@ -311,6 +311,7 @@ void PlanActive(Pass& p) {
   PlanTrainingProgress(p);
   if (std::optional<std::string> success = EvaluateSuccess(p.spec, p.pods)) {
     PlanInPlaceRecordFromPods(p);  // the launchers' server may be gone: their last word
+    PlanFinalProgress(p);          // and the trainers' final step
     Finish(p, Outcome::kSucceeded, "Succeeded", *success);
     return;
   }

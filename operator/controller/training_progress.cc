@@ -4,7 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include "operator/controller/inplace_plan.h"
 #include "operator/controller/plan_pass.h"
+#include "protocol/termination.h"
 
 namespace lockstep::controller {
 namespace {
@@ -51,9 +53,9 @@ std::optional<int64_t> Eta(const api::JobProgress& now_p,
 
 std::optional<api::JobProgress> NextProgress(
     const std::optional<protocol::TrainingProgress>& reported,
-    const std::optional<api::JobProgress>& written, api::Time now) {
+    const std::optional<api::JobProgress>& written, api::Time now, bool final) {
   if (!reported) return written;  // nothing heard: the last word stands
-  if (written && now - written->last_update < kProgressWriteInterval) return written;
+  if (!final && written && now - written->last_update < kProgressWriteInterval) return written;
   api::JobProgress next = FromReport(*reported);
   if (written && SameReport(next, *written)) return written;
   // Whole seconds, as the status stores it: the next pass compares against the same value.
@@ -68,6 +70,17 @@ void PlanTrainingProgress(Pass& p) {
   std::optional<protocol::TrainingProgress> reported;
   if (obs != nullptr && obs->answered) reported = obs->status.progress;
   p.status().progress = NextProgress(reported, p.status().progress, p.now);
+}
+
+void PlanFinalProgress(Pass& p) {
+  const kube::Pod* rank0 = RendezvousPod(p.job, p.pods);
+  if (rank0 == nullptr || rank0->container_statuses.empty()) return;
+  // The trainer is the first container (its launcher's termination message, as inplace_plan.cc
+  // reads the restart counts).
+  std::optional<protocol::TerminationMessage> m =
+      protocol::DecodeTermination(rank0->container_statuses.front().message);
+  if (!m || !m->progress) return;
+  p.status().progress = NextProgress(m->progress, p.status().progress, p.now, /*final=*/true);
 }
 
 std::optional<double> ProgressRatio(const api::JobProgress& progress) {

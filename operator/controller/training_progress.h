@@ -8,6 +8,9 @@
 //                          it was written less than kProgressWriteInterval ago)
 //   PlanTrainingProgress - the plan step: folds it into the pass's status, so progress costs no
 //                          status write of its own (the pass writes once, when anything changed)
+//   PlanFinalProgress    - the pass that records success: node 0's launcher left its trainers'
+//                          last report in its termination message; written whatever the interval,
+//                          so a finished job shows its final step
 //   ProgressRatio        - step / totalSteps for lockstep_job_progress_ratio
 //
 // The operator polls every running job's launchers every kLauncherPollInterval (inplace_plan.h),
@@ -31,12 +34,13 @@ inline constexpr std::chrono::seconds kProgressWriteInterval{10};
 // `written`: status.progress as stored. A report equal to the one written changes nothing (so
 // lastUpdate is when the progress last moved). etaSeconds comes from the step rate between
 // `written` and now: absent without totalSteps, without a written step before this one, or when
-// the step went back.
+// the step went back. `final`: the job's last report (written even within the interval).
 std::optional<api::JobProgress> NextProgress(
     const std::optional<protocol::TrainingProgress>& reported,
-    const std::optional<api::JobProgress>& written, api::Time now);
+    const std::optional<api::JobProgress>& written, api::Time now, bool final = false);
 
 void PlanTrainingProgress(Pass& p);
+void PlanFinalProgress(Pass& p);
 
 // step / totalSteps, at most 1; nullopt without totalSteps.
 std::optional<double> ProgressRatio(const api::JobProgress& progress);

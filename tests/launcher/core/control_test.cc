@@ -11,6 +11,7 @@
 
 #include "harness.h"
 #include "protocol/control_client.h"
+#include "protocol/termination.h"
 
 namespace lockstep::launcher::testing {
 namespace {
@@ -213,12 +214,19 @@ TEST_F(ControlTest, StatusCarriesTheProgressRankZeroAppended) {
       [step](const ControlStatus& s) { return s.progress && s.progress->step > step; });
   ASSERT_TRUE(later.ok() && later->progress) << Logs();
   EXPECT_EQ(later->progress->malformed_lines, 1u) << "a malformed line is counted once";
-  // A launcher stopped by a signal removes its directory on the way out.
+  // A launcher stopped by a signal removes its directory on the way out, and node 0 leaves the
+  // trainers' last report in its termination message (the operator's final step).
   for (const auto& l : launchers_) l->Signal(SIGTERM);
   for (const auto& l : launchers_) EXPECT_TRUE(l->Wait(seconds(10)).has_value()) << Logs();
   for (const std::string& f : files) {
     EXPECT_FALSE(FileExists(f.substr(0, f.rfind('/')))) << f << " left behind";
   }
+  std::optional<protocol::TerminationMessage> node0 = protocol::DecodeTermination(
+      ReadWholeFile(dir_.path() + "/launcher.0.log.termination"));
+  ASSERT_TRUE(node0.has_value()) << Logs();
+  ASSERT_TRUE(node0->progress.has_value());
+  EXPECT_GE(node0->progress->step, later->progress->step);
+  EXPECT_EQ(node0->progress->total_steps, 1000000u);
 }
 
 }  // namespace lockstep::launcher::testing

@@ -73,12 +73,17 @@ TEST(NextProgressTest, Table) {
             })},
       {"percent is the floor", Report(999, 1000), std::nullopt, t,
        with(Written(999, 1000, t), [](auto& p) { p.percent = 99; })},
+      {"the final report is written within the interval", Report(1000, 1000), w100,
+       t + seconds(2), with(Written(1000, 1000, t + seconds(2)), [](auto& p) {
+         p.eta_seconds = 0;
+       })},
       {"steps beyond int64 saturate", Report(UINT64_MAX), std::nullopt, t,
        Written(INT64_MAX, std::nullopt, t)},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    EXPECT_EQ(NextProgress(c.reported, c.written, c.now), c.want);
+    const bool final = c.name.find("final report") != std::string::npos;
+    EXPECT_EQ(NextProgress(c.reported, c.written, c.now, final), c.want);
   }
 }
 
@@ -149,6 +154,37 @@ TEST(TrainingProgressPlanTest, ARunningJobsReportLandsInStatus) {
       ComputePlan(job, silent, T0() + seconds(60), true, PlanOptions{"launcher:test", seconds(300)})
           .status.progress,
       plan.status.progress);
+}
+
+// The pass that records success writes node 0's final report from its termination message,
+// even within the write interval.
+TEST(TrainingProgressPlanTest, ASucceededJobShowsTheFinalStepFromNodeZerosTerminationMessage) {
+  CachedJob job = testing::Job(2);
+  job.job.status.start_time = T0();
+  job.job.status.progress = Written(900, 1000, T0());
+  std::vector<kube::Pod> pods = {testing::Pod("worker", 0, "Succeeded"),
+                                 testing::Pod("worker", 1, "Succeeded")};
+  for (kube::Pod& p : pods) {
+    kube::ContainerStatus c;
+    c.name = "trainer";
+    c.state = "terminated";
+    c.exit_code = 0;
+    p.container_statuses.push_back(c);
+  }
+  pods[0].container_statuses[0].message =
+      R"({"reason":"succeeded","stderrTail":[],"version":2,)"
+      R"("progress":{"step":1000,"totalSteps":1000,"samplesPerSecondMilli":64000}})";
+  // Node 1's message says nothing about progress (only node 0's file is read).
+  pods[1].container_statuses[0].message = R"({"reason":"succeeded","stderrTail":[]})";
+  Observed observed{pods, true, true, {}};
+  const Plan plan = ComputePlan(job, observed, T0() + seconds(3), true,
+                                PlanOptions{"launcher:test", seconds(300)});
+  EXPECT_EQ(plan.status.state, api::JobState::kSucceeded);
+  ASSERT_TRUE(plan.status.progress.has_value());
+  EXPECT_EQ(plan.status.progress->step, 1000);
+  EXPECT_EQ(plan.status.progress->percent, 100);
+  EXPECT_EQ(plan.status.progress->eta_seconds, 0);
+  EXPECT_EQ(plan.status.progress->samples_per_second, 64.0);
 }
 
 }  // namespace
