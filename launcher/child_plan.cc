@@ -37,6 +37,9 @@ supervisor::ChildSpec MakeSpec(const LauncherConfig& config, const World& world,
   Env env = inherited;
   for (const auto& [k, v] : env_defaults) env.emplace(k, v);  // the user's value wins
   for (const auto& [k, v] : GenericChildEnv(world, local_rank, spec.heartbeat_file)) env[k] = v;
+  if (!config.progress_file.empty()) {
+    env[std::string(contract::kChildProgressFile)] = config.progress_file;
+  }
   for (const auto& [k, v] : framework_env) env[k] = v;
   spec.spawn.argv = std::move(argv);
   for (const auto& [k, v] : env) spec.spawn.env.push_back(k + "=" + v);

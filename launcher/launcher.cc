@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "launcher/child_plan.h"
+#include "launcher/progress/progress_file.h"
 #include "launcher/supervisor/termination.h"
 #include "launcher/world_builder.h"
 #include "protocol/contract.h"
@@ -44,6 +45,7 @@ Status Launcher::Setup() {
     log::Warning("--insecure-no-auth and no rendezvous token: joins are not authenticated, so "
                  "any peer that reaches the rendezvous port may join");
   }
+  SetUpProgressFile();
   if (config_.node_rank != 0) return Status::Ok();
   StatusOr<std::unique_ptr<nccl::NcclLibrary>> lib = nccl::NcclLibrary::Load(config_.nccl_library);
   if (lib.ok()) {
@@ -74,11 +76,25 @@ Status Launcher::Setup() {
     }
     return *id;
   };
+  if (progress_) {
+    opt.progress_source = [reader = progress_] { return reader->Read(); };
+  }
   LS_ASSIGN_OR_RETURN(server_,
                       rendezvous::RendezvousServer::Listen(opt, config_.rdzv_endpoint.port));
   server_->Start();
   log::Info("rendezvous server listening", {{"port", std::to_string(server_->port())}});
   return Status::Ok();
+}
+
+void Launcher::SetUpProgressFile() {
+  StatusOr<std::string> path = progress::MakeProgressFilePath();
+  if (!path.ok()) {
+    // Progress is for people: training goes on without it.
+    log::Warning("children get no LOCKSTEP_PROGRESS_FILE", {{"detail", path.status().message()}});
+    return;
+  }
+  config_.progress_file = *path;
+  progress_ = std::make_shared<progress::ProgressFileReader>(*path);
 }
 
 StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
@@ -351,6 +367,8 @@ void Launcher::WaitForPeersToFinish() {
 }
 
 int Launcher::Finish(protocol::TerminationMessage report, int code) {
+  // The trainers' last word on progress: node 0's gives the operator the final step.
+  if (progress_) report.progress = progress_->Read();
   Status written = supervisor::WriteTerminationLog(config_.termination_log, report);
   if (!written.ok()) {
     log::Info("termination log not written", {{"detail", written.message()}});
@@ -364,6 +382,7 @@ int Launcher::Finish(protocol::TerminationMessage report, int code) {
   if (gloo_kv_) gloo_kv_->Stop();
 #endif
   if (server_) server_->Stop();
+  progress::RemoveProgressFile(config_.progress_file);
   return code;
 }
 

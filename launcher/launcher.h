@@ -16,6 +16,7 @@
 #include "launcher/config/config.h"
 #include "launcher/nccl/nccl.h"
 #include "launcher/rendezvous/client.h"
+#include "launcher/progress/progress_file.h"
 #include "launcher/rendezvous/server.h"
 #include "launcher/supervisor/supervisor.h"
 #include "launcher/sys/signals.h"
@@ -37,6 +38,8 @@ class Launcher {
 
  private:
   Status Setup();
+  // Makes the directory of the children's LOCKSTEP_PROGRESS_FILE (config_.progress_file).
+  void SetUpProgressFile();
   StatusOr<rendezvous::JoinResult> Join(uint32_t attempt);
   // Starts the attempt's children and services, then runs the Attempt (attempt.h) to its end.
   AttemptEnd RunAttempt(const World& world, rendezvous::Session& session, bool can_restart);
@@ -54,6 +57,9 @@ class Launcher {
   std::optional<sys::SignalFd> signals_;
   std::unique_ptr<nccl::NcclLibrary> nccl_;
   std::unique_ptr<rendezvous::RendezvousServer> server_;
+  // The children's progress file (SetUpProgressFile), read for the server's Status answers and
+  // for the termination message; null when there is none.
+  std::shared_ptr<progress::ProgressFileReader> progress_;
 #if defined(LOCKSTEP_HAVE_STORES)
   std::unique_ptr<stores::TcpStoreServer> tcp_store_;
   std::unique_ptr<stores::GlooKvServer> gloo_kv_;

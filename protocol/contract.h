@@ -130,6 +130,10 @@ inline constexpr std::string_view kChildMasterAddr = "LOCKSTEP_MASTER_ADDR";
 inline constexpr std::string_view kChildMasterPort = "LOCKSTEP_MASTER_PORT";
 inline constexpr std::string_view kChildNcclUniqueId = "LOCKSTEP_NCCL_UNIQUE_ID";  // 256 hex
 inline constexpr std::string_view kChildHeartbeatFile = "LOCKSTEP_HEARTBEAT_FILE";
+// Where the trainers append progress lines ({"step":..,"totalSteps":..,"samplesPerSecond":..}):
+// one file per pod, in a directory the launcher made; node 0's launcher reports the latest line
+// to the operator (status.progress). docs/launcher.md "Progress".
+inline constexpr std::string_view kChildProgressFile = "LOCKSTEP_PROGRESS_FILE";
 
 // Exit codes. Otherwise the launcher exits with the code of the first child that failed
 // (a child killed by signal n counts as 128+n), or 0 when every child succeeded.

@@ -31,9 +31,10 @@ namespace lockstep::protocol {
 // 2: World carries the member's role rank and role size (so PyTorch needs no peer table).
 // 3: Started, Failure's stderr tail, and the control messages (control.h).
 // 4: Join carries key_attempt, and its MAC is keyed by that attempt's key (auth.h AttemptKey).
+// 5: ControlStatus carries the trainer's latest progress report (TrainingProgress).
 // Join, Challenge and Control carry it; the server refuses another version with a reason that
 // names it (a launcher of another version never fails to decode instead).
-inline constexpr uint32_t kProtocolVersion = 4;
+inline constexpr uint32_t kProtocolVersion = 5;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;  // HMAC-SHA256
 inline constexpr size_t kNcclIdBytes = 128;
@@ -338,6 +339,27 @@ struct RoundFailure {
   friend bool operator==(const RoundFailure&, const RoundFailure&) = default;
 };
 
+// The latest progress line node 0's trainers wrote to LOCKSTEP_PROGRESS_FILE
+// (launcher/progress/progress_file.h parses it; docs/launcher.md "Progress").
+struct TrainingProgress {
+  uint64_t step = 0;
+  uint64_t total_steps = 0;  // 0: the trainer did not say
+  // Thousandths of a sample per second (fixed point: the wire has no floating point); 0: not
+  // reported.
+  uint64_t samples_per_second_milli = 0;
+  // Lines of the file that were not a progress report (the server's lifetime): for people.
+  uint32_t malformed_lines = 0;
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U64(m.step);
+    io.U64(m.total_steps);
+    io.U64(m.samples_per_second_milli);
+    io.U32(m.malformed_lines);
+  }
+  friend bool operator==(const TrainingProgress&, const TrainingProgress&) = default;
+};
+
 // What the server knows. Counters cover the server's lifetime (one pod of node 0 = one operator
 // attempt): every in-place restart the launchers made, charged (failures) or requested.
 struct ControlStatus {
@@ -349,6 +371,8 @@ struct ControlStatus {
   uint32_t failure_restarts = 0;
   uint32_t requested_restarts = 0;
   std::optional<RoundFailure> last_failure;
+  // Node 0's trainers' latest progress report, once they wrote one (version 5).
+  std::optional<TrainingProgress> progress = std::nullopt;
 
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
@@ -359,6 +383,7 @@ struct ControlStatus {
     io.U32(m.failure_restarts);
     io.U32(m.requested_restarts);
     io.Optional(m.last_failure, [](auto& sub, auto& f) { RoundFailure::Fields(sub, f); });
+    io.Optional(m.progress, [](auto& sub, auto& p) { TrainingProgress::Fields(sub, p); });
   }
   friend bool operator==(const ControlStatus&, const ControlStatus&) = default;
 };

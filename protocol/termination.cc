@@ -23,6 +23,10 @@ constexpr const char* kExitCode = "exitCode";
 constexpr const char* kSignal = "signal";
 constexpr const char* kMessage = "message";
 constexpr const char* kStderrTail = "stderrTail";
+constexpr const char* kProgress = "progress";
+constexpr const char* kStep = "step";
+constexpr const char* kTotalSteps = "totalSteps";
+constexpr const char* kSamplesPerSecondMilli = "samplesPerSecondMilli";
 
 constexpr size_t kMaxMessageBytes = 1024;
 
@@ -35,7 +39,37 @@ json ToJson(const TerminationMessage& m, const std::string& message,
             {kMessage, message},           {kStderrTail, tail}};
   // Absent unless the operator asked: most jobs never do.
   if (m.requested_restarts > 0) j[kRequestedRestarts] = m.requested_restarts;
+  if (m.progress) {
+    j[kProgress] = {{kStep, m.progress->step},
+                    {kTotalSteps, m.progress->total_steps},
+                    {kSamplesPerSecondMilli, m.progress->samples_per_second_milli}};
+  }
   return j;
+}
+
+// A JSON integer >= 0 into `out`; false (and `out` unchanged) otherwise.
+bool ReadCount(const json& j, const char* key, uint64_t* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return false;
+  if (it->is_number_unsigned()) {
+    *out = it->get<uint64_t>();
+    return true;
+  }
+  if (it->is_number_integer() && it->get<int64_t>() >= 0) {
+    *out = static_cast<uint64_t>(it->get<int64_t>());
+    return true;
+  }
+  return false;
+}
+
+std::optional<TrainingProgress> ReadProgress(const json& j) {
+  auto it = j.find(kProgress);
+  if (it == j.end() || !it->is_object()) return std::nullopt;
+  TrainingProgress p;
+  if (!ReadCount(*it, kStep, &p.step)) return std::nullopt;
+  ReadCount(*it, kTotalSteps, &p.total_steps);
+  ReadCount(*it, kSamplesPerSecondMilli, &p.samples_per_second_milli);
+  return p;
 }
 
 // An integer beyond int's range keeps the default: get<int>() would wrap it, and a container can
@@ -99,6 +133,7 @@ std::optional<TerminationMessage> DecodeTermination(std::string_view text) {
       if (line.is_string()) m.stderr_tail.push_back(line.get<std::string>());
     }
   }
+  m.progress = ReadProgress(j);
   return m;
 }
 

@@ -17,10 +17,12 @@
 #include <vector>
 
 #include "protocol/failure_reason.h"
+#include "protocol/messages.h"
 
 namespace lockstep::protocol {
 
-inline constexpr int kTerminationVersion = 1;
+// 2: `progress`, the trainers' last progress report (messages.h TrainingProgress).
+inline constexpr int kTerminationVersion = 2;
 // Kubernetes keeps at most this much of a termination message.
 inline constexpr size_t kMaxTerminationBytes = 4096;
 
@@ -38,6 +40,9 @@ struct TerminationMessage {
   int signal = 0;
   std::string message;
   std::vector<std::string> stderr_tail;  // the failing child's last lines, oldest first
+  // The last line this pod's trainers appended to LOCKSTEP_PROGRESS_FILE, read at exit (version
+  // 2; malformed_lines is not carried): node 0's gives the operator the final step.
+  std::optional<TrainingProgress> progress = std::nullopt;
 
   friend bool operator==(const TerminationMessage&, const TerminationMessage&) = default;
 };
@@ -48,7 +53,8 @@ std::string EncodeTermination(const TerminationMessage& message);
 
 // The launcher's message, or nullopt when `text` is not one (another container's plain or JSON
 // message): a launcher's is a JSON object with a `stderrTail` member, which every version writes.
-// Members of the wrong type keep their defaults; negative restart counts read as 0.
+// Members of the wrong type keep their defaults; negative restart counts read as 0; a `progress`
+// without a non-negative integer `step` is left out.
 std::optional<TerminationMessage> DecodeTermination(std::string_view text);
 
 }  // namespace lockstep::protocol

@@ -8,6 +8,11 @@ void WireWriter::U32(uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) U8(static_cast<uint8_t>(v >> shift));
 }
 
+void WireWriter::U64(uint64_t v) {
+  U32(static_cast<uint32_t>(v >> 32));
+  U32(static_cast<uint32_t>(v));
+}
+
 void WireWriter::String(std::string_view s, uint32_t max_bytes) {
   s = s.substr(0, max_bytes);
   U32(static_cast<uint32_t>(s.size()));
@@ -46,6 +51,13 @@ void WireReader::U32(uint32_t& v) {
   uint32_t r = 0;
   for (int i = 0; i < 4; ++i) r = (r << 8) | static_cast<uint8_t>(in_[pos_++]);
   v = r;
+}
+
+void WireReader::U64(uint64_t& v) {
+  uint32_t hi = 0, lo = 0;
+  U32(hi);
+  U32(lo);
+  if (status_.ok()) v = (static_cast<uint64_t>(hi) << 32) | lo;
 }
 
 void WireReader::I32(int32_t& v) {

@@ -31,6 +31,7 @@ class WireWriter {
  public:
   void U8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
   void U32(uint32_t v);
+  void U64(uint64_t v);
   void I32(int32_t v) { U32(static_cast<uint32_t>(v)); }
   void Bool(bool v) { U8(v ? 1 : 0); }
   // Length-prefixed, cut to `max_bytes` (what a reader accepts).
@@ -71,6 +72,7 @@ class WireReader {
   explicit WireReader(std::string_view in) : in_(in) {}
   void U8(uint8_t& v);
   void U32(uint32_t& v);
+  void U64(uint64_t& v);
   void I32(int32_t& v);
   void Bool(bool& v);
   void String(std::string& s, uint32_t max_bytes = kMaxStringBytes);

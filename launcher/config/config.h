@@ -36,6 +36,9 @@ struct LauncherConfig {
   std::set<int> fail_exit_codes;  // a child exiting with one of these is never restarted in place
   std::chrono::milliseconds hang_timeout{0};  // 0 = off
   std::string heartbeat_file;
+  // Not a flag: the file in the launcher's own directory its children get as
+  // LOCKSTEP_PROGRESS_FILE (progress/progress_file.h); empty when it could not be made.
+  std::string progress_file;
   std::string advertise_addr;
   uint32_t framework_port = 0;
   uint32_t master_port = 0;

@@ -491,6 +491,7 @@ ControlStatus RendezvousServer::CurrentStatus() const {
   st.failure_restarts = failure_restarts_;
   st.requested_restarts = requested_restarts_;
   st.last_failure = last_failure_;
+  if (opt_.progress_source) st.progress = opt_.progress_source();
   return st;
 }
 

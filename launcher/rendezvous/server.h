@@ -10,9 +10,10 @@
 // round to finishing: later losses still abort, but without a restart.
 //
 // Control requests (protocol/control.h) come from the operator on their own connections: Status
-// reports the round, the in-place restarts so far and the last failure; Restart aborts a running
-// round like a failure would, with Abort::reason kRequested, which no launcher charges to its
-// budget. A refused or closed control connection never touches the round.
+// reports the round, the in-place restarts so far, the last failure and the trainers' progress
+// (ServerOptions::progress_source); Restart aborts a running round like a failure would, with
+// Abort::reason kRequested, which no launcher charges to its budget. A refused or closed control
+// connection never touches the round.
 //
 // Bounds: any pod that reaches the port can connect, so what an unauthenticated or refused peer
 // costs is bounded in memory and time, whatever it sends (docs/launcher.md "Limits"):
@@ -76,6 +77,10 @@ struct ServerOptions {
   // Returns a fresh 128-byte NCCL unique id, or "" when NCCL is not loadable. Called on the loop
   // thread once per completed round.
   std::function<std::string()> nccl_id_source;
+  // The trainers' latest progress report (ControlStatus::progress), or nullopt; unset: none.
+  // Called on the loop thread once per Status request, so it must be quick and bounded
+  // (progress/progress_file.h).
+  std::function<std::optional<protocol::TrainingProgress>()> progress_source;
   const Clock* clock = &RealClock::Get();
   // Bounds (above). 0 for the connection caps: max_nodes + 64 waiting to authenticate, and
   // 2 * max_nodes + 128 in all (members, late joiners, the operator's control requests).

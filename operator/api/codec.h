@@ -40,6 +40,8 @@ nlohmann::json EncodeStatus(const TrainingJobStatus& status);
 int32_t TotalRestarts(const TrainingJobStatus& status);
 nlohmann::json EncodeObjectMeta(const ObjectMeta& meta);
 nlohmann::json EncodeCondition(const Condition& condition);
+// status.progress (part of EncodeStatus).
+nlohmann::json EncodeProgress(const JobProgress& progress);
 // status.capacity as the scheduler applies it (EncodeStatus leaves it out: not the controller's).
 nlohmann::json EncodeCapacity(const Capacity& capacity);
 

@@ -180,6 +180,40 @@ void DecodeCapacity(const json& status, TrainingJobStatus* out, Reads& reads) {
   out->capacity = capacity;
 }
 
+// A JSON number >= 0 (status.progress.samplesPerSecond), absent or null: nullopt.
+Status ReadOptNonNegativeNumber(const json& obj, const char* key, const std::string& path,
+                                std::optional<double>* out) {
+  const json* v = Member(obj, key);
+  if (v == nullptr || v->is_null()) return Status::Ok();
+  if (!v->is_number() || v->get<double>() < 0) {
+    return TypeError(path + "." + key, "a number >= 0", *v);
+  }
+  *out = v->get<double>();
+  return Status::Ok();
+}
+
+void DecodeProgress(const json& status, TrainingJobStatus* out, Reads& reads) {
+  const json* p = Member(status, "progress");
+  if (p == nullptr || p->is_null()) return;
+  const std::string path = "status.progress";
+  if (!p->is_object()) {
+    reads(TypeError(path, "an object", *p));
+    return;
+  }
+  JobProgress progress;
+  bool ok = reads(ReadInt64(*p, "step", path, &progress.step));
+  ok = reads(internal::ReadOptInt64(*p, "totalSteps", path, &progress.total_steps)) && ok;
+  ok = reads(internal::ReadOptInt32(*p, "percent", path, &progress.percent)) && ok;
+  ok = reads(ReadOptNonNegativeNumber(*p, "samplesPerSecond", path,
+                                      &progress.samples_per_second)) &&
+       ok;
+  ok = reads(internal::ReadOptInt64(*p, "etaSeconds", path, &progress.eta_seconds)) && ok;
+  std::optional<Time> when;
+  ok = reads(ReadOptTime(*p, "lastUpdate", path, &when)) && ok;
+  if (when) progress.last_update = *when;
+  if (ok) out->progress = progress;
+}
+
 void DecodeScalars(const json& status, TrainingJobStatus* out, Reads& reads) {
   reads(ReadInt64(status, "observedGeneration", "status", &out->observed_generation));
   if (Member(status, "state") != nullptr) {
@@ -214,6 +248,7 @@ TrainingJobStatus DecodeStatusPartial(const json& status, UnreadStatus* unread) 
   DecodeInPlace(status, &out, reads);
   DecodeExcludedNodes(status, &out, reads);
   DecodeCapacity(status, &out, reads);
+  DecodeProgress(status, &out, reads);
   return out;
 }
 
@@ -237,6 +272,15 @@ json EncodeCondition(const Condition& c) {
 int32_t TotalRestarts(const TrainingJobStatus& s) {
   const int64_t total = int64_t{std::max(s.attempt, 0)} + std::max(s.restarts.in_place, 0);
   return static_cast<int32_t>(std::min<int64_t>(total, std::numeric_limits<int32_t>::max()));
+}
+
+json EncodeProgress(const JobProgress& p) {
+  json out = {{"step", p.step}, {"lastUpdate", FormatTime(p.last_update)}};
+  if (p.total_steps) out["totalSteps"] = *p.total_steps;
+  if (p.percent) out["percent"] = *p.percent;
+  if (p.samples_per_second) out["samplesPerSecond"] = *p.samples_per_second;
+  if (p.eta_seconds) out["etaSeconds"] = *p.eta_seconds;
+  return out;
 }
 
 json EncodeStatus(const TrainingJobStatus& s) {
@@ -291,6 +335,7 @@ json EncodeStatus(const TrainingJobStatus& s) {
     out["excludedNodes"].push_back(
         {{"name", e.name}, {"reason", e.reason}, {"until", FormatTime(e.until)}});
   }
+  if (s.progress) out["progress"] = EncodeProgress(*s.progress);
   // status.capacity belongs to the scheduler (server-side apply); EncodeStatus leaves it out so
   // the controller's merge patch never takes it over. EncodeCapacity writes it.
   return out;

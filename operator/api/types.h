@@ -190,6 +190,21 @@ struct Capacity {
   Time observed_time{};
 };
 
+// The trainers' progress as node 0's launcher last reported it (LOCKSTEP_PROGRESS_FILE,
+// docs/api.md "status.progress"), written at most every 10 s (controller/training_progress.h).
+struct JobProgress {
+  int64_t step = 0;
+  std::optional<int64_t> total_steps;          // absent: the trainer did not say
+  std::optional<int32_t> percent;              // 0..100, floor; with total_steps
+  std::optional<double> samples_per_second;    // as reported (thousandths)
+  // Seconds left at the step rate between the last two writes; absent until there is a rate,
+  // without total_steps, or after the step went back (a resume from a checkpoint).
+  std::optional<int64_t> eta_seconds;
+  Time last_update{};  // when the operator saw this report first (the progress last moved)
+
+  friend bool operator==(const JobProgress&, const JobProgress&) = default;
+};
+
 struct TrainingJobStatus {
   int64_t observed_generation = 0;
   std::optional<JobState> state;
@@ -209,6 +224,7 @@ struct TrainingJobStatus {
   std::optional<RestartRequestStatus> restart_request;
   std::vector<ExcludedNode> excluded_nodes;
   std::optional<Capacity> capacity;  // the scheduler's; the controller only reads it
+  std::optional<JobProgress> progress;
 };
 
 struct TrainingJob {

@@ -45,11 +45,52 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry)
                     .Help("Seconds from a failure's detection to every pod of the next "
                           "attempt running")
                     .Register(registry)),
+      progress_ratio_(prometheus::BuildGauge()
+                          .Name("lockstep_job_progress_ratio")
+                          .Help("An active TrainingJob's training progress, step / totalSteps "
+                                "(status.progress)")
+                          .Register(registry)),
+      samples_per_second_(prometheus::BuildGauge()
+                              .Name("lockstep_job_samples_per_second")
+                              .Help("An active TrainingJob's throughput as its trainers report "
+                                    "it (status.progress.samplesPerSecond)")
+                              .Register(registry)),
       errors_(reconcile_errors_.Add({{"controller", kControllerName}})),
       reconcile_seconds_(reconcile_time_.Add(
           {{"controller", kControllerName}},
           prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
                                                   2.5, 5, 10, 30, 60})) {}
+
+namespace {
+
+// Sets `*gauge` (adding the series) to `value`, or removes the series when there is no value.
+void SetOrRemove(prometheus::Family<prometheus::Gauge>& family, prometheus::Gauge** gauge,
+                 const std::map<std::string, std::string>& labels, std::optional<double> value) {
+  if (value) {
+    if (*gauge == nullptr) *gauge = &family.Add(labels);
+    (*gauge)->Set(*value);
+  } else if (*gauge != nullptr) {
+    family.Remove(*gauge);
+    *gauge = nullptr;
+  }
+}
+
+}  // namespace
+
+void ControllerMetrics::SetJobProgress(const std::string& ns, const std::string& name,
+                                       std::optional<double> ratio,
+                                       std::optional<double> samples_per_second) {
+  const std::map<std::string, std::string> labels = {{"namespace", ns}, {"name", name}};
+  std::lock_guard<std::mutex> lock(mu_);
+  ProgressSeries& s = progress_[{ns, name}];
+  SetOrRemove(progress_ratio_, &s.ratio, labels, ratio);
+  SetOrRemove(samples_per_second_, &s.samples_per_second, labels, samples_per_second);
+  if (s.ratio == nullptr && s.samples_per_second == nullptr) progress_.erase({ns, name});
+}
+
+void ControllerMetrics::ForgetJobProgress(const std::string& ns, const std::string& name) {
+  SetJobProgress(ns, name, std::nullopt, std::nullopt);
+}
 
 prometheus::Histogram::BucketBoundaries ControllerMetrics::TimeToRunningBuckets() {
   return {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 43200,

@@ -14,10 +14,15 @@
 //                                                           where the failure time is known
 //   lockstep_recovery_duration_seconds{namespace,mode}      (histogram) detection -> every pod
 //                                                           of the next attempt Running
+//   lockstep_job_progress_ratio{namespace,name}             (gauge) status.progress step /
+//                                                           totalSteps, while the job is active
+//   lockstep_job_samples_per_second{namespace,name}         (gauge) status.progress
+//                                                           samplesPerSecond, while active
 // Thread-safe.
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -50,6 +55,12 @@ class ControllerMetrics {
   // that disappeared are set to 0.
   void SetJobCounts(const JobCounts& counts);
 
+  // The job's progress series: set to the values given, removed where one is nullopt. A
+  // finished or deleted job's series go with ForgetJobProgress.
+  void SetJobProgress(const std::string& ns, const std::string& name, std::optional<double> ratio,
+                      std::optional<double> samples_per_second);
+  void ForgetJobProgress(const std::string& ns, const std::string& name);
+
   static prometheus::Histogram::BucketBoundaries TimeToRunningBuckets();
   static prometheus::Histogram::BucketBoundaries RecoveryBuckets();
 
@@ -64,10 +75,18 @@ class ControllerMetrics {
   prometheus::Family<prometheus::Counter>& node_failures_;
   prometheus::Family<prometheus::Histogram>& detection_delay_;
   prometheus::Family<prometheus::Histogram>& recovery_;
+  prometheus::Family<prometheus::Gauge>& progress_ratio_;
+  prometheus::Family<prometheus::Gauge>& samples_per_second_;
   prometheus::Counter& errors_;
   prometheus::Histogram& reconcile_seconds_;
   std::mutex mu_;
   JobCounts last_counts_;  // guarded by mu_
+  // The progress series that exist, by (namespace, name): what ForgetJobProgress removes.
+  struct ProgressSeries {
+    prometheus::Gauge* ratio = nullptr;
+    prometheus::Gauge* samples_per_second = nullptr;
+  };
+  std::map<std::pair<std::string, std::string>, ProgressSeries> progress_;  // guarded by mu_
 };
 
 }  // namespace lockstep::controller

@@ -253,7 +253,7 @@ bool PlanRestartRequest(Pass& p) {
 }
 
 void PlanLauncherPoll(Pass& p) {
-  if (p.job.spec.failure_policy.restart_mode != api::RestartMode::kInPlace) return;
+  // Every restart mode: the answer carries the trainers' progress too (training_progress.h).
   if (!GangRunning(p)) return;
   const kube::Pod* rank0 = RendezvousPod(p.job, p.pods);
   if (rank0 == nullptr || rank0->pod_ip.empty()) return;

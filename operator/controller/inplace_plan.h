@@ -11,7 +11,8 @@
 //                         in-place request completes when a later round runs, or falls back to
 //                         Recreate after failurePolicy.inPlaceTimeoutSeconds;
 //   PlanLauncherPoll    - ask node 0's launcher for its Status about every 10 s while the gang
-//                         runs with restartMode InPlace (2 s while a request is pending).
+//                         runs, in every restart mode: the answer carries the trainers' progress
+//                         too (2 s while an in-place request is pending).
 
 #include <chrono>
 #include <optional>

@@ -19,6 +19,7 @@
 #include "operator/controller/restart_plan.h"
 #include "operator/controller/success_policy.h"
 #include "operator/controller/timers.h"
+#include "operator/controller/training_progress.h"
 
 namespace lockstep::controller {
 namespace {
@@ -307,8 +308,10 @@ void PlanActive(Pass& p) {
     return;
   }
   PlanInPlaceRecord(p);
+  PlanTrainingProgress(p);
   if (std::optional<std::string> success = EvaluateSuccess(p.spec, p.pods)) {
     PlanInPlaceRecordFromPods(p);  // the launchers' server may be gone: their last word
+    PlanFinalProgress(p);          // and the trainers' final step
     Finish(p, Outcome::kSucceeded, "Succeeded", *success);
     return;
   }

@@ -6,6 +6,7 @@
 #include "operator/api/enums.h"
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/job_status.h"
+#include "operator/controller/training_progress.h"
 #include "operator/kueue/workload.h"
 
 namespace lockstep::controller {
@@ -29,6 +30,7 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
   if (cached == nullptr) {
     expectations_.Forget(key);  // deleted: its children go with the garbage collector
     if (launchers_ != nullptr) launchers_->Forget(key);
+    ForgetProgressMetrics(key);
     return ReconcileResult{};
   }
   const CachedJob job = *cached;  // never mutate the shared cache
@@ -191,6 +193,24 @@ void TrainingJobReconciler::RecordMetrics(const CachedJob& job, const Plan& plan
         clock_.WallNow() - *job.job.metadata.creation_timestamp;
     metrics_->ObserveTimeToRunning(job.meta.namespace_, framework, took.count());
   }
+  RecordProgressMetrics(job, plan);
+}
+
+void TrainingJobReconciler::RecordProgressMetrics(const CachedJob& job, const Plan& plan) {
+  const std::optional<api::JobProgress>& p = plan.status.progress;
+  if (!p || IsFinished(plan.status)) {
+    metrics_->ForgetJobProgress(job.meta.namespace_, job.meta.name);
+    return;
+  }
+  metrics_->SetJobProgress(job.meta.namespace_, job.meta.name, ProgressRatio(*p),
+                           p->samples_per_second);
+}
+
+void TrainingJobReconciler::ForgetProgressMetrics(const std::string& key) {
+  if (metrics_ == nullptr) return;
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos) return;
+  metrics_->ForgetJobProgress(key.substr(0, slash), key.substr(slash + 1));
 }
 
 }  // namespace lockstep::controller

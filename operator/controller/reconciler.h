@@ -70,6 +70,10 @@ class TrainingJobReconciler {
   Status PersistStatus(const CachedJob& job, const Plan& plan);
   void Emit(const CachedJob& job, const EventSpec& event);
   void RecordMetrics(const CachedJob& job, const Plan& plan);
+  // lockstep_job_progress_ratio and lockstep_job_samples_per_second: set from status.progress
+  // while the job is active, removed once it finished or was deleted (key: namespace/name).
+  void RecordProgressMetrics(const CachedJob& job, const Plan& plan);
+  void ForgetProgressMetrics(const std::string& key);
   // The plan's launcher requests (Status poll, Restart), handed to the monitor after the status
   // write: a Restart is recorded (status.restartRequest) before it is sent.
   void AskLaunchers(const CachedJob& job, const Observed& observed, const Plan& plan);

@@ -27,6 +27,9 @@ import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from lightning_progress import LockstepProgress  # noqa: E402  (status.progress)
+
 
 class Regressor(L.LightningModule):
     def __init__(self, fsdp=False):
@@ -95,7 +98,7 @@ def make_trainer(args):
         strategy = ModelParallelStrategy(data_parallel_size=nodes * devices, tensor_parallel_size=1)
     else:
         strategy = "ddp"
-    callbacks = [ReportResume()]
+    callbacks = [ReportResume(), LockstepProgress(batch_size=32 * nodes * devices)]
     if args.checkpoint_dir:
         os.makedirs(args.checkpoint_dir, exist_ok=True)
         callbacks.append(L.pytorch.callbacks.ModelCheckpoint(

@@ -81,6 +81,9 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from progress import ProgressReporter  # noqa: E402  (status.progress; a no-op off Lockstep)
+
 
 def parse_args():
     p = argparse.ArgumentParser()
@@ -291,6 +294,9 @@ def main():
                   f"format={checkpoint.FORMAT} step={start}", flush=True)
 
     loss = torch.tensor(0.0)
+    # Rank 0 appends {"step", "totalSteps", "samplesPerSecond"} to LOCKSTEP_PROGRESS_FILE.
+    progress = ProgressReporter(total_steps=args.epochs * spe,
+                                samples_per_step=args.batch_size * world)
     for done in range(start + 1, args.epochs * spe + 1):  # `done`: steps done after this one
         epoch, step = divmod(done - 1, spe)
         if step == 0 and epoch == args.crash_at_epoch and rank == args.crash_rank and attempt == 0:
@@ -311,8 +317,10 @@ def main():
             dist.barrier()
             if args.sleep_per_epoch > 0:
                 time.sleep(args.sleep_per_epoch)
+        progress.report(done)
         if gang_agrees_to_stop(device):
             stop(args, checkpoint, model, opt, done, rank)
+    progress.report(args.epochs * spe, force=True)
 
     state = full_state(model)
     print(f"WEIGHTS rank={rank} world={world} sha={digest(state)} loss={loss.item():.6f}",

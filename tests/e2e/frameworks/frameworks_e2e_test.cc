@@ -45,6 +45,13 @@ TEST_F(Frameworks, PyTorchDdpTwoPodsTimesTwoProcsEndWithIdenticalWeights) {
   // Rank 0 checkpointed every epoch into the shared hostPath volume.
   EXPECT_TRUE(std::filesystem::exists(cluster_->HostPathDir("pytorch-ddp", "checkpoints") +
                                       "/checkpoint.pt"));
+  // Rank 0 reported its steps (examples/frameworks/common/progress.py); node 0's launcher left
+  // the last report in its termination message, and the success pass wrote it: the final step
+  // (3 epochs x 5 steps), whatever the 10 s write interval let through before.
+  const json& progress = run.job["status"]["progress"];
+  EXPECT_EQ(progress.value("step", -1), 15) << run.job["status"].dump();
+  EXPECT_EQ(progress.value("totalSteps", -1), 15);
+  EXPECT_EQ(progress.value("percent", -1), 100);
 }
 
 TEST_F(Frameworks, LightningTrainerPicksTorchElasticEnvironment) {

@@ -33,6 +33,7 @@ void CheckSameNumbers(const TerminationMessage& a, const TerminationMessage& b) 
   LS_CHECK(a.restart_count == b.restart_count && a.requested_restarts == b.requested_restarts);
   LS_CHECK(a.node_rank == b.node_rank && a.rank == b.rank);
   LS_CHECK(a.exit_code == b.exit_code && a.signal == b.signal);
+  LS_CHECK(a.progress == b.progress);
 }
 
 // The value an integer key must read as: its own within int's range, else `fallback`.

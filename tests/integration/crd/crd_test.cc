@@ -70,6 +70,8 @@ class CrdTest : public ::testing::Test {
                                       {"gpu-node-3"}};
     s.excluded_nodes.push_back(
         api::ExcludedNode{"gpu-node-3", "NodeLeaseExpired", *api::ParseTime("2026-11-29T10:10:00Z")});
+    s.progress =
+        api::JobProgress{420, 1000, 42, 812.5, 600, *api::ParseTime("2026-11-29T10:09:00Z")};
     s.conditions.push_back(api::Condition{"Running", api::ConditionStatus::kTrue, 1,
                                           *api::ParseTime("2026-11-29T10:06:00Z"), "AllRanksJoined",
                                           "4 pods running"});
@@ -176,8 +178,8 @@ TEST_F(CrdTest, ShortNameCategoriesAndPrinterColumns) {
   const KubectlResult get = Kubectl({"get", "tj", "-n", ns_.name()});
   ASSERT_TRUE(get.ok()) << get.output;
   EXPECT_THAT(get.output,
-              ::testing::ContainsRegex("NAME +FRAMEWORK +STATE +WORKERS +RESTARTS +AGE\n"
-                                       "pytorch-ddp +PyTorch +Running +3/4 +2 +[0-9]+s"));
+              ::testing::ContainsRegex("NAME +FRAMEWORK +STATE +WORKERS +RESTARTS +PROGRESS +AGE\n"
+                                       "pytorch-ddp +PyTorch +Running +3/4 +2 +42 +[0-9]+s"));
   const KubectlResult wide = Kubectl({"get", "tj", "-n", ns_.name(), "-o", "wide"});
   ASSERT_TRUE(wide.ok()) << wide.output;
   // RESTARTS is the total (gang attempts + in-place); wide splits it by cause.

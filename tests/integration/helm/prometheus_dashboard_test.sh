@@ -109,6 +109,24 @@ drive_jobs() {
   wait_for 180 restarted || fail "no restart after $node died: $(state_of prom-recover)"
   wait_for 120 state_is prom-recover Running || fail "prom-recover did not recover"
   ok "prom-recover lost $node and runs again"
+  report_progress prom-recover
+}
+
+# kwok runs no launcher to report training progress, so the test writes status.progress the way
+# the operator would from one (docs/api.md "status.progress"): the operator keeps a written
+# progress while no report comes and sets the progress gauges of an active job from it.
+report_progress() {
+  local now; now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  kubectl patch trainingjob "$1" -n "$JOBS_NS" --subresource=status --type=merge -p \
+    "{\"status\": {\"progress\": {\"step\": 40, \"totalSteps\": 100, \"percent\": 40,
+      \"samplesPerSecond\": 12.5, \"lastUpdate\": \"$now\"}}}" >/dev/null
+  # shellcheck disable=SC2329  # called through wait_for
+  gauge_set() {
+    curl -fsS "http://127.0.0.1:$METRICS_PORT/metrics" |
+      grep -q "^lockstep_job_samples_per_second{.*name=\"$1\""
+  }
+  wait_for 30 gauge_set "$1" || fail "no lockstep_job_samples_per_second for $1"
+  ok "$1 reports progress"
 }
 
 # One line per target: "<panel title>\t<expr>", template variables substituted as Grafana would

@@ -6,14 +6,19 @@
 // kwok runs the pods (no process); real lockstep-launcher processes on this host play their
 // launchers, with the job's uid as run id and its Secret's token. Node 0's launcher listens on
 // worker-0's kwok pod IP (added to `lo` for the test), which is where the operator asks.
+// The same Status answer carries the trainers' progress (status.progress, issue 21 part 3):
+// checked beside the restart request.
 #include <signal.h>
 
 #include <cstdlib>
 #include <thread>
 
+#include <gmock/gmock.h>
+
 #include "operator/api/children.h"
 #include "operator/kube/base64.h"
 #include "operator/kube/rest_client.h"
+#include "tests/integration/crd/kubectl.h"
 #include "tests/integration/failures/failures_env.h"
 #include "tests/integration/kube/test_env.h"
 #include "tests/launcher/core/harness.h"
@@ -51,10 +56,11 @@ class InPlaceTest : public FailuresTest {
 
   // A 2-worker Generic job, restartMode InPlace, running on this test's kwok nodes; returns the
   // live job once both pods of attempt 0 run and have IPs.
-  json StartJob(const std::string& name, int in_place_timeout = 60) {
+  json StartJob(const std::string& name, int in_place_timeout = 60,
+                const std::string& restart_mode = "InPlace") {
     CreateNodes(2);
     CreateJob(MakeJob(name, 2, [&](json& j) {
-      j["spec"]["failurePolicy"]["restartMode"] = "InPlace";
+      j["spec"]["failurePolicy"]["restartMode"] = restart_mode;
       j["spec"]["failurePolicy"]["maxRestarts"] = 3;
       j["spec"]["failurePolicy"]["inPlaceTimeoutSeconds"] = in_place_timeout;
     }));
@@ -98,6 +104,36 @@ class InPlaceTest : public FailuresTest {
       launchers_.push_back(std::make_unique<LauncherProcess>(
           s, dir_.path() + "/launcher." + std::to_string(i) + ".log"));
     }
+  }
+  // Training progress (docs/api.md "status.progress"): rank 0 appends progress lines to the
+  // LOCKSTEP_PROGRESS_FILE its launcher gave it (test_child --progress-total 100000); node 0's
+  // launcher reports the latest in its Status answer, the one that also carries the round; the
+  // operator writes status.progress, shows it in the PROGRESS column and the progress metrics.
+  // (That it rises, at most every 10 s, with an eta: training_progress_test.cc.)
+  void ExpectProgress(const std::string& name) {
+    for (const auto& env : launcher::testing::ReadEnvFiles(dir_.path(), "0")) {
+      EXPECT_NE(env.at("LOCKSTEP_PROGRESS_FILE").find("/progress.jsonl"), std::string::npos);
+    }
+    StatusOr<json> seen = WaitForJob(
+        name,
+        [](const json& j) { return j.value("/status/progress/step"_json_pointer, 0) > 0; },
+        seconds(15));
+    ASSERT_TRUE(seen.ok()) << seen.status() << "\n" << LauncherLogs();
+    const json& p = (*seen)["status"]["progress"];
+    EXPECT_EQ(p["totalSteps"], 100000);
+    EXPECT_EQ(p["percent"], 0);
+    EXPECT_EQ(p["samplesPerSecond"], 64);
+    EXPECT_TRUE(p.contains("lastUpdate"));
+    const crdtest::KubectlResult get = crdtest::Kubectl({"get", "tj", name, "-n", ns()});
+    ASSERT_TRUE(get.ok()) << get.output;
+    // NAME FRAMEWORK STATE WORKERS RESTARTS PROGRESS AGE: the percent is a number.
+    EXPECT_THAT(get.output,
+                ::testing::ContainsRegex("RESTARTS +PROGRESS +AGE\n" + name +
+                                         " +[^ ]+ +[^ ]+ +[^ ]+ +[0-9]+ +[0-9]+ +[0-9]+[sm]"));
+    EXPECT_TRUE(WaitFor(
+        [&] { return Metric("lockstep_job_samples_per_second", {{"name", name}}) == 64; },
+        seconds(10)));
+    EXPECT_GE(Metric("lockstep_job_progress_ratio", {{"name", name}}), 0);
   }
   std::string LauncherLogs() const {
     std::string out;
@@ -160,7 +196,8 @@ TEST_F(InPlaceTest, AKilledRankIsAnInPlaceRestartInStatus) {
 TEST_F(InPlaceTest, TheRestartAnnotationRestartsInPlaceWithoutDeletingPods) {
   const json job = StartJob("ip-request");
   const std::string pod0 = PodUid("ip-request-worker-0"), pod1 = PodUid("ip-request-worker-1");
-  StartLaunchers(job, {"--forever"}, {"--max-restarts", "0"});
+  // Rank 0 also reports progress (about 20 steps a second of 100000, 64 samples/s).
+  StartLaunchers(job, {"--forever", "--progress-total", "100000"}, {"--max-restarts", "0"});
   ASSERT_TRUE(launcher::testing::WaitForFiles(dir_.path(), "env.0.", 4, seconds(30)))
       << LauncherLogs();
   // The operator has heard from the launchers once the round runs.
@@ -170,6 +207,7 @@ TEST_F(InPlaceTest, TheRestartAnnotationRestartsInPlaceWithoutDeletingPods) {
                   seconds(25))
                   .ok())
       << LauncherLogs();
+  ExpectProgress("ip-request");
   Annotate("ip-request", "1");
 
   StatusOr<json> done = WaitForJob(
@@ -197,6 +235,12 @@ TEST_F(InPlaceTest, TheRestartAnnotationRestartsInPlaceWithoutDeletingPods) {
   EXPECT_EQ(PodUid("ip-request-worker-1"), pod1);
   EXPECT_FALSE(FindEvent("ip-request", "RestartRequested").is_null());
   for (const auto& l : launchers_) EXPECT_FALSE(l->Wait(milliseconds(1)).has_value());
+
+  // The job's progress series go with it.
+  ASSERT_TRUE(client().Delete(kube::resources::TrainingJobs(), ns(), "ip-request").ok());
+  EXPECT_TRUE(WaitFor(
+      [&] { return Metric("lockstep_job_samples_per_second", {{"name", "ip-request"}}) == 0; },
+      seconds(20)));
 }
 
 TEST_F(InPlaceTest, LaunchersThatNeverFormTheNewRoundAreRecreatedAfterTheBound) {

@@ -4,12 +4,14 @@
 #include <signal.h>
 
 #include <functional>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "harness.h"
 #include "protocol/control_client.h"
+#include "protocol/termination.h"
 
 namespace lockstep::launcher::testing {
 namespace {
@@ -187,4 +189,44 @@ TEST_F(ControlTest, RestartWhileGatheringIsDeclined) {
 }
 
 }  // namespace
+// Progress (docs/launcher.md "Progress"): every child gets LOCKSTEP_PROGRESS_FILE, one per pod
+// in a directory of its launcher's; node 0's Status answer carries the latest report global
+// rank 0 appended (test_child --progress-total), the malformed first line counted once; the
+// directory goes with the launcher.
+TEST_F(ControlTest, StatusCarriesTheProgressRankZeroAppended) {
+  StartGang(2, 2, {"--forever", "--progress-total", "1000000"});
+  ASSERT_TRUE(WaitForFiles(dir_.path(), "env.0.", 4, seconds(30))) << Logs();
+  std::set<std::string> files;
+  for (const auto& env : ReadEnvFiles(dir_.path(), "0")) {
+    ASSERT_EQ(env.count("LOCKSTEP_PROGRESS_FILE"), 1u);
+    files.insert(env.at("LOCKSTEP_PROGRESS_FILE"));
+  }
+  EXPECT_EQ(files.size(), 2u) << "one file per pod";
+  StatusOr<ControlStatus> first =
+      WaitForStatus([](const ControlStatus& s) { return s.progress && s.progress->step > 0; });
+  ASSERT_TRUE(first.ok()) << first.status() << Logs();
+  ASSERT_TRUE(first->progress.has_value()) << Logs();
+  EXPECT_EQ(first->progress->total_steps, 1000000u);
+  EXPECT_EQ(first->progress->samples_per_second_milli, 64000u);
+  EXPECT_EQ(first->progress->malformed_lines, 1u);
+  const uint64_t step = first->progress->step;
+  StatusOr<ControlStatus> later = WaitForStatus(
+      [step](const ControlStatus& s) { return s.progress && s.progress->step > step; });
+  ASSERT_TRUE(later.ok() && later->progress) << Logs();
+  EXPECT_EQ(later->progress->malformed_lines, 1u) << "a malformed line is counted once";
+  // A launcher stopped by a signal removes its directory on the way out, and node 0 leaves the
+  // trainers' last report in its termination message (the operator's final step).
+  for (const auto& l : launchers_) l->Signal(SIGTERM);
+  for (const auto& l : launchers_) EXPECT_TRUE(l->Wait(seconds(10)).has_value()) << Logs();
+  for (const std::string& f : files) {
+    EXPECT_FALSE(FileExists(f.substr(0, f.rfind('/')))) << f << " left behind";
+  }
+  std::optional<protocol::TerminationMessage> node0 = protocol::DecodeTermination(
+      ReadWholeFile(dir_.path() + "/launcher.0.log.termination"));
+  ASSERT_TRUE(node0.has_value()) << Logs();
+  ASSERT_TRUE(node0->progress.has_value());
+  EXPECT_GE(node0->progress->step, later->progress->step);
+  EXPECT_EQ(node0->progress->total_steps, 1000000u);
+}
+
 }  // namespace lockstep::launcher::testing

@@ -2,12 +2,15 @@
 // the launcher gave it, then behaves as told:
 //   lockstep_test_child OUTDIR [--sleep S] [--forever] [--fail-rank R --fail-code C]
 //                              [--fail-restart N] [--heartbeat-every S] [--no-heartbeat-rank R]
-//                              [--term-delay S]
+//                              [--term-delay S] [--progress-total N]
 // Files: OUTDIR/env.<attempt>.<rank> (KEY=VALUE lines of LOCKSTEP_* and the PyTorch variables,
 //        written atomically),
 //        OUTDIR/term.<attempt>.<rank> when SIGTERM arrives (then exits 143; with --term-delay S
 //        it goes on for S seconds, as a trainer finishing its step and checkpoint does, and
 //        exits 0).
+// With --progress-total N, global rank 0 appends a progress line to LOCKSTEP_PROGRESS_FILE on
+// every loop turn (step 1, 2, ..., totalSteps N, samplesPerSecond 64), plus one malformed line
+// first, as a trainer's stray output would be.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -59,6 +62,15 @@ void Touch(const std::string& path) {
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
 }
 
+// One write on an O_APPEND descriptor, as a trainer should append (docs/launcher.md "Progress").
+void AppendLine(const std::string& path, const std::string& line) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const std::string out = line + "\n";
+  if (::write(fd, out.data(), out.size()) < 0) std::perror("progress");
+  ::close(fd);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,6 +78,7 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   double sleep_s = 0, heartbeat_every = 0;
   bool forever = false;
+  long progress_total = 0;
   int fail_rank = -1, fail_code = 1, fail_restart = 0, no_heartbeat_rank = -1;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -78,6 +91,7 @@ int main(int argc, char** argv) {
     else if (a == "--heartbeat-every") heartbeat_every = std::atof(next());
     else if (a == "--no-heartbeat-rank") no_heartbeat_rank = std::atoi(next());
     else if (a == "--term-delay") g_term_delay = std::atof(next());
+    else if (a == "--progress-total") progress_total = std::atol(next());
   }
   const int rank = std::atoi(Env("LOCKSTEP_RANK", "-1").c_str());
   const int restart = std::atoi(Env("LOCKSTEP_RESTART_COUNT", "0").c_str());
@@ -101,6 +115,9 @@ int main(int argc, char** argv) {
     return fail_code;
   }
   const std::string heartbeat = Env("LOCKSTEP_HEARTBEAT_FILE");
+  const std::string progress = progress_total > 0 && rank == 0 ? Env("LOCKSTEP_PROGRESS_FILE") : "";
+  long step = 0;
+  if (!progress.empty()) AppendLine(progress, "not a progress report");
   const auto start = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> stop_at;
   for (;;) {
@@ -113,6 +130,11 @@ int main(int argc, char** argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!forever && elapsed >= sleep_s) return 0;
     if (heartbeat_every > 0 && !heartbeat.empty() && rank != no_heartbeat_rank) Touch(heartbeat);
+    if (!progress.empty() && step < progress_total) {
+      ++step;
+      AppendLine(progress, "{\"step\": " + std::to_string(step) + ", \"totalSteps\": " +
+                               std::to_string(progress_total) + ", \"samplesPerSecond\": 64}");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(
         heartbeat_every > 0 ? static_cast<int>(heartbeat_every * 1000) : 50));
   }

@@ -76,9 +76,10 @@ TEST(InPlacePlanTest, PollsNodeZerosLauncherWhileTheGangRuns) {
   ASSERT_TRUE(plan.requeue_after.has_value());
   EXPECT_LE(*plan.requeue_after, kLauncherPollInterval);
 
+  // Every restart mode: the answer carries the trainers' progress (training_progress.h).
   CachedJob recreate = RunningJob();
   recreate.job.spec.failure_policy.restart_mode = api::RestartMode::kRecreate;
-  EXPECT_FALSE(RunPass(recreate, RunningPods(), T0(), std::nullopt).launcher_poll);
+  EXPECT_TRUE(RunPass(recreate, RunningPods(), T0(), std::nullopt).launcher_poll);
 
   std::vector<kube::Pod> starting = RunningPods();
   starting[1].phase = "Pending";

@@ -44,6 +44,8 @@ const std::set<std::string> kExported = {
     "lockstep_node_failures_detected_total",
     "lockstep_recovery_duration_seconds_bucket",
     "lockstep_detection_delay_seconds_bucket",
+    "lockstep_job_progress_ratio",
+    "lockstep_job_samples_per_second",
 };
 
 json LoadDashboard() {

@@ -11,8 +11,9 @@
 namespace lockstep::protocol {
 namespace {
 
+// A version-1 message (no progress).
 TerminationMessage Sample() {
-  return {.version = kTerminationVersion,
+  return {.version = 1,
           .reason = FailureReason::kExit,
           .attempt = 2,
           .restart_count = 1,
@@ -45,6 +46,29 @@ TEST(TerminationTest, AMessageWithoutAVersionHasVersion1sKeys) {
   std::optional<TerminationMessage> back = DecodeTermination(old.dump());
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, Sample());
+}
+
+// Version 2 adds `progress`: the trainers' last report, read back exactly; absent without one,
+// and left out when its step is not a count.
+TEST(TerminationTest, Version2CarriesTheTrainersLastProgressReport) {
+  TerminationMessage m = Sample();
+  m.version = kTerminationVersion;
+  m.progress = TrainingProgress{.step = 4000, .total_steps = 4000, .samples_per_second_milli = 812500};
+  const nlohmann::json doc = nlohmann::json::parse(EncodeTermination(m));
+  EXPECT_EQ(doc["version"], 2);
+  EXPECT_EQ(doc["progress"], nlohmann::json::parse(
+                                 R"({"step":4000,"totalSteps":4000,"samplesPerSecondMilli":812500})"));
+  std::optional<TerminationMessage> back = DecodeTermination(doc.dump());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, m);
+  EXPECT_FALSE(nlohmann::json::parse(EncodeTermination(Sample())).contains("progress"));
+  for (const char* bad : {R"({"step":-1})", R"({"step":"9"})", R"({"totalSteps":9})", "[1]"}) {
+    nlohmann::json d = doc;
+    d["progress"] = nlohmann::json::parse(bad);
+    std::optional<TerminationMessage> read = DecodeTermination(d.dump());
+    ASSERT_TRUE(read.has_value()) << bad;
+    EXPECT_FALSE(read->progress.has_value()) << bad;
+  }
 }
 
 TEST(TerminationTest, NoRequestedRestartsKeyUnlessTheOperatorAsked) {
