@@ -344,7 +344,14 @@ void RemoveStaleContainers(const std::string& runc_root, const std::string& pref
   for (std::string id; std::getline(lines, id);) {
     if (id.rfind(prefix, 0) != 0) continue;
     log::Warning("removing a stale runc container", {{"id", id}});
-    RunHostCommand({"runc", "--root", runc_root, "delete", "--force", id}).status().IgnoreError();
+    // Said, not swallowed: e2e.images once found such a container still there after the
+    // restart (a dead agent's, SIGKILLed while it may have been deleting it).
+    if (Status deleted =
+            RunHostCommand({"runc", "--root", runc_root, "delete", "--force", id}).status();
+        !deleted.ok()) {
+      log::Error("could not remove a stale runc container",
+                 {{"id", id}, {"error", deleted.ToString()}});
+    }
   }
 }
 

@@ -332,7 +332,8 @@ crash_and_restart() {
   start_agent
   local id
   for id in $ids; do
-    runc --root "$STATE/runc" state "$id" >/dev/null 2>&1 && fail "runc container $id survived"
+    runc --root "$STATE/runc" state "$id" >/dev/null 2>&1 &&
+      fail "runc container $id survived: $(runc --root "$STATE/runc" state "$id" 2>&1 | tr -s ' \n' ' ')"
     compgen -G "/sys/fs/cgroup/*/$id" >/dev/null && fail "cgroups of $id survived"
   done
   [[ "$(stat -c %i "$STATE"/images/sha256-*/rootfs | sort | tr '\n' ' ')" == "$unpacked_before" ]] ||
