@@ -35,6 +35,14 @@ bool SetCondition(std::vector<Condition>* conditions, Condition condition, Time 
   return true;
 }
 
+std::string BoundedMessage(std::string message, size_t max_bytes) {
+  if (message.size() <= max_bytes) return message;
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
+  message.resize(cut);
+  return message + "...";
+}
+
 bool RemoveCondition(std::vector<Condition>* conditions, std::string_view type) {
   const auto it = std::remove_if(conditions->begin(), conditions->end(),
                                  [type](const Condition& c) { return c.type == type; });

@@ -3,6 +3,8 @@
 // lastTransitionTime moves only when the status changes; reason, message and observedGeneration
 // are updated in place. Conditions are keyed by type (the CRD's list-map key).
 
+#include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,6 +37,10 @@ bool IsConditionTrue(const std::vector<Condition>& conditions, std::string_view 
 // Adds or updates `condition` (matched by type). Its lastTransitionTime is `now` when the type is
 // new or its status changed, else the stored one is kept. Returns true if anything changed.
 bool SetCondition(std::vector<Condition>* conditions, Condition condition, Time now);
+
+// `message` cut to at most `max_bytes` bytes (then "..." appended), never inside a UTF-8
+// sequence: a condition message is JSON and must stay valid.
+std::string BoundedMessage(std::string message, size_t max_bytes);
 
 // Removes the condition of `type`; returns true if one was there.
 bool RemoveCondition(std::vector<Condition>* conditions, std::string_view type);

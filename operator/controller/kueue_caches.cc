@@ -28,6 +28,10 @@ StatusOr<CachedPriority> DecodeCachedPriority(const nlohmann::json& object) {
   return CachedPriority{std::move(meta), object["value"].get<int32_t>()};
 }
 
+// Workloads by "namespace/LocalQueue": a waiting job's neighbours in its queue.
+constexpr char kQueueIndex[] = "queue";
+std::string QueueKey(const std::string& ns, const std::string& queue) { return ns + "/" + queue; }
+
 std::vector<std::string> IndexByJob(const kube::ObjectMeta& meta) {
   std::string key = JobKeyOf(meta);
   if (key.empty()) return {};
@@ -45,6 +49,9 @@ KueueCaches::KueueCaches(kube::RestClient& client, const std::vector<std::string
     auto informer = std::make_unique<kube::Informer<CachedWorkload>>(
         client, kueue::Workloads(), ns, &DecodeCachedWorkload, ours);
     informer->AddIndexer(kJobIndex, [](const CachedWorkload& w) { return IndexByJob(w.meta); });
+    informer->AddIndexer(kQueueIndex, [](const CachedWorkload& w) {
+      return std::vector<std::string>{QueueKey(w.meta.namespace_, w.view.queue_name)};
+    });
     workloads_.push_back(std::move(informer));
   }
   flavors_ = std::make_unique<kube::Informer<CachedFlavor>>(client, kueue::ResourceFlavors(), "",
@@ -122,13 +129,11 @@ kueue::KueueObservation KueueCaches::Observe(const CachedJob& job) const {
     for (const auto& w : informer->store().ByIndex(kJobIndex, key)) {
       if (w->view.owner_uid == job.meta.uid) out.workloads.push_back(w->view);
     }
-    // The same LocalQueue's other TrainingJobs, for the job's place in it (bounded by what
-    // this operator watches: its own Workloads only).
-    for (const auto& w : informer->store().List()) {
-      if (w->meta.namespace_ == job.meta.namespace_ && w->view.queue_name == queue &&
-          w->view.owner_uid != job.meta.uid) {
-        out.neighbours.push_back(w->view);
-      }
+    // The same LocalQueue's other TrainingJobs, for the job's place in it (what this operator
+    // watches: its own Workloads only).
+    const std::string queue_key = QueueKey(job.meta.namespace_, queue);
+    for (const auto& w : informer->store().ByIndex(kQueueIndex, queue_key)) {
+      if (w->view.owner_uid != job.meta.uid) out.neighbours.push_back(w->view);
     }
   }
   for (const auto& f : flavors_->store().List()) out.flavors[f->meta.name] = f->flavor;

@@ -51,12 +51,8 @@ void PlanInvalid(Pass& p, const std::string& message) {
 // lost may be the attempt or a counter); only the conditions are written.
 void PlanUnreadableStatus(Pass& p, const std::string& error) {
   constexpr size_t kMaxMessage = 1024;
-  std::string message = "the status cannot be read: " + error;
-  if (message.size() > kMaxMessage) {
-    size_t cut = kMaxMessage;  // not inside a UTF-8 sequence: JSON must stay valid
-    while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
-    message = message.substr(0, cut) + "...";
-  }
+  const std::string message =
+      api::BoundedMessage("the status cannot be read: " + error, kMaxMessage);
   PlanStalled(p, api::kReasonInvalidStatus, message,
               "the operator does not act on a status it cannot read");
   p.plan->conditions_only = true;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "operator/api/conditions.h"
 #include "operator/kueue/admission.h"
 #include "operator/kueue/workload.h"
 
@@ -22,10 +23,7 @@ struct ConditionChange {
 // message copied from a job (its failure) is bounded the same way.
 std::string Bounded(std::string message) {
   constexpr size_t kMax = 32 * 1024 - 16;
-  if (message.size() <= kMax) return message;
-  size_t cut = kMax;
-  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
-  return message.substr(0, cut) + "...";
+  return api::BoundedMessage(std::move(message), kMax);
 }
 
 // What a condition says: its status, reason, message and the generation it is about. A rewrite

@@ -62,10 +62,7 @@ def _watch_for_a_stuck_stop(timeout):
     def run():
         while signal.SIGTERM not in r.recv(64):
             pass
-        deadline = time.monotonic() + timeout
-        while not STOP["agreed"] and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not STOP["agreed"]:
+        if not wait_until(lambda: STOP["agreed"], timeout):
             print(f"SIGTERM and no step agreed on within {timeout:g} s (a peer is gone, or "
                   f"training had not started): exiting without a checkpoint", file=sys.stderr,
                   flush=True)
@@ -249,10 +246,7 @@ def stop(args, checkpoint, model, opt, step, rank):
         checkpoint.save(model, opt, step, rank, args.steps_per_epoch)
     print(f"STOPPED step={step} rank={rank} epoch={step // args.steps_per_epoch} "
           f"signalled={int(STOP['requested'])}", flush=True)
-    deadline = time.monotonic() + args.stop_wait
-    while not STOP["requested"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if not STOP["requested"]:
+    if not wait_until(lambda: STOP["requested"], args.stop_wait):
         print(f"rank {rank}: stopped with the gang at step {step} but never got SIGTERM itself; "
               f"exiting 1 so the launcher restarts from the checkpoint", file=sys.stderr,
               flush=True)
@@ -327,6 +321,14 @@ def main():
           flush=True)
     dist.destroy_process_group()
     exit_now(0)
+
+
+def wait_until(done, seconds):
+    """Polls `done` every 50 ms for up to `seconds`; its last answer."""
+    deadline = time.monotonic() + seconds
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return done()
 
 
 def exit_now(code):

@@ -149,6 +149,14 @@ class GracefulStop : public SharedClusterTest<GracefulStop> {
         .status();
   }
 
+  // Waits until `name` runs and rank 0 has written its first epoch's checkpoint (mid-training).
+  StatusOr<json> WaitRunningWithCheckpoint(const std::string& name) {
+    const std::string ckpt = cluster_->HostPathDir(name, "checkpoints") + "/checkpoint.pt";
+    return cluster_->WaitFor(
+        name, [&](const json& j) { return State(j) == "Running" && std::filesystem::exists(ckpt); },
+        seconds(420));
+  }
+
   // The one step every rank of `name` printed STOPPED at ("" after a failure it reported).
   std::string StoppedStep(const std::string& name) {
     const std::vector<std::string> stops = cluster_->Collect(name).Lines("STOPPED ");
@@ -213,10 +221,7 @@ TEST_F(GracefulStop, SuspendedMidTrainingEveryRankStopsAndTheResumedJobEndsIdent
   ASSERT_TRUE(cluster_->Create(*job).ok());
 
   // Step 1: mid-training: Running, and the first epoch's checkpoint written.
-  const std::string ckpt = cluster_->HostPathDir(name, "checkpoints") + "/checkpoint.pt";
-  StatusOr<json> running = cluster_->WaitFor(
-      name, [&](const json& j) { return State(j) == "Running" && std::filesystem::exists(ckpt); },
-      seconds(420));
+  StatusOr<json> running = WaitRunningWithCheckpoint(name);
   ASSERT_TRUE(running.ok()) << running.status() << "\n" << Diagnose(name);
 
   // Step 2: suspend. Every rank stops at one step and the pods go away within their grace.
@@ -333,10 +338,7 @@ TEST_F(GracefulStop, PreemptedMidTrainingTheVictimStopsGracefullyAndResumesIdent
 
   // Step 1: the low job runs and has checkpointed its first epoch.
   ASSERT_TRUE(cluster_->Create(*low_job).ok());
-  const std::string ckpt = cluster_->HostPathDir(low, "checkpoints") + "/checkpoint.pt";
-  StatusOr<json> running = cluster_->WaitFor(
-      low, [&](const json& j) { return State(j) == "Running" && std::filesystem::exists(ckpt); },
-      seconds(420));
+  StatusOr<json> running = WaitRunningWithCheckpoint(low);
   ASSERT_TRUE(running.ok()) << running.status() << "\n" << Diagnose(low);
 
   // Step 2: the high job does not fit beside it: the low gang is preempted whole, every rank
@@ -437,10 +439,7 @@ TEST_F(GracefulStop, KueueCohortQueuesOverQuotaWaitsAndAPreemptedJobResumesIdent
   queued(*low_job, "team-a", "low");
   queued(*high_job, "team-a", "high");
   ASSERT_TRUE(cluster_->Create(*low_job).ok());
-  const std::string ckpt = cluster_->HostPathDir(low, "checkpoints") + "/checkpoint.pt";
-  StatusOr<json> running = cluster_->WaitFor(
-      low, [&](const json& j) { return State(j) == "Running" && std::filesystem::exists(ckpt); },
-      seconds(420));
+  StatusOr<json> running = WaitRunningWithCheckpoint(low);
   ASSERT_TRUE(running.ok()) << running.status() << "\n" << Diagnose(low);
   EXPECT_EQ(Condition(*running, "Admitted").value("status", ""), "True") << running->dump(2);
 

@@ -16,21 +16,10 @@
 #include "operator/kueue/gate.h"
 #include "operator/kueue/workload.h"
 #include "operator/kueue/workload_view.h"
+#include "tests/unit/kueue/kueue_test_util.h"
 
 namespace lockstep::kueue {
 namespace {
-
-api::TrainingJob Job() {
-  api::TrainingJob j;
-  j.metadata.name = "train";
-  j.metadata.namespace_name = "ns";
-  j.metadata.uid = "0a1b2c3d-0000-0000-0000-000000000000";
-  j.metadata.labels[std::string(kQueueNameLabel)] = "q";
-  j.spec.replicas = 2;
-  j.spec.pod_template = {
-      {"spec", {{"containers", {{{"name", "trainer"}, {"image", "i"}, {"command", {"x"}}}}}}}};
-  return j;
-}
 
 void CheckDecision(const Decision& d) {
   for (const WorkloadWrite& w : d.writes) {
@@ -59,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (a.topology) (void)DomainTerms(*a.topology);
     }
   }
-  const lockstep::api::TrainingJob job = Job();
+  const lockstep::api::TrainingJob job = testing::Job();  // the unit tests' job
   (void)MatchesJob(*workload, job);
   KueueObservation observed;
   observed.synced = true;
