@@ -30,6 +30,9 @@ inline constexpr std::string_view kConditionStalled = "Stalled";
 inline constexpr std::string_view kReasonInvalidSpec = "InvalidSpec";
 // Reason for Stalled=True when the stored status cannot be read (the operator does not act).
 inline constexpr std::string_view kReasonInvalidStatus = "InvalidStatus";
+// Event reason when the apiserver refuses the job's status write as invalid (422): the problem
+// cannot be shown as a condition, so it is shown as an event.
+inline constexpr std::string_view kReasonStatusRejected = "StatusRejected";
 
 const Condition* FindCondition(const std::vector<Condition>& conditions, std::string_view type);
 bool IsConditionTrue(const std::vector<Condition>& conditions, std::string_view type);

@@ -7,6 +7,7 @@
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/training_progress.h"
+#include "operator/kube/api_error.h"
 #include "operator/kueue/workload.h"
 
 namespace lockstep::controller {
@@ -155,6 +156,7 @@ Status TrainingJobReconciler::PersistStatus(const CachedJob& job, const Plan& pl
         kube::resources::TrainingJobs(), job.meta.namespace_, job.meta.name, patch, "status");
     if (!r.ok()) {
       if (IsNotFound(r.status())) return Status::Ok();  // deleted meanwhile
+      if (kube::IsInvalid(r.status())) EmitStatusRejected(job, plan, r.status());
       return r.status().WithContext("update status");
     }
     NoteStatusWrite(job, plan);
@@ -162,6 +164,25 @@ Status TrainingJobReconciler::PersistStatus(const CachedJob& job, const Plan& pl
   for (const EventSpec& e : plan.events) Emit(job, e);
   RecordMetrics(job, plan);
   return Status::Ok();
+}
+
+// The apiserver refused the status write as invalid (422): e.g. a stored object that bypassed
+// validation, with a CRD rule on its spec that ratcheting does not spare, refuses every status
+// write for as long as it exists. Conditions cannot show the problem then, so events do: the
+// refusal in the apiserver's words (it names the field), and the plan's own events when the
+// plan only reports (an InvalidSpec stall). A plan that would restart or end the job acted on
+// nothing (it records first), so its events would describe what did not happen. Repeats are
+// aggregated by the recorder; the work queue backs the retries off.
+void TrainingJobReconciler::EmitStatusRejected(const CachedJob& job, const Plan& plan,
+                                               const Status& refusal) {
+  const bool finishes = IsFinished(plan.status) && !IsFinished(job.job.status);
+  if (!plan.restart && !plan.launcher_restart && !finishes) {
+    for (const EventSpec& e : plan.events) Emit(job, e);
+  }
+  Emit(job, {"Warning", std::string(api::kReasonStatusRejected),
+             api::BoundedMessage("the apiserver refused the job's status: " +
+                                     std::string(refusal.message()),
+                                 1024)});
 }
 
 void TrainingJobReconciler::Emit(const CachedJob& job, const EventSpec& event) {

@@ -69,6 +69,8 @@ class TrainingJobReconciler {
  private:
   Status PersistStatus(const CachedJob& job, const Plan& plan);
   void Emit(const CachedJob& job, const EventSpec& event);
+  // Events for a status write the apiserver refused as invalid (see reconciler.cc).
+  void EmitStatusRejected(const CachedJob& job, const Plan& plan, const Status& refusal);
   void RecordMetrics(const CachedJob& job, const Plan& plan);
   // lockstep_job_progress_ratio and lockstep_job_samples_per_second: set from status.progress
   // while the job is active, removed once it finished or was deleted (key: namespace/name).

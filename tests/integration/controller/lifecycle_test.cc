@@ -202,41 +202,6 @@ TEST_F(OperatorTest, FailedPodWithNoRestartsLeftFailsTheJobWithItsExitCode) {
       [&] { return Has(EventReasons(client(), ns(), "bad"), "MaxRestartsExceeded"); }, seconds(10)));
 }
 
-// A ValidatingAdmissionPolicy (CEL, in the apiserver) that refuses to let a TrainingJob's status
-// say Failed in one namespace, removed with this object: a status write the apiserver refuses
-// every time, without a mock.
-class RefuseFailedStatus {
- public:
-  explicit RefuseFailedStatus(const std::string& ns) : name_("lockstep-refuse-failed-" + ns) {
-    const std::string manifest = R"({"apiVersion": "v1", "kind": "List", "items": [
-      {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-       "metadata": {"name": ")" + name_ + R"("},
-       "spec": {"failurePolicy": "Fail",
-                "matchConstraints": {"resourceRules": [{"apiGroups": ["lockstep.dev"],
-                  "apiVersions": ["*"], "operations": ["UPDATE"],
-                  "resources": ["trainingjobs/status"]}]},
-                "validations": [{"expression":
-                  "!has(object.status) || !has(object.status.state) || object.status.state != 'Failed'",
-                  "message": "this test refuses Failed"}]}},
-      {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-       "metadata": {"name": ")" + name_ + R"("},
-       "spec": {"policyName": ")" + name_ + R"(", "validationActions": ["Deny"],
-                "matchResources": {"namespaceSelector": {"matchLabels":
-                  {"kubernetes.io/metadata.name": ")" + ns + R"("}}}}}]})";
-    ok_ = Kubectl("apply -f - >/dev/null <<'EOF'\n" + manifest + "\nEOF") == 0;
-  }
-  ~RefuseFailedStatus() { Remove(); }
-  bool ok() const { return ok_; }
-  void Remove() {
-    Kubectl("delete validatingadmissionpolicybinding,validatingadmissionpolicy " + name_ +
-            " --ignore-not-found >/dev/null 2>&1");
-  }
-
- private:
-  std::string name_;
-  bool ok_ = false;
-};
-
 // The pass that ends a job writes its status before it deletes pods (reconciler.cc): when the
 // apiserver refuses the write, no pod is deleted, and the pods are cleaned once it is accepted.
 TEST_F(OperatorTest, AnEndWhoseStatusWriteIsRefusedDeletesNoPodUntilItIsWritten) {
@@ -247,7 +212,9 @@ TEST_F(OperatorTest, AnEndWhoseStatusWriteIsRefusedDeletesNoPodUntilItIsWritten)
   ASSERT_TRUE(BindJobPods(client(), ns(), "refused").ok());
   ASSERT_TRUE(WaitForJob(client(), ns(), "refused",
                          [](const json& j) { return StateIs(j, "Running"); }).ok());
-  RefuseFailedStatus policy(ns());
+  RefuseStatusWrites policy(
+      ns(), "!has(object.status) || !has(object.status.state) || object.status.state != 'Failed'",
+      "this test refuses Failed");
   ASSERT_TRUE(policy.ok());
   // The policy is enforced once the apiserver's admission plugin has seen it: probe with dry runs.
   const std::string probe = "patch trainingjob refused -n " + ns() +

@@ -266,6 +266,31 @@ std::string ConditionReason(const json& job, const std::string& type) {
   return "";
 }
 
+RefuseStatusWrites::RefuseStatusWrites(const std::string& ns, const std::string& expression,
+                                       const std::string& message)
+    : name_("lockstep-refuse-status-" + ns) {
+  const std::string manifest = R"({"apiVersion": "v1", "kind": "List", "items": [
+    {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+     "metadata": {"name": ")" + name_ + R"("},
+     "spec": {"failurePolicy": "Fail",
+              "matchConstraints": {"resourceRules": [{"apiGroups": ["lockstep.dev"],
+                "apiVersions": ["*"], "operations": ["UPDATE"],
+                "resources": ["trainingjobs/status"]}]},
+              "validations": [{"expression": )" + json(expression).dump() +
+                               R"(, "message": )" + json(message).dump() + R"(}]}},
+    {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+     "metadata": {"name": ")" + name_ + R"("},
+     "spec": {"policyName": ")" + name_ + R"(", "validationActions": ["Deny"],
+              "matchResources": {"namespaceSelector": {"matchLabels":
+                {"kubernetes.io/metadata.name": ")" + ns + R"("}}}}}]})";
+  ok_ = Kubectl("apply -f - >/dev/null <<'EOF'\n" + manifest + "\nEOF") == 0;
+}
+
+void RefuseStatusWrites::Remove() {
+  Kubectl("delete validatingadmissionpolicybinding,validatingadmissionpolicy " + name_ +
+          " --ignore-not-found >/dev/null 2>&1");
+}
+
 std::vector<std::string> EventReasons(kube::RestClient& client, const std::string& ns,
                                       const std::string& name) {
   kube::ListOptions opts;

@@ -65,6 +65,26 @@ class OperatorProcess {
   std::string log_path_;
 };
 
+// A ValidatingAdmissionPolicy (CEL, in the apiserver) that refuses, in namespace `ns` only, every
+// TrainingJob status write whose new object fails `expression` (422 Invalid, with `message`);
+// removed with this object. A status write the apiserver refuses every time, without a mock.
+// The policy is enforced only once the apiserver's admission plugin has seen it: probe with a
+// server-side dry run before relying on it.
+class RefuseStatusWrites {
+ public:
+  RefuseStatusWrites(const std::string& ns, const std::string& expression,
+                     const std::string& message);
+  ~RefuseStatusWrites() { Remove(); }
+  RefuseStatusWrites(const RefuseStatusWrites&) = delete;
+  RefuseStatusWrites& operator=(const RefuseStatusWrites&) = delete;
+  bool ok() const { return ok_; }
+  void Remove();
+
+ private:
+  std::string name_;
+  bool ok_ = false;
+};
+
 // A PyTorch TrainingJob with `replicas` workers; `mutate` edits the JSON before it is returned.
 nlohmann::json MakeJob(const std::string& name, int replicas,
                        const std::function<void(nlohmann::json&)>& mutate = nullptr);
