@@ -29,14 +29,19 @@ std::string DescribeFailure(const supervisor::ChildFailure& f) {
 }  // namespace
 
 Attempt::Attempt(const LauncherConfig& config, const World& world, rendezvous::Session& session,
-                 supervisor::Supervisor& children, sys::SignalFd& signals, bool can_restart)
+                 supervisor::Supervisor& children, sys::SignalFd& signals, bool can_restart,
+                 progress::ProgressFileReader* progress)
     : config_(config),
       world_(world),
       session_(session),
       children_(children),
       signals_(signals),
       can_restart_(can_restart),
-      next_beat_(Steady::now() + config.heartbeat_interval) {}
+      next_beat_(Steady::now() + config.heartbeat_interval),
+      progress_(progress),
+      next_progress_read_(Steady::now()) {
+  if (progress_ != nullptr && config_.hang_timeout.count() > 0) stall_.emplace(progress_->reports());
+}
 
 AttemptEnd Attempt::Run() {
   while (state_ != State::kEnded) Step();
@@ -134,17 +139,33 @@ void Attempt::CheckChildren(Steady::time_point now) {
                   failure->rank, failure->exit_code, failure->signal);
     return;
   }
-  if (std::optional<std::string> hang = children_.CheckHang(now, config_.hang_timeout)) {
-    Decide(AttemptEnd::Kind::kHang, *hang);
-    end_.tail = children_.TailOf(0);
-    log::Warning("hang detected; stopping the gang", {{"cause", *hang}});
-    StopGang();
-    ReportFailure(FailureReason::kHang, -1, protocol::contract::kExitHang, 0);
+  std::optional<std::string> hang = children_.CheckHang(now, config_.hang_timeout);
+  if (!hang) hang = CheckProgress(now);
+  if (hang) {
+    EndWithHang(*hang);
     return;
   }
   if (children_.state() == supervisor::Supervisor::State::kExited) {
     Decide(AttemptEnd::Kind::kSuccess, "");
   }
+}
+
+std::optional<std::string> Attempt::CheckProgress(Steady::time_point now) {
+  if (!stall_ || now < next_progress_read_) return std::nullopt;
+  next_progress_read_ = now + std::chrono::seconds(1);
+  uint64_t reports = 0;
+  const std::optional<protocol::TrainingProgress> latest = progress_->Read(&reports);
+  if (!latest) return std::nullopt;
+  return stall_->Observe(now, reports, latest->step, latest->total_steps,
+                         config_.hang_timeout);
+}
+
+void Attempt::EndWithHang(const std::string& cause) {
+  Decide(AttemptEnd::Kind::kHang, cause);
+  end_.tail = children_.TailOf(0);
+  log::Warning("hang detected; stopping the gang", {{"cause", cause}});
+  StopGang();
+  ReportFailure(FailureReason::kHang, -1, protocol::contract::kExitHang, 0);
 }
 
 bool Attempt::Decide(AttemptEnd::Kind kind, std::string message) {

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "launcher/config/config.h"
+#include "launcher/progress/progress_file.h"
+#include "launcher/progress/progress_stall.h"
 #include "launcher/rendezvous/client.h"
 #include "launcher/supervisor/supervisor.h"
 #include "launcher/sys/signals.h"
@@ -48,9 +50,12 @@ class Attempt {
   enum class State { kRunning, kStopping, kAwaitingAbort, kEnded };
 
   // `children` runs the attempt's children already; `can_restart`: a local failure may be
-  // restarted in place (budget left), so the end waits for the server's Abort.
+  // restarted in place (budget left), so the end waits for the server's Abort. `progress`: the
+  // children's progress file, a hang signal with --hang-timeout (progress/progress_stall.h);
+  // null: none. Not owned; must outlive this.
   Attempt(const LauncherConfig& config, const World& world, rendezvous::Session& session,
-          supervisor::Supervisor& children, sys::SignalFd& signals, bool can_restart);
+          supervisor::Supervisor& children, sys::SignalFd& signals, bool can_restart,
+          progress::ProgressFileReader* progress = nullptr);
 
   AttemptEnd Run();
   State state() const { return state_; }
@@ -64,6 +69,9 @@ class Attempt {
   void OnServer();
   void Heartbeat(Steady::time_point now);
   void CheckChildren(Steady::time_point now);
+  // The progress file's step stalled (read about once a second, only with --hang-timeout).
+  std::optional<std::string> CheckProgress(Steady::time_point now);
+  void EndWithHang(const std::string& cause);
   // Stops the children for a cause the launcher decided (a failure, the server): the short
   // grace (supervisor/stop_grace.h), where a signal's stop gets the whole --grace-period.
   void StopGang();
@@ -88,6 +96,9 @@ class Attempt {
   bool session_alive_ = true;
   Steady::time_point next_beat_;
   std::optional<Steady::time_point> abort_wait_until_;
+  progress::ProgressFileReader* const progress_;
+  std::optional<progress::ProgressStallWatch> stall_;  // set with progress_ and a hang timeout
+  Steady::time_point next_progress_read_;
 };
 
 }  // namespace lockstep::launcher

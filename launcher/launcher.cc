@@ -286,7 +286,8 @@ AttemptEnd Launcher::RunAttempt(const World& world, rendezvous::Session& session
   // Tells the server (and through it the operator) that this node's part of the round runs. A
   // failed send means a lost server, which the attempt's heartbeats notice.
   session.SendStarted().IgnoreError();
-  return Attempt(config_, world, session, children, *signals_, can_restart).Run();
+  return Attempt(config_, world, session, children, *signals_, can_restart, progress_.get())
+      .Run();
 }
 
 #if defined(LOCKSTEP_HAVE_STORES)

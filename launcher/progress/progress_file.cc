@@ -17,8 +17,9 @@
 
 namespace lockstep::launcher::progress {
 
-std::optional<protocol::TrainingProgress> ProgressFileReader::Read() {
+std::optional<protocol::TrainingProgress> ProgressFileReader::Read(uint64_t* reports) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (reports != nullptr) *reports = reports_;  // updated below when this read finds more
   constexpr int kFlags = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;  // no FIFO can block the server
   UniqueFd fd(::open(path_.c_str(), O_RDWR | kFlags));
   // A file the trainer made read-only is still read, only never truncated.
@@ -44,6 +45,8 @@ std::optional<protocol::TrainingProgress> ProgressFileReader::Read() {
   const ChunkScan scan = ScanProgressChunk(chunk, /*starts_mid_line=*/start != scanned_to_);
   const uint32_t before = malformed_;
   malformed_ += scan.malformed;
+  reports_ += scan.reports;
+  if (reports != nullptr) *reports = reports_;
   if (scan.latest) latest_ = scan.latest;
   scanned_to_ = start + scan.consumed;
   if (malformed_ != before) {
@@ -53,6 +56,11 @@ std::optional<protocol::TrainingProgress> ProgressFileReader::Read() {
   if (writable && size > kMaxFileBytes && ::ftruncate(fd.get(), 0) == 0) scanned_to_ = 0;
   if (latest_) latest_->malformed_lines = malformed_;
   return latest_;
+}
+
+uint64_t ProgressFileReader::reports() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reports_;
 }
 
 StatusOr<std::string> MakeProgressFilePath() {

@@ -32,15 +32,20 @@ class ProgressFileReader {
   explicit ProgressFileReader(std::string path) : path_(std::move(path)) {}
 
   // The latest report so far (with malformed_lines), or nullopt until the trainers wrote one.
-  std::optional<protocol::TrainingProgress> Read();
+  // `reports`, when given, receives reports() as of this read.
+  std::optional<protocol::TrainingProgress> Read(uint64_t* reports = nullptr);
 
   const std::string& path() const { return path_; }
+  // Well-formed reports read so far (the reader's lifetime): tells a report read after a moment
+  // from the latest one read before it, even when both name the same step.
+  uint64_t reports();
 
  private:
   const std::string path_;
   std::mutex mu_;
   uint64_t scanned_to_ = 0;  // file offset: every complete line before it was scanned; mu_
   uint32_t malformed_ = 0;   // guarded by mu_
+  uint64_t reports_ = 0;     // guarded by mu_
   std::optional<protocol::TrainingProgress> latest_;  // guarded by mu_
 };
 

@@ -59,6 +59,7 @@ ChunkScan ScanProgressChunk(std::string_view chunk, bool starts_mid_line) {
     if (line.empty() || line == "\r") continue;
     if (std::optional<protocol::TrainingProgress> p = ParseProgressLine(line)) {
       out.latest = *p;
+      ++out.reports;
     } else {
       ++out.malformed;
     }

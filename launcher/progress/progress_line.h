@@ -29,6 +29,7 @@ std::optional<protocol::TrainingProgress> ParseProgressLine(std::string_view lin
 
 struct ChunkScan {
   std::optional<protocol::TrainingProgress> latest;  // the last well-formed line's report
+  uint32_t reports = 0;                              // well-formed lines
   uint32_t malformed = 0;                            // complete non-empty lines that were not
   // Bytes of the chunk up to and including its last newline: what was scanned. The rest is a
   // line still being written, read again next time.

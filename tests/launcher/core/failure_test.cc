@@ -246,5 +246,27 @@ TEST_F(FailureTest, ARankThatStopsTouchingItsHeartbeatFileIsAHang) {
   EXPECT_NE(Termination(1).find("rank 3"), std::string::npos) << Termination(1);
 }
 
+// Issue 21: progress reports are a hang signal too. Rank 0 reports steps 1..5 of 100 every
+// 0.2 s, then reports nothing more while every rank stays alive and keeps touching its heartbeat file: the
+// heartbeat files alone would never call this a hang; the stalled step does.
+TEST_F(FailureTest, ATrainerWhoseProgressStopsWhileItsRanksLiveIsAHang) {
+  for (int i = 0; i < 2; ++i) {
+    launchers_.push_back(std::make_unique<LauncherProcess>(
+        Spec(2, i, 1, {"--forever", "--heartbeat-every", "0.2", "--progress-total", "100",
+              "--progress-stall-at", "5"},
+             {"--hang-timeout", "2", "--heartbeat-file",
+              dir_.path() + "/heartbeat-node" + std::to_string(i)}),
+        dir_.path() + "/launcher." + std::to_string(i) + ".log"));
+  }
+  std::optional<int> hung = launchers_[0]->Wait(seconds(30));
+  std::optional<int> other = launchers_[1]->Wait(seconds(30));
+  ASSERT_TRUE(hung && other) << Logs();
+  EXPECT_EQ(*hung, 76) << Logs();
+  EXPECT_EQ(*other, 75) << Logs();
+  const std::string term = Termination(0);
+  EXPECT_NE(term.find("\"reason\":\"hang\""), std::string::npos) << term;
+  EXPECT_NE(term.find("training progress stuck at step 5"), std::string::npos) << term;
+}
+
 }  // namespace
 }  // namespace lockstep::launcher::testing

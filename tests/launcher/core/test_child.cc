@@ -2,7 +2,7 @@
 // the launcher gave it, then behaves as told:
 //   lockstep_test_child OUTDIR [--sleep S] [--forever] [--fail-rank R --fail-code C]
 //                              [--fail-restart N] [--heartbeat-every S] [--no-heartbeat-rank R]
-//                              [--term-delay S] [--progress-total N]
+//                              [--term-delay S] [--progress-total N] [--progress-stall-at K]
 // Files: OUTDIR/env.<attempt>.<rank> (KEY=VALUE lines of LOCKSTEP_* and the PyTorch variables,
 //        written atomically),
 //        OUTDIR/term.<attempt>.<rank> when SIGTERM arrives (then exits 143; with --term-delay S
@@ -10,7 +10,8 @@
 //        exits 0).
 // With --progress-total N, global rank 0 appends a progress line to LOCKSTEP_PROGRESS_FILE on
 // every loop turn (step 1, 2, ..., totalSteps N, samplesPerSecond 64), plus one malformed line
-// first, as a trainer's stray output would be.
+// first, as a trainer's stray output would be. With --progress-stall-at K it stops reporting
+// after step K (< N) and lives on, as a trainer stuck mid-training would.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   double sleep_s = 0, heartbeat_every = 0;
   bool forever = false;
-  long progress_total = 0;
+  long progress_total = 0, progress_stall_at = 0;
   int fail_rank = -1, fail_code = 1, fail_restart = 0, no_heartbeat_rank = -1;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-heartbeat-rank") no_heartbeat_rank = std::atoi(next());
     else if (a == "--term-delay") g_term_delay = std::atof(next());
     else if (a == "--progress-total") progress_total = std::atol(next());
+    else if (a == "--progress-stall-at") progress_stall_at = std::atol(next());
   }
   const int rank = std::atoi(Env("LOCKSTEP_RANK", "-1").c_str());
   const int restart = std::atoi(Env("LOCKSTEP_RESTART_COUNT", "0").c_str());
@@ -130,7 +132,8 @@ int main(int argc, char** argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!forever && elapsed >= sleep_s) return 0;
     if (heartbeat_every > 0 && !heartbeat.empty() && rank != no_heartbeat_rank) Touch(heartbeat);
-    if (!progress.empty() && step < progress_total) {
+    const long last_step = progress_stall_at > 0 ? progress_stall_at : progress_total;
+    if (!progress.empty() && step < last_step) {
       ++step;
       AppendLine(progress, "{\"step\": " + std::to_string(step) + ", \"totalSteps\": " +
                                std::to_string(progress_total) + ", \"samplesPerSecond\": 64}");

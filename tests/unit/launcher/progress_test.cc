@@ -1,15 +1,18 @@
 // The trainers' progress file (launcher/progress/): parsing one line, scanning a chunk for its
-// complete lines, and the bounded reader over a real file.
+// complete lines, the bounded reader over a real file, and the stall watch (a hang signal).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "launcher/progress/progress_file.h"
 #include "launcher/progress/progress_line.h"
+#include "launcher/progress/progress_stall.h"
 
 namespace lockstep::launcher::progress {
 namespace {
@@ -177,6 +180,81 @@ TEST_F(ProgressFileReaderTest, ASymlinkIsNotFollowed) {
   ProgressFileReader r(path_);
   EXPECT_FALSE(r.Read().has_value());
   ::unlink(target.c_str());
+}
+
+// One look per row: seconds since the start, reports read so far, the latest step; and whether
+// the watch calls it stalled. Hang timeout 10 s; 2 reports were read before the attempt.
+TEST(ProgressStallWatchTest, Table) {
+  struct Look {
+    double at_s;
+    uint64_t reports;
+    uint64_t step;
+    bool stalled;
+    uint64_t total = 0;
+  };
+  struct Row {
+    const char* name;
+    std::vector<Look> looks;
+  };
+  const std::vector<Row> rows = {
+      {"no report in this attempt is never judged (the old round's report stands)",
+       {{0, 2, 500, false}, {30, 2, 500, false}, {300, 2, 500, false}}},
+      {"one report alone is never judged: the trainer's pace is unknown",
+       {{1, 3, 7, false}, {30, 3, 7, false}, {100, 4, 7, false}}},
+      {"a resumed trainer's first report may repeat the old step; it still starts the clock",
+       {{1, 3, 500, false}, {2, 4, 501, false}, {11, 4, 501, false}, {13, 5, 501, true}}},
+      {"steady steps every second, then none: stalled after the timeout",
+       {{1, 3, 1, false}, {2, 4, 2, false}, {3, 5, 3, false}, {12.9, 5, 3, false},
+        {13.1, 5, 3, true}}},
+      {"new lines repeating the same step are no progress",
+       {{1, 3, 1, false}, {2, 4, 2, false}, {6, 9, 2, false}, {12.5, 20, 2, true}}},
+      {"a slow reporter (every 100 steps, 20 s apart) is judged at 3 x its pace, not 10 s",
+       {{0, 3, 100, false}, {20, 4, 200, false}, {40, 5, 300, false}, {90, 5, 300, false},
+        {100.5, 5, 300, true}}},
+      {"the last step reported (step == totalSteps): finishing, never judged",
+       {{1, 3, 9, false, 10}, {2, 4, 10, false, 10}, {60, 4, 10, false, 10}}},
+      {"totalSteps known but not reached: judged",
+       {{1, 3, 8, false, 10}, {2, 4, 9, false, 10}, {12.5, 4, 9, true, 10}}},
+      {"a step going back (a trainer's own rewind) is a change",
+       {{1, 3, 10, false}, {2, 4, 11, false}, {5, 5, 3, false}, {14, 5, 3, false},
+        {15.5, 5, 3, true}}},
+  };
+  for (const Row& row : rows) {
+    ProgressStallWatch watch(2);
+    const auto t0 = ProgressStallWatch::Steady::time_point{} + std::chrono::hours(1);
+    for (const Look& look : row.looks) {
+      const auto now =
+          t0 + std::chrono::duration_cast<ProgressStallWatch::Steady::duration>(
+                   std::chrono::duration<double>(look.at_s));
+      const std::optional<std::string> stalled =
+          watch.Observe(now, look.reports, look.step, look.total, std::chrono::seconds(10));
+      EXPECT_EQ(stalled.has_value(), look.stalled) << row.name << " at " << look.at_s << " s";
+      if (stalled) {
+        EXPECT_NE(stalled->find("stuck at step " + std::to_string(look.step)), std::string::npos)
+            << *stalled;
+      }
+    }
+  }
+}
+
+TEST(ProgressStallWatchTest, OffWithoutAHangTimeout) {
+  ProgressStallWatch watch(0);
+  const auto t0 = ProgressStallWatch::Steady::time_point{} + std::chrono::hours(1);
+  EXPECT_FALSE(watch.Observe(t0, 1, 1, 0, std::chrono::milliseconds(0)));
+  EXPECT_FALSE(watch.Observe(t0 + std::chrono::seconds(1), 2, 2, 0, std::chrono::milliseconds(0)));
+  EXPECT_FALSE(watch.Observe(t0 + std::chrono::hours(1), 2, 2, 0, std::chrono::milliseconds(0)));
+}
+
+TEST_F(ProgressFileReaderTest, CountsWellFormedReportsAcrossReads) {
+  ProgressFileReader r(path_);
+  Append("{\"step\": 1}\nnot a report\n{\"step\": 2}\n");
+  uint64_t reports = 0;
+  ASSERT_TRUE(r.Read(&reports));
+  EXPECT_EQ(reports, 2u);
+  Append("{\"step\": 2}\n");
+  ASSERT_TRUE(r.Read(&reports));
+  EXPECT_EQ(reports, 3u) << "the same step again is still a new report";
+  EXPECT_EQ(r.reports(), 3u);
 }
 
 }  // namespace
