@@ -1,7 +1,8 @@
 #pragma once
 // PlanExecutor: the "act" of a reconcile pass (reconciler.h): it carries out a Plan's writes and
-// nothing else. Bounded: the Service and the rendezvous Secret, then pods in slow-start batches
-// (1, 2, 4, ... at most kMaxCreatesPerPass, parallel within a batch) that stop at the first error,
+// nothing else. Bounded: the Service, the rendezvous Secret and the NetworkPolicy (at once), then
+// pods in slow-start batches (kFirstCreateBatch, then doubling, at most kMaxCreatesPerPass,
+// parallel within a batch) that stop at the first error,
 // then deletes with a uid precondition (at most kMaxDeletesPerPass) that stop at the first error
 // other than "already gone". Expectations are raised before every create and delete and lowered
 // for each write that failed, so a pod that will never be observed does not hold the job back.
@@ -22,6 +23,11 @@
 #include "operator/kube/rest_client.h"
 
 namespace lockstep::controller {
+
+// The first batch of a pass's pod creates. A gang of up to 8 pods is created in one round trip
+// (a job's first pass is latency-bound: bench/peers); a failing webhook or quota still costs at
+// most 8 refused creates per pass, and the work queue backs the job off.
+inline constexpr size_t kFirstCreateBatch = 8;
 
 class PlanExecutor {
  public:

@@ -6,7 +6,7 @@
 //            and the children it controls;
 //   plan     ComputePlan (plan.h), pure;
 //   act      bounded writes (plan_executor.h): Service and Secret, then pods in slow-start
-//            batches (1, 2, 4, ... at most kMaxCreatesPerPass) that stop at the first error;
+//            batches (8, 16, 32, ... at most kMaxCreatesPerPass) that stop at the first error;
 //            expectations raised before every create and delete;
 //   persist  ONE /status write (a merge patch carrying metadata.resourceVersion, so a stale view
 //            gets Conflict instead of overwriting), then events and outcome metrics.

@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <condition_variable>
 #include <set>
 
 #include "tests/testing/fake_transport.h"
@@ -62,7 +65,12 @@ class PlanExecutorTest : public ::lockstep::testing::FakeKubeTest {
 };
 
 TEST_F(PlanExecutorTest, CreatesTheSharedChildrenAndKeepsOnesThatExist) {
-  transport_->Push(ApiStatus(409, "AlreadyExists", "services \"job\" already exists"));
+  transport_->SetHandler([](const kube::Request& r) -> StatusOr<kube::Response> {
+    if (r.method == "POST" && r.path == "/api/v1/namespaces/ns/services") {
+      return ApiStatus(409, "AlreadyExists", "services \"job\" already exists");
+    }
+    return kube::Response{201, "{}", ""};
+  });
   Plan plan;
   plan.create_service = true;
   plan.create_secret = true;
@@ -76,8 +84,42 @@ TEST_F(PlanExecutorTest, CreatesTheSharedChildrenAndKeepsOnesThatExist) {
   EXPECT_FALSE(secret["data"]["token"].get<std::string>().empty());
 }
 
-// Slow start: batches of 1, 2, 4, ... The batch with a failure finishes; no later batch starts.
+// The Service, the Secret and the NetworkPolicy are created at once: the handler answers none of
+// them until all three are in flight (sequential creates would wait 5 s, then fail the pass).
+// Pods come only after all three were answered.
+TEST_F(PlanExecutorTest, SharedChildrenAreCreatedAtOnceAndBeforeAnyPod) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_flight = 0;
+  bool pod_before_shared = false;
+  transport_->SetHandler([&](const kube::Request& r) -> StatusOr<kube::Response> {
+    if (r.method != "POST") return kube::Response{200, "{}", ""};
+    std::unique_lock<std::mutex> lock(mu);
+    if (r.path == kPods) {
+      pod_before_shared = pod_before_shared || in_flight < 3;
+      return kube::Response{201, "{}", ""};
+    }
+    ++in_flight;
+    cv.notify_all();
+    if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return in_flight >= 3; })) {
+      return ApiStatus(500, "InternalError", "the shared children were created one by one");
+    }
+    return kube::Response{201, "{}", ""};
+  });
+  Plan plan = CreatePlan(2);
+  plan.create_service = true;
+  plan.create_secret = true;
+  plan.create_network_policy = true;
+  const Status s = executor_.Act(job_, plan);
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(Created().size(), 2u);
+  EXPECT_FALSE(pod_before_shared);
+}
+
+// Slow start: batches of kFirstCreateBatch (8), 16, 32, ... The batch with a failure finishes;
+// no later batch starts.
 TEST_F(PlanExecutorTest, PodCreatesStopAfterTheBatchThatFailed) {
+  static_assert(kFirstCreateBatch == 8, "the rows below count batches of 8, 16, 32");
   struct Row {
     const char* name;
     int pods;
@@ -85,10 +127,11 @@ TEST_F(PlanExecutorTest, PodCreatesStopAfterTheBatchThatFailed) {
     size_t attempted;
   };
   const Row rows[] = {
-      {"all fit in batches 1, 2, 4", 7, {}, 7},
-      {"the first pod fails: nothing else is tried", 7, {"job-worker-0"}, 1},
-      {"a failure in the second batch ends the pass after it", 7, {"job-worker-2"}, 3},
-      {"a failure in the third batch", 7, {"job-worker-5"}, 7},
+      {"a gang of 8 in one batch", 8, {}, 8},
+      {"all fit in batches 8, 16, 32", 40, {}, 40},
+      {"a failure in the first batch: its batch finishes, nothing after", 40, {"job-worker-0"}, 8},
+      {"a failure in the second batch ends the pass after it", 40, {"job-worker-10"}, 24},
+      {"a failure in the third batch", 40, {"job-worker-30"}, 40},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
