@@ -7,6 +7,7 @@ ClusterQueue whose GPU quota is the capacity of the nodes the workload may use; 
 (block, rack, hostname) and a topology-aware flavor where the workload asks for a topology.
 """
 import os
+import subprocess
 
 from .. import cluster as clusterlib
 from . import base, jobset
@@ -43,6 +44,11 @@ class JobSetKueue(base.System):
         kc = base.install_identity(self, os.path.join(mod, "rbac"), "kueue-", NS)
         port, cert_dir = base.register_webhooks(self, os.path.join(mod, "webhook"), "kueue-",
                                                 f"kueue-webhook-service.{NS}.svc")
+        # Kueue's metrics certificate sits at a fixed path (made once per machine by the same
+        # function hack/cluster.sh uses for the test tiers' Kueue).
+        subprocess.run(["bash", "-c", f'source "{clusterlib.REPO}/hack/lib/common.sh" && '
+                        f'source "{clusterlib.REPO}/hack/lib/cluster-kueue.sh" && '
+                        "kueue_metrics_certs"], check=True)
         health = clusterlib.free_port()
         pods_ready = {"timeout": "5m"}
         if self.tuned_kueue:
@@ -57,6 +63,9 @@ class JobSetKueue(base.System):
                 "waitForPodsReady": pods_ready,
                 "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
                 "leaderElection": {"resourceNamespace": NS},
+                # On by default in v0.17: its pending-workloads API server wants certificates in
+                # /visibility and 0.0.0.0:8082; the bench reads nothing from it.
+                "featureGates": {"VisibilityOnDemand": False},
             })
         base.kube_scheduler(self)
         self.start("kueue", [os.path.join(clusterlib.TOOLS_BIN, "kueue"), "--config", cfg_path],
