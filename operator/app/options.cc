@@ -231,7 +231,7 @@ Flags:
   --health-probe-bind-address ADDR   /healthz and /readyz on host:port (default :8081; 0 disables)
   --qps N                            client-side API requests per second (default 50; <=0 off)
   --burst N                          client-side API burst (default 100)
-  --workers N                        concurrent reconciles (default 4)
+  --workers N                        concurrent reconciles (default 16)
   --log-format json|text             log format (default text)
   --launcher-image IMAGE             image holding /lockstep-launcher (default lockstep/launcher:0.1.0)
   --gang-scheduler=true|false        bind pods of schedulerName lockstep, whole gangs at once (default true)

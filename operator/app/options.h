@@ -23,7 +23,7 @@ struct OperatorOptions {
   std::string health_probe_bind_address = ":8081";  // "0" disables
   double qps = 50;
   int burst = 100;
-  int workers = 4;
+  int workers = 16;
   log::Format log_format = log::Format::kText;
   std::string launcher_image = "lockstep/launcher:0.1.0";
   // The built-in gang scheduler binds pods with schedulerName lockstep (on the leader only).

@@ -14,7 +14,7 @@ TEST(OptionsTest, Defaults) {
   EXPECT_FALSE(o->leader_elect);
   EXPECT_EQ(o->metrics_bind_address, ":8080");
   EXPECT_EQ(o->health_probe_bind_address, ":8081");
-  EXPECT_EQ(o->workers, 4);
+  EXPECT_EQ(o->workers, 16);
   EXPECT_EQ(o->node_lease_grace, std::chrono::seconds(20));
   EXPECT_FALSE(o->restart_on_node_cordon);
 }
