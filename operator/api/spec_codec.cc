@@ -180,7 +180,7 @@ json EncodeFailurePolicy(const FailurePolicy& f) {
                 {"maxSeconds", f.backoff.max_seconds},
                 {"resetAfterSeconds", f.backoff.reset_after_seconds}}}};
   if (f.hang_timeout_seconds != 0) out["hangTimeoutSeconds"] = f.hang_timeout_seconds;
-  if (f.spare_replicas != 0) out["spareReplicas"] = f.spare_replicas;
+  out["spareReplicas"] = f.spare_replicas;
   if (!f.rules.empty()) {
     out["rules"] = json::array();
     for (const FailureRule& rule : f.rules) out["rules"].push_back(EncodeRule(rule));
