@@ -107,8 +107,9 @@ TEST_F(NodeLoss, HotSpareTakesTheLostNodeRankInPlaceResumesAndSucceeds) {
   const std::string name = "pytorch-ddp-spare";
   StatusOr<json> job = cluster_->LoadExample("pytorch-ddp-spare.yaml");
   ASSERT_TRUE(job.ok()) << job.status();
-  SetFlag(*job, "--epochs", "8");
-  SetFlag(*job, "--sleep-per-epoch", "1");  // long enough to be interrupted mid-run
+  // Long enough for the operator's 10-s poll to see the spare stand by, then to be interrupted.
+  SetFlag(*job, "--epochs", "16");
+  SetFlag(*job, "--sleep-per-epoch", "2");
   // One pod per node (each node has the host's 2 CPUs): the spare never shares the victim's node.
   (*job)["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1200m";
   const auto start = std::chrono::steady_clock::now();
