@@ -7,9 +7,12 @@
 // in file order: the first kills one of 4 nodes, the second one of the 3 left).
 
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 
+#include "common/rfc3339.h"
 #include "tests/e2e/frameworks/framework_test_util.h"
 
 namespace lockstep::e2e {
@@ -140,6 +143,7 @@ TEST_F(NodeLoss, HotSpareTakesTheLostNodeRankInPlaceResumesAndSucceeds) {
   ASSERT_FALSE(victim.empty()) << before.AllLogs();
   ASSERT_NE(victim, spare_node) << before.AllLogs();
   const auto killed = std::chrono::steady_clock::now();
+  const auto killed_wall = std::chrono::system_clock::now();
   ASSERT_TRUE(cluster_->FailNode(victim).ok());
 
   // Step 3: the spare serves node-rank 1, and the job ends Succeeded with no gang restart.
@@ -177,6 +181,21 @@ TEST_F(NodeLoss, HotSpareTakesTheLostNodeRankInPlaceResumesAndSucceeds) {
   // Progress rose while it trained, to the last step.
   ASSERT_TRUE(status.contains("progress")) << status.dump(2);
   EXPECT_GT(status["progress"].value("step", 0), step_before) << status.dump(2);
+
+  // Kill -> every rank of the next round running: the later of the two launchers' "world formed"
+  // for round 1 (their log lines start with the time), printed for docs/failures.md.
+  std::optional<std::chrono::system_clock::time_point> formed;
+  for (const JobRun::Pod& pod : run.pods) {
+    std::istringstream in(pod.log);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("world formed attempt=1 ") == std::string::npos) continue;
+      StatusOr<std::chrono::system_clock::time_point> at = ParseTime(line.substr(0, line.find(' ')));
+      if (at.ok() && (!formed || *at > *formed)) formed = *at;
+    }
+  }
+  ASSERT_TRUE(formed.has_value()) << run.AllLogs();
+  std::cout << "[ job ] node kill -> every rank of round 1 formed "
+            << std::chrono::duration<double>(*formed - killed_wall).count() << " s" << std::endl;
 
   // The final round: worker 0 (restarted in place) and the promoted spare resumed from the same
   // checkpoint, and every rank ends with the same weights.
