@@ -34,10 +34,11 @@ class Gang {
     LauncherSpec s;
     s.args = {"--nnodes", std::to_string(nnodes), "--nproc-per-node", std::to_string(nproc),
               "--rdzv-endpoint", "127.0.0.1:" + std::to_string(port_), "--rdzv-id", kRunId,
-              "--advertise-addr", "127.0.0.1", "--join-timeout", "30", "--grace-period", "2",
+              "--advertise-addr", "127.0.0.1", "--join-timeout", "30", "--grace-period", grace_,
               "--framework", "pytorch", "--max-restarts", "0"};
     s.args.insert(s.args.end(), extra.begin(), extra.end());
-    s.command = {LOCKSTEP_TEST_CHILD_BIN, dir_.path(), "--forever"};
+    s.command = {LOCKSTEP_TEST_CHILD_BIN, dir_.path()};
+    s.command.insert(s.command.end(), child_args_.begin(), child_args_.end());
     s.env = {{"LOCKSTEP_TOKEN", kToken}, {"LOCKSTEP_NCCL_LIBRARY", "/nonexistent/libnccl.so.2"}};
     return s;
   }
@@ -85,6 +86,8 @@ class Gang {
 
   TempDir dir_;
   int port_ = FreePort();
+  std::string grace_ = "2";                          // --grace-period
+  std::vector<std::string> child_args_ = {"--forever"};
   std::vector<std::unique_ptr<LauncherProcess>> gang_;
   std::vector<std::unique_ptr<LauncherProcess>> spares_;
 };
@@ -194,6 +197,25 @@ TEST_F(SpareTest, TheReplacedLauncherIsFencedOut) {
   ASSERT_TRUE(later.ok());
   EXPECT_EQ(later->round, 1u);
   EXPECT_TRUE(later->running);
+}
+
+TEST_F(SpareTest, ThePromotionStopsTheSurvivorsChildrenWithinTheShortCap) {
+  // Trainers that take 30 s to stop on SIGTERM (stuck in a collective with the lost peer) and a
+  // 10 s --grace-period: the survivors' children get kPromotionStopGraceCap (2 s), not 10 s.
+  grace_ = "10";
+  child_args_ = {"--forever", "--term-delay", "30"};
+  Start(2, 1, 1);
+  ASSERT_TRUE(WaitForFiles(dir_.path(), "env.0.", 2, seconds(30))) << Logs();
+  ASSERT_TRUE(WaitForStatus([](const ControlStatus& s) {
+                return s.running && s.standby_spares == 1;
+              }).ok()) << Logs();
+  const Steady::time_point killed = Steady::now();
+  gang_[1]->Signal(SIGKILL);
+  ASSERT_TRUE(WaitForFiles(dir_.path(), "env.1.", 2, seconds(20))) << Logs();
+  const auto took = std::chrono::duration_cast<milliseconds>(Steady::now() - killed);
+  EXPECT_LT(took, milliseconds(5000)) << Logs();
+  EXPECT_GE(took, milliseconds(1900)) << "the cap, not at once: the children had their grace";
+  EXPECT_TRUE(FileExists(dir_.path() + "/term.0.0")) << "SIGTERM first";
 }
 
 TEST_F(SpareTest, AStandbySpareIsReleasedWhenTheJobFinishes) {
