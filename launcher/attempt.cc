@@ -99,7 +99,13 @@ void Attempt::OnServer() {
         ev.abort.attempt == static_cast<uint32_t>(world_.attempt) && !end_.abort) {
       end_.abort = ev.abort;
       Decide(AttemptEnd::Kind::kAborted, ev.abort.message);
-      StopGang();
+      if (ev.abort.spare_promoted) {
+        children_.Stop(std::min(supervisor::StopGrace(StopCause::kGang, config_.grace_period),
+                                kPromotionStopGraceCap),
+                       SIGTERM);
+      } else {
+        StopGang();
+      }
     } else if (ev.kind == rendezvous::ServerEvent::Kind::kClosed) {
       session_alive_ = false;
       Decide(AttemptEnd::Kind::kServerLost, "lost the rendezvous server (node 0): " + ev.detail);

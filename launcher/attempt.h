@@ -33,6 +33,13 @@
 
 namespace lockstep::launcher {
 
+// The most the children get between SIGTERM and SIGKILL when a spare replaced a lost member
+// (Abort::spare_promoted): their collectives are broken by the loss, so a trainer's graceful stop
+// (finish the step, checkpoint) rarely completes, and every second here is a second of the
+// hot-spare recovery (docs/failures.md "Hot spares"). Two seconds still let a trainer between
+// steps finish a small write; checkpoints must be written atomically (write, then rename).
+inline constexpr std::chrono::milliseconds kPromotionStopGraceCap{2000};
+
 // How an attempt ended.
 struct AttemptEnd {
   enum class Kind { kSuccess, kChildFailed, kHang, kAborted, kServerLost, kSignal, kInternal };

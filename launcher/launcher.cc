@@ -34,7 +34,10 @@ bool SuccessEndsJob(const LauncherConfig& config, const World& world) {
 }  // namespace
 
 Launcher::Launcher(LauncherConfig config, std::vector<std::string> base_env)
-    : config_(std::move(config)), base_env_(std::move(base_env)), attempt_(config_.attempt) {
+    : config_(std::move(config)),
+      base_env_(std::move(base_env)),
+      attempt_(config_.attempt),
+      spare_index_(config_.spare ? static_cast<int32_t>(config_.role_index) : -1) {
   if (config_.advertise_addr.empty()) config_.advertise_addr = net::HostName();
 }
 
@@ -46,7 +49,8 @@ Status Launcher::Setup() {
                  "any peer that reaches the rendezvous port may join");
   }
   SetUpProgressFile();
-  if (config_.node_rank != 0) return Status::Ok();
+  // A spare never hosts the server, even once promoted: node 0 is never replaced by one.
+  if (config_.spare || config_.node_rank != 0) return Status::Ok();
   StatusOr<std::unique_ptr<nccl::NcclLibrary>> lib = nccl::NcclLibrary::Load(config_.nccl_library);
   if (lib.ok()) {
     nccl_ = std::move(*lib);
@@ -113,11 +117,62 @@ StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
   // Only frameworks that use every pod (TF_CONFIG, Horovod cross ranks) get the table: it is
   // O(W) bytes per launcher and O(W^2) for the server, too slow for thousands of pods.
   opt.want_peer_table = NeedsPeerTable(config_.framework);
+  opt.spare_index = spare_index_;
   opt.heartbeat_interval = config_.heartbeat_interval;
   opt.peer_timeout = config_.peer_timeout;
   opt.deadline = Steady::now() + config_.join_timeout;
   opt.interrupt_fd = signals_->fd();
   return rendezvous::JoinRound(opt);
+}
+
+std::variant<rendezvous::JoinResult, int> Launcher::StandBy() {
+  rendezvous::ClientOptions opt;
+  opt.endpoint = config_.rdzv_endpoint;
+  opt.run_id = config_.rdzv_id;
+  opt.token = config_.token;
+  opt.key_attempt = config_.attempt;
+  opt.attempt = attempt_;
+  opt.role = config_.role;
+  opt.role_index = config_.role_index;
+  opt.host = config_.advertise_addr;
+  opt.port = config_.framework_port;
+  opt.nproc = config_.nproc_per_node;
+  opt.want_peer_table = NeedsPeerTable(config_.framework);
+  opt.spare_index = spare_index_;
+  opt.standby = true;
+  opt.heartbeat_interval = config_.heartbeat_interval;
+  opt.peer_timeout = config_.peer_timeout;
+  // A spare waits as long as the job runs: no join timeout (a signal still ends the wait).
+  opt.deadline = Steady::now() + std::chrono::hours(24 * 365);
+  opt.interrupt_fd = signals_->fd();
+  log::Info("standing by as a spare", {{"spare_index", std::to_string(spare_index_)}});
+  StatusOr<rendezvous::JoinResult> joined = rendezvous::JoinRound(opt);
+  if (!joined.ok()) return JoinFailed(joined.status(), attempt_);
+  if (joined->released) {
+    protocol::TerminationMessage report;
+    report.reason = FailureReason::kFinished;
+    report.attempt = static_cast<int>(attempt_);
+    report.node_rank = -1;
+    report.message = "spare " + std::to_string(spare_index_) + " released: the job finished";
+    log::Info("released: the job finished without needing this spare");
+    return Finish(report, 0);
+  }
+  const protocol::Promote& promoted = *joined->promoted;
+  config_.node_rank = promoted.node_rank;
+  config_.role = promoted.role;
+  config_.role_index = promoted.role_index;
+  attempt_ = promoted.attempt;
+  // The gang's children count every round since the operator's attempt as a restart; the
+  // spare's children count the same, so LOCKSTEP_RESTART_COUNT agrees across the world.
+  promotion_restarts_ = static_cast<int>(promoted.attempt - config_.attempt);
+  log::SetComponent("launcher[" + std::to_string(config_.node_rank) + "]");
+  log::Warning("promoted: this spare serves a lost node rank",
+               {{"spare_index", std::to_string(spare_index_)},
+                {"node_rank", std::to_string(promoted.node_rank)},
+                {"role", promoted.role},
+                {"role_index", std::to_string(promoted.role_index)},
+                {"attempt", std::to_string(promoted.attempt)}});
+  return std::move(*joined);
 }
 
 int Launcher::Run() {
@@ -129,9 +184,22 @@ int Launcher::Run() {
     report.message = setup.ToString();
     return Finish(report, contract::kExitInternal);
   }
+  std::optional<rendezvous::JoinResult> promoted;
+  if (config_.spare) {
+    std::variant<rendezvous::JoinResult, int> stood = StandBy();
+    if (const int* code = std::get_if<int>(&stood)) return *code;
+    promoted = std::move(std::get<rendezvous::JoinResult>(stood));
+    if (promoted->rejoin_round) {
+      attempt_ = *promoted->rejoin_round;
+      promoted.reset();
+    }
+  }
   for (;;) {
     const Steady::time_point join_start = Steady::now();
-    StatusOr<rendezvous::JoinResult> joined = Join(attempt_);
+    // The promoted spare's first round was joined while it stood by.
+    StatusOr<rendezvous::JoinResult> joined =
+        promoted ? StatusOr<rendezvous::JoinResult>(std::move(*promoted)) : Join(attempt_);
+    promoted.reset();
     if (!joined.ok()) {
       if (IsAborted(joined.status())) {
         ++attempt_;
@@ -140,7 +208,7 @@ int Launcher::Run() {
       return JoinFailed(joined.status(), attempt_);
     }
     const World world = BuildWorld(config_, joined->world, joined->peers,
-                                   restart_count_ + requested_restarts_);
+                                   restart_count_ + requested_restarts_ + promotion_restarts_);
     log::Info("world formed",
               {{"attempt", std::to_string(world.attempt)},
                {"node_rank", std::to_string(world.node_rank)},
@@ -193,6 +261,15 @@ std::optional<int> Launcher::AfterAttempt(const World& world, rendezvous::Sessio
                      {{"attempt", std::to_string(attempt_)},
                       {"requested_restarts", std::to_string(requested_restarts_)},
                       {"cause", end.abort->message}});
+        return std::nullopt;
+      }
+      if (end.abort && end.abort->restartable && end.abort->spare_promoted) {
+        // A spare took a lost member's node-rank: every rank of this node is healthy, so the
+        // round is rejoined uncharged, like a requested one.
+        ++promotion_restarts_;
+        attempt_ = end.abort->attempt + 1;
+        log::Warning("restarting in place: a spare replaced a lost node",
+                     {{"attempt", std::to_string(attempt_)}, {"cause", end.abort->message}});
         return std::nullopt;
       }
       if (can_restart && end.abort && end.abort->restartable) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "launcher/attempt.h"
@@ -41,6 +42,10 @@ class Launcher {
   // Makes the directory of the children's LOCKSTEP_PROGRESS_FILE (config_.progress_file).
   void SetUpProgressFile();
   StatusOr<rendezvous::JoinResult> Join(uint32_t attempt);
+  // A spare pod (--spare): stands by until node 0's server promotes it (then this launcher
+  // serves the lost node-rank: config_'s node rank, role and role index become that member's)
+  // or releases it. The promoted round's join result, or the exit code.
+  std::variant<rendezvous::JoinResult, int> StandBy();
   // Starts the attempt's children and services, then runs the Attempt (attempt.h) to its end.
   AttemptEnd RunAttempt(const World& world, rendezvous::Session& session, bool can_restart);
   // What an ended attempt means: the next round (nullopt), or the process's exit code.
@@ -69,7 +74,14 @@ class Launcher {
   // (protocol/control.h), which cost no budget. Children see their sum as the restart count.
   int restart_count_ = 0;
   int requested_restarts_ = 0;
+  // Rounds every member rejoined because a spare replaced a lost one: no rank of theirs failed,
+  // so no budget is charged; the children's restart count includes them.
+  int promotion_restarts_ = 0;
   uint32_t attempt_ = 0;
+  // The spare pod's index (--role-index of a --spare launcher), -1 for a gang pod: sent with
+  // every join, so the server can tell the spare that replaced a node-rank from the pod it
+  // replaced.
+  int32_t spare_index_ = -1;
 };
 
 }  // namespace lockstep::launcher

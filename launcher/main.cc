@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   log::Format format = log::Format::kText;
   log::ParseFormat(config->log_format, &format);
   log::SetFormat(format);
-  log::SetComponent("launcher[" + std::to_string(config->node_rank) + "]");
+  log::SetComponent(config->spare ? "launcher[spare-" + std::to_string(config->role_index) + "]"
+                                  : "launcher[" + std::to_string(config->node_rank) + "]");
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
   launcher::Launcher launcher(std::move(*config), std::move(env));

@@ -42,6 +42,7 @@ inline constexpr std::string_view kEnvJoinTimeout = "LOCKSTEP_JOIN_TIMEOUT";
 inline constexpr std::string_view kEnvLastCall = "LOCKSTEP_LAST_CALL";
 inline constexpr std::string_view kEnvGracePeriod = "LOCKSTEP_GRACE_PERIOD";
 inline constexpr std::string_view kEnvLogFormat = "LOCKSTEP_LOG_FORMAT";
+inline constexpr std::string_view kEnvSpare = "LOCKSTEP_SPARE";
 
 // One launcher input. `flag` is empty for env-only inputs (secrets never go on a command line,
 // where `ps` shows them). `is_switch` flags take no value.
@@ -114,6 +115,12 @@ inline constexpr std::array kFlags = {
              "(the operator passes the pod's terminationGracePeriodSeconds - 1); a stop the "
              "launcher decides itself (a failure in the gang) waits at most 10"},
     FlagSpec{"--log-format", kEnvLogFormat, "text", "text|json"},
+    FlagSpec{"--spare", kEnvSpare, "",
+             "this pod is a hot spare (spec.failurePolicy.spareReplicas): it joins node 0's "
+             "rendezvous as a standby, with no node-rank of its own and no children, until the "
+             "server gives it a lost member's node-rank; --role-index is its spare index; the "
+             "variable takes 1|true",
+             true},
 };
 
 // Environment every child gets (framework adapters add their own on top).

@@ -32,9 +32,11 @@ namespace lockstep::protocol {
 // 3: Started, Failure's stderr tail, and the control messages (control.h).
 // 4: Join carries key_attempt, and its MAC is keyed by that attempt's key (auth.h AttemptKey).
 // 5: ControlStatus carries the trainer's latest progress report (TrainingProgress).
+// 6: hot spares: Join's standby and spare_index, Promote, Abort::spare_promoted, and
+//    ControlStatus's promotions, standby spares and the node-ranks spares serve.
 // Join, Challenge and Control carry it; the server refuses another version with a reason that
 // names it (a launcher of another version never fails to decode instead).
-inline constexpr uint32_t kProtocolVersion = 5;
+inline constexpr uint32_t kProtocolVersion = 6;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;  // HMAC-SHA256
 inline constexpr size_t kNcclIdBytes = 128;
@@ -54,6 +56,7 @@ enum class MessageType : uint8_t {
   kControl = 11,
   kControlStatus = 12,
   kControlAck = 13,
+  kPromote = 14,
 };
 
 struct Challenge {
@@ -85,6 +88,13 @@ struct Join {
   uint32_t nproc = 1;
   bool want_peer_table = false;
   std::string mac;  // kMacBytes
+  // Hot spares (version 6). `spare_index`: the spare pod's index (its --role-index) when this
+  // launcher runs in a spare pod (--spare), promoted or not; -1 for a gang pod. `standby`: it
+  // joins as a standby spare (no node-rank, never in a world: the server keeps it until a member
+  // is lost and then hands it that member's node-rank with Promote). `node_rank`, `role` and
+  // `role_index` of a standby join mean nothing.
+  bool standby = false;
+  int32_t spare_index = -1;
 
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
@@ -100,6 +110,8 @@ struct Join {
     io.U32(m.nproc);
     io.Bool(m.want_peer_table);
     io.Fixed(m.mac, kMacBytes);
+    io.Bool(m.standby);
+    io.I32(m.spare_index);
   }
   friend bool operator==(const Join&, const Join&) = default;
 };
@@ -274,6 +286,9 @@ struct Abort {
   int32_t node_rank = -1;  // the launcher that failed or was lost
   std::string message;
   bool restartable = true;  // false once a node finished: the gang cannot re-form in place
+  // A standby spare took the lost node_rank in the next round (version 6): every other member
+  // rejoins without charging its --max-restarts (as for kRequested), since no rank failed.
+  bool spare_promoted = false;
 
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
@@ -282,8 +297,29 @@ struct Abort {
     io.I32(m.node_rank);
     io.String(m.message);
     io.Bool(m.restartable);
+    io.Bool(m.spare_promoted);
   }
   friend bool operator==(const Abort&, const Abort&) = default;
+};
+
+// Server -> a standby spare (version 6): a member was lost and this spare serves its node-rank
+// from round `attempt` on. The spare's connection is already a member of that round: it gets
+// the round's World on it like any member, and joins later rounds with these values.
+struct Promote {
+  static constexpr MessageType kType = MessageType::kPromote;
+  uint32_t attempt = 0;
+  uint32_t node_rank = 0;
+  std::string role;
+  uint32_t role_index = 0;
+
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.attempt);
+    io.U32(m.node_rank);
+    io.String(m.role);
+    io.U32(m.role_index);
+  }
+  friend bool operator==(const Promote&, const Promote&) = default;
 };
 
 // --- The operator's control session (control.h). ---
@@ -360,6 +396,24 @@ struct TrainingProgress {
   friend bool operator==(const TrainingProgress&, const TrainingProgress&) = default;
 };
 
+// A node-rank a promoted spare serves now (version 6): the operator reads which pod took over.
+struct SpareServing {
+  uint32_t node_rank = 0;
+  uint32_t spare_index = 0;  // the spare pod's index
+  uint32_t round = 0;        // the round it was promoted for
+  std::string host;          // its advertised address (<pod>.<job>.<ns>.svc)
+
+  static constexpr size_t kMinBytes = 16;  // three u32 and an empty string's length
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.node_rank);
+    io.U32(m.spare_index);
+    io.U32(m.round);
+    io.String(m.host);
+  }
+  friend bool operator==(const SpareServing&, const SpareServing&) = default;
+};
+
 // What the server knows. Counters cover the server's lifetime (one pod of node 0 = one operator
 // attempt): every in-place restart the launchers made, charged (failures) or requested.
 struct ControlStatus {
@@ -373,6 +427,11 @@ struct ControlStatus {
   std::optional<RoundFailure> last_failure;
   // Node 0's trainers' latest progress report, once they wrote one (version 5).
   std::optional<TrainingProgress> progress = std::nullopt;
+  // Hot spares (version 6): promotions so far (the server's lifetime), standby spares connected
+  // now, and every node-rank a promoted spare serves, by node-rank.
+  uint32_t promotions = 0;
+  uint32_t standby_spares = 0;
+  std::vector<SpareServing> serving = {};
 
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
@@ -384,6 +443,10 @@ struct ControlStatus {
     io.U32(m.requested_restarts);
     io.Optional(m.last_failure, [](auto& sub, auto& f) { RoundFailure::Fields(sub, f); });
     io.Optional(m.progress, [](auto& sub, auto& p) { TrainingProgress::Fields(sub, p); });
+    io.U32(m.promotions);
+    io.U32(m.standby_spares);
+    io.List(m.serving, kMaxPeers, SpareServing::kMinBytes,
+            [](auto& sub, auto& s) { SpareServing::Fields(sub, s); });
   }
   friend bool operator==(const ControlStatus&, const ControlStatus&) = default;
 };
@@ -405,7 +468,8 @@ struct ControlAck {
 
 // Every message, for DecodeAny and the tests that check each one round-trips.
 using AllMessages = std::tuple<Challenge, Join, Refuse, PeerTable, WorldMsg, Heartbeat, Failure,
-                               Started, Done, Abort, ControlRequest, ControlStatus, ControlAck>;
+                               Started, Done, Abort, ControlRequest, ControlStatus, ControlAck,
+                               Promote>;
 
 // The frame carrying `m`.
 template <typename M>

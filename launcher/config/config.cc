@@ -237,6 +237,7 @@ StatusOr<LauncherConfig> ParseConfig(const std::vector<std::string>& args, const
     c.has_token = true;
   }
   LS_ASSIGN_OR_RETURN(c.insecure_no_auth, ToSwitch(v.Get(k::kEnvInsecureNoAuth)));
+  LS_ASSIGN_OR_RETURN(c.spare, ToSwitch(v.Get(k::kEnvSpare)));
   if (!c.has_token && !c.insecure_no_auth) {
     return InvalidArgumentError(
         "no rendezvous token: give --token-file or LOCKSTEP_TOKEN (the operator mounts one), or "

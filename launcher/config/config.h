@@ -29,6 +29,9 @@ struct LauncherConfig {
   // --insecure-no-auth: no token is acceptable (local use). Without a token and without it,
   // ParseConfig fails: a rendezvous keyed by nothing lets any peer join.
   bool insecure_no_auth = false;
+  // --spare: a hot spare's launcher (docs/launcher.md "Hot spares"): it starts no children until
+  // promoted, and then serves the node-rank, role and role index the server gave it.
+  bool spare = false;
   std::string role = "worker";
   uint32_t role_index = 0;
   uint32_t attempt = 0;

@@ -24,6 +24,7 @@ using protocol::Heartbeat;
 using protocol::Join;
 using protocol::MessageType;
 using protocol::PeerTable;
+using protocol::Promote;
 using protocol::Refuse;
 using protocol::WorldMsg;
 using Steady = std::chrono::steady_clock;
@@ -69,6 +70,7 @@ class Connection {
   Connection(const ClientOptions& opt, UniqueFd fd)
       : opt_(opt),
         fd_(std::move(fd)),
+        attempt_(opt.attempt),
         next_beat_(Steady::now() + opt.heartbeat_interval),
         last_heard_(Steady::now()) {}
 
@@ -76,6 +78,13 @@ class Connection {
   std::variant<JoinResult, Ending> Run() {
     while (Waiting()) Step();
     if (state_ == State::kFormed) return std::move(result_);
+    if (result_.promoted && ending_.status.code() != StatusCode::kPermissionDenied) {
+      // Promoted, then the connection ended: the promotion stands (the server keeps the
+      // node-rank for this spare), so the launcher rejoins as that node-rank.
+      result_.rejoin_round =
+          result_.promoted->attempt + (IsAborted(ending_.status) ? 1u : 0u);
+      return std::move(result_);
+    }
     return std::move(ending_);
   }
 
@@ -108,7 +117,7 @@ class Connection {
     if (Steady::now() >= next_beat_) {
       next_beat_ = Steady::now() + opt_.heartbeat_interval;
       if (state_ == State::kJoined) {
-        Status s = net::WriteAll(fd_.get(), Encode(Heartbeat{opt_.attempt}), opt_.deadline);
+        Status s = net::WriteAll(fd_.get(), Encode(Heartbeat{attempt_}), opt_.deadline);
         if (!s.ok()) return End(std::move(s), true);
       }
     }
@@ -141,7 +150,20 @@ class Connection {
         return;
       case MessageType::kAbort:
         if (StatusOr<Abort> abort = Decoded<Abort>(f); abort.ok()) {
+          if (Standing() && abort->reason == protocol::FailureReason::kFinished) {
+            result_.released = true;
+            state_ = State::kFormed;
+            return;
+          }
           End(AbortedError("round aborted while gathering: " + abort->message), false);
+        }
+        return;
+      case MessageType::kPromote:
+        if (!Standing()) return Unexpected(f);
+        if (StatusOr<Promote> promote = Decoded<Promote>(f); promote.ok()) {
+          // From now on a member of the promoted round: its World comes on this connection.
+          attempt_ = promote->attempt;
+          result_.promoted = std::move(*promote);
         }
         return;
       case MessageType::kPeerTable:
@@ -172,6 +194,8 @@ class Connection {
     join.port = opt_.port;
     join.nproc = opt_.nproc;
     join.want_peer_table = opt_.want_peer_table;
+    join.standby = opt_.standby;
+    join.spare_index = opt_.spare_index;
     join.mac = protocol::JoinMac(protocol::AttemptKey(opt_.token, opt_.key_attempt), ch->nonce,
                                  opt_.run_id, opt_.attempt, opt_.node_rank);
     Status s = net::WriteAll(fd_.get(), Encode(join), opt_.deadline);
@@ -179,11 +203,15 @@ class Connection {
     state_ = State::kJoined;
   }
 
+  // A standby spare not promoted yet: it gets no world, and no Abort but kFinished.
+  bool Standing() const { return opt_.standby && state_ == State::kJoined && !result_.promoted; }
+
   void OnWorld(const Frame& f) {
+    if (opt_.standby && !result_.promoted) return Unexpected(f);
     StatusOr<WorldMsg> world = Decoded<WorldMsg>(f);
     if (!world.ok()) return;
     result_.world = std::move(*world);
-    result_.session = std::make_unique<Session>(std::move(fd_), std::move(decoder_), opt_.attempt);
+    result_.session = std::make_unique<Session>(std::move(fd_), std::move(decoder_), attempt_);
     state_ = State::kFormed;
   }
 
@@ -203,6 +231,7 @@ class Connection {
   UniqueFd fd_;
   FrameDecoder decoder_;
   State state_ = State::kAwaitingChallenge;
+  uint32_t attempt_;  // the round heartbeats name: opt_.attempt, or the promoted round
   Steady::time_point next_beat_;
   Steady::time_point last_heard_;
   JoinResult result_;

@@ -34,6 +34,10 @@ struct ClientOptions {
   uint32_t port = 0;
   uint32_t nproc = 1;
   bool want_peer_table = false;
+  // Hot spares (docs/launcher.md "Hot spares"): the spare pod's index, -1 for a gang pod; and
+  // whether this join is a standby one (wait for Promote, then for the promoted round's World).
+  int32_t spare_index = -1;
+  bool standby = false;
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds peer_timeout{5000};
   std::chrono::steady_clock::time_point deadline;
@@ -75,6 +79,15 @@ struct JoinResult {
   protocol::WorldMsg world;
   std::optional<protocol::PeerTable> peers;  // when requested
   std::unique_ptr<Session> session;
+  // A standby join: the node-rank, role and round the server promoted this spare to (the world
+  // is that round's).
+  std::optional<protocol::Promote> promoted;
+  // A standby join the server released because the job is finishing: no world, no session.
+  bool released = false;
+  // A promoted spare whose connection ended before the promoted round's World (the round was
+  // aborted while gathering, or the connection broke): no world, no session; the launcher joins
+  // this round as the promoted node-rank.
+  std::optional<uint32_t> rejoin_round;
 };
 
 // Errors: PermissionDenied (refused: final, the message is the server's reason),

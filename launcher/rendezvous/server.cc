@@ -34,6 +34,7 @@ using protocol::Join;
 using protocol::MessageType;
 using protocol::PeerEntry;
 using protocol::PeerTable;
+using protocol::Promote;
 using protocol::RefuseCode;
 using protocol::RoundFailure;
 using protocol::Started;
@@ -363,6 +364,7 @@ Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
         log::Info(std::string(kLogPrefix) + "a node finished; the round is finishing",
                   {{"node_rank", std::to_string(c.join.node_rank)}});
         phase_ = Phase::kFinishing;
+        ReleaseStandbySpares();
       }
       if (c.state == ConnState::kMember) {
         // A finished member may leave without that counting as a lost peer.
@@ -404,6 +406,16 @@ Status RendezvousServer::OnJoin(Conn& c, const Join& join) {
            who + ": run id '" + join.run_id + "' does not match this server's run id");
     return Status::Ok();
   }
+  if (join.standby) {
+    // A spare stands by across rounds: it joins whatever round the server is at.
+    OnStandbyJoin(c, join);
+    return Status::Ok();
+  }
+  // Before the round check: a replaced launcher learns why, whatever round it reached.
+  if (std::optional<std::string> fenced = spares_.Fence(join.node_rank, join.spare_index)) {
+    Refuse(c, RefuseCode::kDuplicateNode, who + ": " + *fenced);
+    return Status::Ok();
+  }
   if (join.attempt != attempt_) {
     Refuse(c, RefuseCode::kStaleAttempt,
            who + ": attempt " + std::to_string(join.attempt) + " is " +
@@ -436,6 +448,76 @@ Status RendezvousServer::OnJoin(Conn& c, const Join& join) {
   SetState(c, ConnState::kMember);
   members_[join.node_rank] = c.fd.get();
   return Status::Ok();
+}
+
+void RendezvousServer::OnStandbyJoin(Conn& c, const Join& join) {
+  const std::string who = "spare " + std::to_string(join.spare_index);
+  if (join.nproc == 0 || join.nproc > kMaxNprocPerNode) {
+    Refuse(c, RefuseCode::kProtocol, who + ": bad nproc " + std::to_string(join.nproc));
+    return;
+  }
+  if (std::optional<std::string> refused = spares_.AdmitStandby(join.spare_index, c.fd.get())) {
+    Refuse(c, RefuseCode::kDuplicateNode, who + ": " + *refused);
+    return;
+  }
+  c.join = join;
+  SetState(c, ConnState::kStandby);
+  log::Info(std::string(kLogPrefix) + "a spare stands by",
+            {{"spare_index", std::to_string(join.spare_index)},
+             {"standby", std::to_string(spares_.standby())}});
+  if (phase_ == Phase::kFinishing) ReleaseStandbySpares();
+}
+
+bool RendezvousServer::PromoteSpare(const Join& lost, const std::string& why) {
+  // Node 0 hosts this server and the framework's stores: a spare cannot stand in for it.
+  if (phase_ != Phase::kRunning || lost.node_rank == 0) return false;
+  std::optional<int> taken = spares_.TakeStandby();
+  if (!taken) return false;
+  auto it = conns_.find(*taken);
+  if (it == conns_.end()) return false;  // closed in this batch; the pool forgot it too
+  Conn& spare = *it->second;
+  const uint32_t node_rank = lost.node_rank;
+  const int32_t spare_index = spare.join.spare_index;
+  AbortRound(FailureReason::kPeerLost, static_cast<int>(node_rank),
+             "node " + std::to_string(node_rank) + " lost: " + why + "; spare " +
+                 std::to_string(spare_index) + " takes its node rank",
+             std::nullopt, /*spare_promoted=*/true);
+  // The spare is a member of the next round at once: the round completes as soon as the other
+  // members rejoin, with no new pod.
+  spare.join.node_rank = node_rank;
+  spare.join.role = lost.role;
+  spare.join.role_index = lost.role_index;
+  spare.join.attempt = attempt_;
+  spare.join.standby = false;
+  SetState(spare, ConnState::kMember);
+  members_[node_rank] = spare.fd.get();
+  spares_.RecordPromotion(node_rank, spare_index, attempt_, spare.join.host);
+  log::Warning(std::string(kLogPrefix) + "promoted a spare",
+               {{"node_rank", std::to_string(node_rank)},
+                {"spare_index", std::to_string(spare_index)},
+                {"attempt", std::to_string(attempt_)},
+                {"promotions", std::to_string(spares_.promotions())}});
+  Queue(spare, Encode(Promote{attempt_, node_rank, lost.role, lost.role_index}));
+  return true;
+}
+
+void RendezvousServer::ReleaseStandbySpares() {
+  Abort abort;
+  abort.attempt = attempt_;
+  abort.reason = FailureReason::kFinished;
+  abort.message = "the job is finishing; the spare is not needed";
+  abort.restartable = false;
+  const std::string bytes = Encode(abort);
+  std::vector<int> targets;
+  for (const auto& [fd, conn] : conns_) {
+    if (conn->state == ConnState::kStandby) targets.push_back(fd);
+  }
+  for (int fd : targets) {
+    spares_.RemoveStandby(fd);
+    Conn& c = *conns_.at(fd);
+    SetState(c, ConnState::kClosing);
+    Queue(c, bytes);
+  }
 }
 
 void RendezvousServer::OnControl(Conn& c, const ControlRequest& request) {
@@ -492,6 +574,9 @@ ControlStatus RendezvousServer::CurrentStatus() const {
   st.requested_restarts = requested_restarts_;
   st.last_failure = last_failure_;
   if (opt_.progress_source) st.progress = opt_.progress_source();
+  st.promotions = spares_.promotions();
+  st.standby_spares = spares_.standby();
+  st.serving = spares_.Serving();
   return st;
 }
 
@@ -609,7 +694,8 @@ void RendezvousServer::EndJob(const Conn& finished) {
 }
 
 void RendezvousServer::AbortRound(FailureReason reason, int node_rank,
-                                  const std::string& message, std::optional<RoundFailure> cause) {
+                                  const std::string& message, std::optional<RoundFailure> cause,
+                                  bool spare_promoted) {
   // Only a running round's abort restarts anybody's children; a requested one costs no budget,
   // a failure one only while the launchers have budget left (they agree: all count the same).
   const bool requested = reason == FailureReason::kRequested;
@@ -617,7 +703,7 @@ void RendezvousServer::AbortRound(FailureReason reason, int node_rank,
   if (phase_ == Phase::kRunning) {
     if (requested) {
       ++requested_restarts_;
-    } else if (!permanent && failure_restarts_ < opt_.max_restarts) {
+    } else if (!permanent && !spare_promoted && failure_restarts_ < opt_.max_restarts) {
       ++failure_restarts_;
     }
   }
@@ -642,6 +728,7 @@ void RendezvousServer::AbortRound(FailureReason reason, int node_rank,
   abort.node_rank = node_rank;
   abort.message = message;
   abort.restartable = phase_ != Phase::kFinishing && !permanent;
+  abort.spare_promoted = spare_promoted;
   const std::string bytes = Encode(abort);
   std::vector<int> targets;
   for (const auto& [fd, conn] : conns_) {
@@ -706,6 +793,12 @@ void RendezvousServer::CloseConn(int fd, const std::string& why) {
   conns_.erase(it);
   evictable_.erase(conn->seq);
   ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  if (conn->state == ConnState::kStandby) {
+    spares_.RemoveStandby(fd);
+    log::Info(std::string(kLogPrefix) + "a standby spare left",
+              {{"spare_index", std::to_string(conn->join.spare_index)}, {"why", why}});
+    return;
+  }
   if (conn->state != ConnState::kMember) return;
   const uint32_t node_rank = conn->join.node_rank;
   members_.erase(node_rank);
@@ -714,6 +807,7 @@ void RendezvousServer::CloseConn(int fd, const std::string& why) {
               {{"node_rank", std::to_string(node_rank)}, {"why", why}});
     return;
   }
+  if (PromoteSpare(conn->join, why)) return;
   AbortRound(FailureReason::kPeerLost, static_cast<int>(node_rank),
              "node " + std::to_string(node_rank) + " lost: " + why);
 }

@@ -9,6 +9,14 @@
 // member gets Abort and the server waits for attempt N+1. A member that reports Done switches the
 // round to finishing: later losses still abort, but without a restart.
 //
+// Hot spares (spares.h, docs/launcher.md "Hot spares"): a standby spare's join (Join::standby)
+// is kept apart from every round, heartbeated like a member. When a member of a running round is
+// lost (silent past peer_timeout, or disconnected) and a spare stands by, the abort says
+// spare_promoted (the others rejoin without charging their budget), and the spare's connection
+// becomes a member of the next round with the lost node-rank (Promote), so the next round
+// completes with no new pod. Node 0 (which hosts this server) is never replaced. When the round
+// starts finishing, standby spares are released (Abort kFinished).
+//
 // Control requests (protocol/control.h) come from the operator on their own connections: Status
 // reports the round, the in-place restarts so far, the last failure and the trainers' progress
 // (ServerOptions::progress_source); Restart aborts a running round like a failure would, with
@@ -44,6 +52,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "launcher/rendezvous/spares.h"
 #include "protocol/auth.h"
 #include "protocol/frame.h"
 #include "protocol/messages.h"
@@ -104,7 +113,7 @@ class RendezvousServer {
   uint32_t ActiveMembers() const { return active_members_.load(); }
 
  private:
-  enum class ConnState { kAwaitJoin, kMember, kWaiting, kClosing };
+  enum class ConnState { kAwaitJoin, kMember, kWaiting, kClosing, kStandby };
   enum class Phase { kGathering, kRunning, kFinishing };
   struct Conn;
 
@@ -125,8 +134,17 @@ class RendezvousServer {
   // A member whose success ends the job finished (Done::ends_job): the others are told to stop.
   void EndJob(const Conn& finished);
   // `cause`: what failed (recorded as the last failure); null for a requested restart.
+  // `spare_promoted`: a standby spare takes `node_rank` in the next round (Promote follows).
   void AbortRound(protocol::FailureReason reason, int node_rank, const std::string& message,
-                  std::optional<protocol::RoundFailure> cause = std::nullopt);
+                  std::optional<protocol::RoundFailure> cause = std::nullopt,
+                  bool spare_promoted = false);
+  // A standby spare's join (Join::standby): kept for promotion, or refused.
+  void OnStandbyJoin(Conn& c, const protocol::Join& join);
+  // A member of a running round was lost: a standby spare takes its node-rank in the next
+  // round (true), or there is none to take it, or the round cannot be served by one (false).
+  bool PromoteSpare(const protocol::Join& lost, const std::string& why);
+  // The round is finishing: standby spares are not needed any more.
+  void ReleaseStandbySpares();
   void OnTick();
   // Every state change of a connection goes through here: it leaves the unauthenticated queue,
   // a member may send larger frames, and a closing one gets its deadline.
@@ -167,6 +185,7 @@ class RendezvousServer {
   uint32_t failure_restarts_ = 0;
   uint32_t requested_restarts_ = 0;
   std::optional<protocol::RoundFailure> last_failure_;
+  SparePool spares_;
 };
 
 }  // namespace lockstep::launcher::rendezvous

@@ -6,6 +6,7 @@
 
 #include <openssl/evp.h>
 
+#include "operator/api/defaults.h"
 #include "operator/api/failure_rules.h"
 #include "operator/api/network_policy.h"
 #include "operator/api/ranks.h"
@@ -74,12 +75,16 @@ json EnvVar(std::string_view name, std::string value) {
 json LauncherEnv(const TrainingJob& job, const PodSlot& slot, const AttemptContext& ctx,
                  const ChildrenOptions& options, int64_t pod_grace_seconds) {
   const std::string pod_name = PodName(job.metadata.name, slot.role, slot.index);
+  // A spare has no node-rank of its own: the rendezvous server gives it a lost pod's
+  // (docs/failures.md "Hot spares"); its role index is its spare index.
+  const bool spare = slot.role == kSpareRole;
   json env = json::array({
       EnvVar(contract::kEnvFramework, std::string(LauncherFrameworkName(job.spec.framework))),
       EnvVar(contract::kEnvJobName, job.metadata.name),
       EnvVar(contract::kEnvRole, slot.role),
       EnvVar(contract::kEnvRoleIndex, std::to_string(slot.index)),
-      EnvVar(contract::kEnvNodeRank, std::to_string(slot.node_rank)),
+      spare ? EnvVar(contract::kEnvSpare, "1")
+            : EnvVar(contract::kEnvNodeRank, std::to_string(slot.node_rank)),
       EnvVar(contract::kEnvNnodes, ctx.nnodes),
       EnvVar(contract::kEnvNprocPerNode, std::to_string(slot.procs_per_pod)),
       EnvVar(contract::kEnvRdzvEndpoint, ctx.rdzv_endpoint),
@@ -235,7 +240,8 @@ void AndNodeTerms(const json& terms, json* spec) {
 
 // The admission's additions for the slot's role (RolePlacement), into `pod`.
 Status ApplyPlacement(const PodSlot& slot, const ChildrenOptions& options, json* pod) {
-  auto it = options.role_placement.find(slot.role);
+  auto it = options.role_placement.find(slot.role == kSpareRole ? std::string(kWorkerRole)
+                                                                 : slot.role);
   if (it == options.role_placement.end()) return Status::Ok();
   const RolePlacement& placement = it->second;
   json& spec = (*pod)["spec"];
@@ -370,8 +376,19 @@ StatusOr<std::vector<json>> BuildMissingPods(const TrainingJob& job,
   const AttemptContext ctx = MakeAttemptContext(job, slots, workers);
   for (const PodSlot& slot : slots) {
     if (pods.size() >= limit) break;
+    if (options.served_node_ranks.count(slot.node_rank) > 0) continue;  // a spare serves it
     if (present.count(PodName(job.metadata.name, slot.role, slot.index)) > 0) continue;
     LS_ASSIGN_OR_RETURN(json pod, BuildPod(job, slot, ctx, options));
+    pods.push_back(std::move(pod));
+  }
+  // Spares: the workers' template and procs, their own name and role.
+  for (int32_t index : options.spare_indexes) {
+    if (pods.size() >= limit) break;
+    if (present.count(PodName(job.metadata.name, kSpareRole, index)) > 0) continue;
+    const PodSlot spare{std::string(kSpareRole), index, -1,
+                        EffectiveProcsPerPod(job.spec.procs_per_pod, job.spec.pod_template),
+                        &job.spec.pod_template};
+    LS_ASSIGN_OR_RETURN(json pod, BuildPod(job, spare, ctx, options));
     pods.push_back(std::move(pod));
   }
   return pods;

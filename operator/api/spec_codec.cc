@@ -132,6 +132,7 @@ Status DecodeFailurePolicy(const json& spec, FailurePolicy* out) {
   LS_RETURN_IF_ERROR(ReadInt32(*f, "hangTimeoutSeconds", path, &out->hang_timeout_seconds));
   LS_RETURN_IF_ERROR(
       ReadInt32(*f, "inPlaceTimeoutSeconds", path, &out->in_place_timeout_seconds));
+  LS_RETURN_IF_ERROR(ReadInt32(*f, "spareReplicas", path, &out->spare_replicas));
   if (const json* b = Member(*f, "backoff")) {
     const std::string b_path = path + ".backoff";
     if (!b->is_object()) return TypeError(b_path, "an object", *b);
@@ -179,6 +180,7 @@ json EncodeFailurePolicy(const FailurePolicy& f) {
                 {"maxSeconds", f.backoff.max_seconds},
                 {"resetAfterSeconds", f.backoff.reset_after_seconds}}}};
   if (f.hang_timeout_seconds != 0) out["hangTimeoutSeconds"] = f.hang_timeout_seconds;
+  out["spareReplicas"] = f.spare_replicas;
   if (!f.rules.empty()) {
     out["rules"] = json::array();
     for (const FailureRule& rule : f.rules) out["rules"].push_back(EncodeRule(rule));

@@ -13,6 +13,7 @@ namespace lockstep::api {
 using internal::IndexPath;
 using internal::Member;
 using internal::MissingError;
+using internal::ForEachElement;
 using internal::ReadEnum;
 using internal::ReadInt32;
 using internal::ReadInt64;
@@ -214,6 +215,33 @@ void DecodeProgress(const json& status, TrainingJobStatus* out, Reads& reads) {
   if (ok) out->progress = progress;
 }
 
+void DecodeSpares(const json& status, TrainingJobStatus* out, Reads& reads) {
+  const json* s = Member(status, "spares");
+  if (s == nullptr || s->is_null()) return;
+  const std::string path = "status.spares";
+  if (!s->is_object()) {
+    reads(TypeError(path, "an object", *s));
+    return;
+  }
+  SpareStatus spares;
+  bool ok = reads(ReadInt32(*s, "desired", path, &spares.desired));
+  ok = reads(ReadInt32(*s, "ready", path, &spares.ready)) && ok;
+  ok = reads(ReadInt32(*s, "promotions", path, &spares.promotions)) && ok;
+  ok = reads(ReadInt32(*s, "attempt", path, &spares.attempt)) && ok;
+  ok = reads(ReadInt32(*s, "attemptPromotions", path, &spares.attempt_promotions)) && ok;
+  ok = reads(ForEachElement(*s, "serving", path, [&spares](const json& e, const std::string& p) {
+         SpareServing serving;
+         if (!e.is_object()) return TypeError(p, "an object", e);
+         LS_RETURN_IF_ERROR(ReadInt32(e, "nodeRank", p, &serving.node_rank));
+         LS_RETURN_IF_ERROR(ReadInt32(e, "spareIndex", p, &serving.spare_index));
+         LS_RETURN_IF_ERROR(ReadString(e, "pod", p, &serving.pod));
+         LS_RETURN_IF_ERROR(ReadInt32(e, "round", p, &serving.round));
+         spares.serving.push_back(std::move(serving));
+         return Status::Ok();
+       })) && ok;
+  if (ok) out->spares = std::move(spares);
+}
+
 void DecodeScalars(const json& status, TrainingJobStatus* out, Reads& reads) {
   reads(ReadInt64(status, "observedGeneration", "status", &out->observed_generation));
   if (Member(status, "state") != nullptr) {
@@ -249,6 +277,7 @@ TrainingJobStatus DecodeStatusPartial(const json& status, UnreadStatus* unread) 
   DecodeExcludedNodes(status, &out, reads);
   DecodeCapacity(status, &out, reads);
   DecodeProgress(status, &out, reads);
+  DecodeSpares(status, &out, reads);
   return out;
 }
 
@@ -336,6 +365,21 @@ json EncodeStatus(const TrainingJobStatus& s) {
         {{"name", e.name}, {"reason", e.reason}, {"until", FormatTime(e.until)}});
   }
   if (s.progress) out["progress"] = EncodeProgress(*s.progress);
+  if (s.spares) {
+    json serving = json::array();
+    for (const SpareServing& e : s.spares->serving) {
+      serving.push_back({{"nodeRank", e.node_rank},
+                         {"spareIndex", e.spare_index},
+                         {"pod", e.pod},
+                         {"round", e.round}});
+    }
+    out["spares"] = {{"desired", s.spares->desired},
+                     {"ready", s.spares->ready},
+                     {"promotions", s.spares->promotions},
+                     {"attempt", s.spares->attempt},
+                     {"attemptPromotions", s.spares->attempt_promotions},
+                     {"serving", std::move(serving)}};
+  }
   // status.capacity belongs to the scheduler (server-side apply); EncodeStatus leaves it out so
   // the controller's merge patch never takes it over. EncodeCapacity writes it.
   return out;

@@ -27,6 +27,9 @@ inline constexpr std::string_view kKind = "TrainingJob";
 inline constexpr std::string_view kPlural = "trainingjobs";
 // The implicit role of the pods built from spec.replicas and spec.template.
 inline constexpr std::string_view kWorkerRole = "worker";
+// The role label of hot-spare pods (spec.failurePolicy.spareReplicas): "<job>-spare-<index>",
+// built from the worker template; their launchers run with LOCKSTEP_SPARE=1.
+inline constexpr std::string_view kSpareRole = "spare";
 // On the TrainingJob: a new value asks the operator for one gang restart (docs/failures.md), in
 // place when restartMode is InPlace and every pod is healthy, else Recreate. Any string; only a
 // change matters (status.restartRequest.value records the last one handled).
@@ -99,7 +102,12 @@ struct FailurePolicy {
   int32_t in_place_timeout_seconds = kDefaultInPlaceTimeoutSeconds;
   Backoff backoff;
   std::vector<FailureRule> rules;  // first match wins
+  // Hot spares (docs/failures.md "Hot spares"): pods placed with the gang whose launchers stand
+  // by and take a lost pod's node-rank in place. 0..kMaxSpareReplicas.
+  int32_t spare_replicas = 0;
 };
+
+inline constexpr int32_t kMaxSpareReplicas = 16;
 
 struct RunPolicy {
   std::optional<int64_t> active_deadline_seconds;
@@ -205,6 +213,30 @@ struct JobProgress {
   friend bool operator==(const JobProgress&, const JobProgress&) = default;
 };
 
+// A node-rank a promoted spare pod serves in the current attempt.
+struct SpareServing {
+  int32_t node_rank = 0;
+  int32_t spare_index = 0;  // the spare pod's index: "<job>-spare-<index>"
+  std::string pod;    // the spare pod that serves it now
+  int32_t round = 0;  // the launchers' round it was promoted for
+
+  friend bool operator==(const SpareServing&, const SpareServing&) = default;
+};
+
+// Hot spares as the operator last recorded them (controller/spare_plan.h).
+struct SpareStatus {
+  int32_t desired = 0;     // spec.failurePolicy.spareReplicas
+  int32_t ready = 0;       // standby spares node 0's launcher has connected now
+  int32_t promotions = 0;  // spares promoted over the job's life
+  int32_t attempt = 0;     // the attempt `serving` and `attempt_promotions` belong to
+  // The attempt's rendezvous server's promotion counter, as recorded (new ones = its answer's
+  // count minus this).
+  int32_t attempt_promotions = 0;
+  std::vector<SpareServing> serving;  // by node-rank
+
+  friend bool operator==(const SpareStatus&, const SpareStatus&) = default;
+};
+
 struct TrainingJobStatus {
   int64_t observed_generation = 0;
   std::optional<JobState> state;
@@ -225,6 +257,7 @@ struct TrainingJobStatus {
   std::vector<ExcludedNode> excluded_nodes;
   std::optional<Capacity> capacity;  // the scheduler's; the controller only reads it
   std::optional<JobProgress> progress;
+  std::optional<SpareStatus> spares;  // only for jobs with spec.failurePolicy.spareReplicas > 0
 };
 
 struct TrainingJob {

@@ -210,6 +210,28 @@ void ValidateFailurePolicy(const FailurePolicy& f, Errors* errors) {
   }
 }
 
+// A spare takes a lost pod's node-rank with the worker template and no role of its own: it cannot
+// stand in for a chief, ps or Ray head (another template, and the framework's own addresses name
+// that task), and an elastic round changes its size instead (a lost pod shrinks the job).
+void ValidateSpares(const TrainingJobSpec& spec, Errors* errors) {
+  const std::string path = "spec.failurePolicy.spareReplicas";
+  const int32_t n = spec.failure_policy.spare_replicas;
+  errors->Range(path, n, 0, kMaxSpareReplicas);
+  if (n <= 0) return;
+  if (!spec.roles.empty()) {
+    errors->Add(path, "spare pods stand in for workers only; a job with spec.roles (chief, ps, "
+                      "head, ...) cannot have spareReplicas");
+  }
+  if (spec.elastic) {
+    errors->Add(path, "an elastic job replaces a lost pod by shrinking; spareReplicas is not "
+                      "supported with spec.elastic");
+  }
+  if (spec.replicas < 2) {
+    errors->Add(path, "a spare takes a lost pod's node-rank other than 0 (node 0 hosts the "
+                      "rendezvous); a job of one pod has none to take");
+  }
+}
+
 void ValidateRunPolicy(const RunPolicy& r, Errors* errors) {
   if (r.active_deadline_seconds) {
     errors->Range("spec.runPolicy.activeDeadlineSeconds", *r.active_deadline_seconds, 1, INT64_MAX);
@@ -243,6 +265,7 @@ std::vector<FieldError> Validate(const TrainingJob& job) {
   ValidatePodBytes(job.spec, &errors);
   ValidatePlacementAndSuccess(job.spec, &errors);
   ValidateFailurePolicy(job.spec.failure_policy, &errors);
+  ValidateSpares(job.spec, &errors);
   ValidateRunPolicy(job.spec.run_policy, &errors);
   return errors.Take();
 }

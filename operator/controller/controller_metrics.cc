@@ -55,6 +55,11 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry)
                               .Help("An active TrainingJob's throughput as its trainers report "
                                     "it (status.progress.samplesPerSecond)")
                               .Register(registry)),
+      spare_promotions_(prometheus::BuildCounter()
+                            .Name("lockstep_spare_promotions_total")
+                            .Help("Hot spares that took a lost pod's node-rank in place "
+                                  "(spec.failurePolicy.spareReplicas)")
+                            .Register(registry)),
       errors_(reconcile_errors_.Add({{"controller", kControllerName}})),
       reconcile_seconds_(reconcile_time_.Add(
           {{"controller", kControllerName}},
@@ -104,6 +109,10 @@ prometheus::Histogram::BucketBoundaries ControllerMetrics::RecoveryBuckets() {
 void ControllerMetrics::ObserveRestart(const std::string& ns, const std::string& reason,
                                        const std::string& mode) {
   restarts_.Add({{"namespace", ns}, {"reason", reason}, {"mode", mode}}).Increment();
+}
+
+void ControllerMetrics::ObserveSparePromotions(const std::string& ns, int count) {
+  if (count > 0) spare_promotions_.Add({{"namespace", ns}}).Increment(count);
 }
 
 void ControllerMetrics::ObserveNodeFailure(const std::string& reason) {

@@ -18,6 +18,8 @@
 //                                                           totalSteps, while the job is active
 //   lockstep_job_samples_per_second{namespace,name}         (gauge) status.progress
 //                                                           samplesPerSecond, while active
+//   lockstep_spare_promotions_total{namespace}              hot spares that took a lost pod's
+//                                                           node-rank (controller/spare_plan.h)
 // Thread-safe.
 
 #include <map>
@@ -49,6 +51,7 @@ class ControllerMetrics {
   void ObserveNodeFailure(const std::string& reason);
   void ObserveDetectionDelay(const std::string& reason, double seconds);
   void ObserveRecovery(const std::string& ns, const std::string& mode, double seconds);
+  void ObserveSparePromotions(const std::string& ns, int count);
 
   using JobCounts = std::map<std::tuple<std::string, std::string, std::string>, int64_t>;
   // Replaces the lockstep_jobs gauge values: (namespace, framework, state) -> count. Label sets
@@ -77,6 +80,7 @@ class ControllerMetrics {
   prometheus::Family<prometheus::Histogram>& recovery_;
   prometheus::Family<prometheus::Gauge>& progress_ratio_;
   prometheus::Family<prometheus::Gauge>& samples_per_second_;
+  prometheus::Family<prometheus::Counter>& spare_promotions_;
   prometheus::Counter& errors_;
   prometheus::Histogram& reconcile_seconds_;
   std::mutex mu_;

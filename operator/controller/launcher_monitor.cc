@@ -22,7 +22,11 @@ bool SameStatus(const LauncherObservation& a, const LauncherObservation& b) {
          a.status.round == b.status.round && a.status.complete == b.status.complete &&
          a.status.running == b.status.running &&
          a.status.failure_restarts == b.status.failure_restarts &&
-         a.status.requested_restarts == b.status.requested_restarts;
+         a.status.requested_restarts == b.status.requested_restarts &&
+         // Hot spares (spare_plan.h): a promotion, or a spare standing by or gone.
+         a.status.promotions == b.status.promotions &&
+         a.status.standby_spares == b.status.standby_spares &&
+         a.status.serving == b.status.serving;
 }
 
 }  // namespace

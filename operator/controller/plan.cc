@@ -17,6 +17,7 @@
 #include "operator/controller/kueue_plan.h"
 #include "operator/controller/plan_pass.h"
 #include "operator/controller/restart_plan.h"
+#include "operator/controller/spare_plan.h"
 #include "operator/controller/success_policy.h"
 #include "operator/controller/timers.h"
 #include "operator/controller/training_progress.h"
@@ -167,6 +168,7 @@ Status PlanCreates(Pass& p) {
   if (p.job.spec.elastic) opts.worker_replicas = p.spec.replicas;
   opts.launcher_max_restarts = LauncherRestartBudget(p.job);
   if (p.placements != nullptr) opts.role_placement = *p.placements;
+  SpareCreateOptions(p, &opts);
   std::set<std::string> present;
   for (const kube::Pod& pod : p.observed.pods) present.insert(pod.meta.name);
   // Only the pods this pass creates: the executor creates at most kMaxCreatesPerPass, and the
@@ -285,6 +287,7 @@ void PlanActive(Pass& p) {
     p.RequeueIn(std::chrono::seconds(*p.job.spec.run_policy.active_deadline_seconds));
   }
   PruneExclusions(p);
+  PlanSpareRecord(p);
   const int32_t stale_left = PlanStaleDeletes(p, p.stale_pods);
   const FailureDecision failure = DecideFailure(p.job, p.pods, p.observed.lost_nodes);
   if (failure.action != FailureAction::kNone && failure.awaiting_culprit && failure.failed_at &&
@@ -300,6 +303,11 @@ void PlanActive(Pass& p) {
     return;
   }
   if (failure.action == FailureAction::kRestart) {
+    // A standby spare may have taken the lost pod's node-rank already: ask node 0 first.
+    if (AwaitSparePromotion(p, failure.failed_at)) {
+      PlanProgress(p);
+      return;
+    }
     PlanRestart(p, FromFailure(failure), p.pods);
     return;
   }
@@ -318,6 +326,7 @@ void PlanActive(Pass& p) {
     PlanSharedChildren(p);
     return;
   }
+  PlanSpareDeletes(p);
   if (Status s = PlanCreates(p); !s.ok()) {
     PlanInvalid(p, "cannot build the pods: " + s.message());
     return;
@@ -336,7 +345,14 @@ Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time no
   const AttemptPods pods = SplitByAttempt(observed.pods, cached.job.status.attempt);
   api::TrainingJobSpec spec = cached.job.spec;
   spec.replicas = AttemptWorkers(cached.job);
-  Pass p{cached.job, observed, now, settled, options, &plan, pods.current, pods.stale, spec};
+  // Hot spares: the plan sees the gang as it runs now (spare_plan.h).
+  std::optional<SpareView> spares;
+  if (cached.job.spec.failure_policy.spare_replicas > 0 || cached.job.status.spares) {
+    spares = SplitSpares(spec, pods.current, CurrentServing(cached.job, observed.launchers));
+  }
+  Pass p{cached.job, observed, now,        settled,     options,
+         &plan,      spares ? spares->gang : pods.current, pods.stale, spec};
+  if (spares) p.spares = &*spares;
   if (!cached.status_error.empty()) {
     PlanUnreadableStatus(p, cached.status_error);
     return plan;

@@ -15,6 +15,8 @@
 
 namespace lockstep::controller {
 
+struct SpareView;  // spare_plan.h
+
 struct Pass {
   const api::TrainingJob& job;
   const Observed& observed;
@@ -29,6 +31,8 @@ struct Pass {
   const api::TrainingJobSpec& spec;
   // What Kueue's admission adds to each role's pods (kueue_plan.h); null: nothing.
   const std::map<std::string, api::RolePlacement>* placements = nullptr;
+  // Hot spares (spare_plan.h): the split `pods` came from; null for a job without spares.
+  const SpareView* spares = nullptr;
 
   int64_t gen() const { return job.metadata.generation; }
   api::TrainingJobStatus& status() { return plan->status; }

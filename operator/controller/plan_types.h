@@ -105,6 +105,7 @@ struct Plan {
   };
   std::optional<Restart> restart;         // a gang restart was decided
   std::optional<double> recovery_seconds;  // a restarted gang runs again: detection -> now
+  int spare_promotions = 0;  // hot spares newly recorded as promoted (spare_plan.h)
 
   // Launcher control (inplace_plan.h), carried out after the status write: ask node 0's launcher
   // for its Status (the name of the pod to ask), and send it Restart for a request.

@@ -203,6 +203,7 @@ void TrainingJobReconciler::RecordMetrics(const CachedJob& job, const Plan& plan
       metrics_->ObserveDetectionDelay(plan.restart->reason, *plan.restart->detection_delay_seconds);
     }
   }
+  metrics_->ObserveSparePromotions(job.meta.namespace_, plan.spare_promotions);
   if (plan.recovery_seconds && plan.status.last_restart) {
     const api::RestartMode mode =
         plan.status.last_restart->mode.value_or(api::RestartMode::kRecreate);

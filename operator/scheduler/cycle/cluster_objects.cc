@@ -54,6 +54,8 @@ int32_t ExpectedPodCount(const JobInfo& job) {
   if (job.spec.elastic && job.status_replicas > 0) workers = job.status_replicas;
   int32_t total = workers;
   for (const api::Role& role : job.spec.roles) total += role.replicas;
+  // Hot spares are placed with the gang, all or none (validation keeps them off elastic jobs).
+  if (!job.spec.elastic) total += std::max(job.spec.failure_policy.spare_replicas, 0);
   return total;
 }
 

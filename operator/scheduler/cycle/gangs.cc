@@ -66,6 +66,20 @@ bool BuildGang(const std::string& key, std::vector<PodPtr> pods, const JobPtr& j
   return true;
 }
 
+// Replacement hot spares (docs/failures.md "Hot spares"): pending spare pods alone while the
+// rest of the attempt is bound. They are placed by themselves, under the job's topology rules and
+// exclusions, never held back for a gang that is already running (nor undone as its leftover).
+bool IsSpareRefill(const JobInfo& job, const std::vector<PodPtr>& pending,
+                   const std::vector<PodPtr>& bound) {
+  if (job.spec.failure_policy.spare_replicas <= 0 || bound.empty()) return false;
+  for (const PodPtr& pod : pending) {
+    const kube::OwnerRef* owner = pod->meta.ControllerRef();
+    if (owner == nullptr || owner->uid != job.meta.uid) return false;
+    if (Label(*pod, api::kLabelRole) != api::kSpareRole || ReplicaIndex(*pod) < 0) return false;
+  }
+  return true;
+}
+
 // Where a group of pending pods stands against the attempt the job's status names.
 enum class AttemptMatch { kCurrent, kOlder, kNewer };
 
@@ -184,6 +198,18 @@ GangCollection CollectGangs(const std::vector<PodPtr>& pods, const CollectInputs
       continue;
     }
     CollectedGang gang;
+    if (job != nullptr && attempt == AttemptMatch::kCurrent && !job->meta.deletion_timestamp &&
+        !job->spec.run_policy.suspend && IsSpareRefill(*job, members, bound[key])) {
+      SortGangOrder(*job, members);
+      gang.key = key;
+      gang.job = job;
+      gang.request = RequestFor(*job, members, inputs.priority_of(job->spec.priority_class_name),
+                                inputs.now, &gang.pods);
+      // A spare never preempts anybody: the job runs already.
+      gang.request.preemption_policy = PreemptionPolicy::kNever;
+      out.complete.push_back(std::move(gang));
+      continue;
+    }
     if (job == nullptr || attempt == AttemptMatch::kNewer || job->meta.deletion_timestamp ||
         job->spec.run_policy.suspend || !BuildGang(key, members, job, inputs, &gang)) {
       ++out.incomplete;

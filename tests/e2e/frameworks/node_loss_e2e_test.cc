@@ -1,12 +1,18 @@
 // A node dies under a running job: the agent's `--fail-node` kills the node's pods and stops its
 // Lease, the operator (node-lease grace 10 s) finds the node lost, recreates the gang as the next
 // attempt on the other nodes, and the ranks resume from the checkpoint in the shared volume.
-// A binary of its own: the dead node stays dead for the rest of the agent's life.
+// With a hot spare (docs/failures.md "Hot spares") the spare takes the lost node-rank in place
+// instead: no new attempt, the same resume, and the operator deletes the lost pod.
+// A binary of its own: the dead node stays dead for the rest of the agent's life (the tests run
+// in file order: the first kills one of 4 nodes, the second one of the 3 left).
 
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 
+#include "common/rfc3339.h"
 #include "tests/e2e/frameworks/framework_test_util.h"
 
 namespace lockstep::e2e {
@@ -22,7 +28,7 @@ class NodeLoss : public SharedClusterTest<NodeLoss> {
   // binaries (ctest -j3 on 2 cores) a live node's renewals were once seen 6 s late, and the
   // gang was restarted a second time off a healthy node (cold check, 2026-12-01).
   static ClusterOptions Options() {
-    return ClusterOptions{.nodes = 3, .operator_args = {"--node-lease-grace=10s"}};
+    return ClusterOptions{.nodes = 4, .operator_args = {"--node-lease-grace=10s"}};
   }
 };
 
@@ -98,6 +104,118 @@ TEST_F(NodeLoss, NodeAgentKilledGangRecreatedOnOtherNodesResumesAndSucceeds) {
   ASSERT_EQ(weights.size(), 4u) << run.AllLogs();
   EXPECT_EQ(Fields(weights, "sha").size(), 1u) << run.AllLogs();
   ExpectNoProcessesLeft("pytorch-ddp-node-loss");
+}
+
+TEST_F(NodeLoss, HotSpareTakesTheLostNodeRankInPlaceResumesAndSucceeds) {
+  const std::string name = "pytorch-ddp-spare";
+  StatusOr<json> job = cluster_->LoadExample("pytorch-ddp-spare.yaml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Long enough for the operator's 10-s poll to see the spare stand by, then to be interrupted.
+  SetFlag(*job, "--epochs", "16");
+  SetFlag(*job, "--sleep-per-epoch", "2");
+  // One pod per node (each node has the host's 2 CPUs): the spare never shares the victim's node.
+  (*job)["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1200m";
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cluster_->Create(*job).ok());
+
+  // Step 1: the job runs, has checkpointed, reported progress, and its spare stands by.
+  const std::string ckpt = cluster_->HostPathDir(name, "checkpoints") + "/checkpoint.pt";
+  int64_t step_before = -1;
+  StatusOr<json> running = cluster_->WaitFor(
+      name,
+      [&](const json& j) {
+        const json status = j.value("status", json::object());
+        const json spares = status.value("spares", json::object());
+        if (status.contains("progress")) step_before = status["progress"].value("step", -1);
+        return status.value("state", "") == "Running" && std::filesystem::exists(ckpt) &&
+               spares.value("ready", 0) == 1 && step_before > 0;
+      },
+      seconds(120));
+  ASSERT_TRUE(running.ok()) << running.status() << "\n" << cluster_->Collect(name).AllLogs();
+
+  // Step 2: the node of worker 1 dies (node-rank 1; node 0 hosts the rendezvous).
+  JobRun before = cluster_->Collect(name);
+  std::string victim, spare_node;
+  for (const JobRun::Pod& pod : before.pods) {
+    if (pod.name == name + "-worker-1") victim = pod.node;
+    if (pod.name == name + "-spare-0") spare_node = pod.node;
+  }
+  ASSERT_FALSE(victim.empty()) << before.AllLogs();
+  ASSERT_NE(victim, spare_node) << before.AllLogs();
+  const auto killed = std::chrono::steady_clock::now();
+  const auto killed_wall = std::chrono::system_clock::now();
+  ASSERT_TRUE(cluster_->FailNode(victim).ok());
+
+  // Step 3: the spare serves node-rank 1, and the job ends Succeeded with no gang restart.
+  StatusOr<json> promoted = cluster_->WaitFor(
+      name,
+      [](const json& j) {
+        return j.value("status", json::object()).value("spares", json::object())
+                   .value("promotions", 0) >= 1;
+      },
+      seconds(60));
+  ASSERT_TRUE(promoted.ok()) << promoted.status() << "\n" << cluster_->Collect(name).AllLogs();
+  std::cout << "[ job ] spare promotion recorded "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count()
+            << " s after the node kill" << std::endl;
+  StatusOr<json> done = cluster_->WaitFor(
+      name,
+      [](const json& j) {
+        const std::string state = j.value("status", json::object()).value("state", "");
+        return state == "Succeeded" || state == "Failed";
+      },
+      seconds(180));
+  const JobRun run = cluster_->Collect(name);
+  ASSERT_TRUE(done.ok()) << done.status() << "\n" << run.AllLogs();
+  std::cout << "[ job ] spare run ended " << run.state() << " in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+            << " s" << std::endl;
+  ASSERT_EQ(run.state(), "Succeeded") << run.job["status"].dump(2) << "\n" << run.AllLogs();
+  const json& status = run.job["status"];
+  EXPECT_EQ(status.value("attempt", -1), 0) << "no gang restart: " << status.dump(2);
+  const json& spares = status["spares"];
+  EXPECT_EQ(spares.value("promotions", 0), 1) << status.dump(2);
+  ASSERT_EQ(spares["serving"].size(), 1u) << status.dump(2);
+  EXPECT_EQ(spares["serving"][0].value("nodeRank", -1), 1) << status.dump(2);
+  EXPECT_EQ(spares["serving"][0].value("pod", ""), name + "-spare-0") << status.dump(2);
+  // Progress rose while it trained, to the last step.
+  ASSERT_TRUE(status.contains("progress")) << status.dump(2);
+  EXPECT_GT(status["progress"].value("step", 0), step_before) << status.dump(2);
+
+  // Kill -> every rank of the next round running: the later of the two launchers' "world formed"
+  // for round 1 (their log lines start with the time), printed for docs/failures.md.
+  std::optional<std::chrono::system_clock::time_point> formed;
+  for (const JobRun::Pod& pod : run.pods) {
+    std::istringstream in(pod.log);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("world formed attempt=1 ") == std::string::npos) continue;
+      StatusOr<std::chrono::system_clock::time_point> at = ParseTime(line.substr(0, line.find(' ')));
+      if (at.ok() && (!formed || *at > *formed)) formed = *at;
+    }
+  }
+  ASSERT_TRUE(formed.has_value()) << run.AllLogs();
+  std::cout << "[ job ] node kill -> every rank of round 1 formed "
+            << std::chrono::duration<double>(*formed - killed_wall).count() << " s" << std::endl;
+
+  // The final round: worker 0 (restarted in place) and the promoted spare resumed from the same
+  // checkpoint, and every rank ends with the same weights.
+  std::vector<std::string> resumed, weights;
+  for (const JobRun::Pod& pod : run.pods) {
+    JobRun one;
+    one.pods.push_back(pod);
+    if (pod.name == name + "-spare-0") {
+      EXPECT_FALSE(one.Lines("RESUMED ").empty()) << "the spare resumed: " << pod.log;
+      EXPECT_EQ(pod.node, spare_node);
+    }
+    for (const std::string& l : one.Lines("RESUMED ")) resumed.push_back(l);
+    for (const std::string& l : one.Lines("WEIGHTS ")) weights.push_back(l);
+  }
+  ASSERT_EQ(resumed.size(), 4u) << run.AllLogs();
+  EXPECT_EQ(Fields(resumed, "rank"), (std::set<std::string>{"0", "1", "2", "3"}));
+  EXPECT_EQ(Fields(resumed, "epoch").size(), 1u) << "every rank resumes from the same epoch";
+  ASSERT_EQ(weights.size(), 4u) << run.AllLogs();
+  EXPECT_EQ(Fields(weights, "sha").size(), 1u) << run.AllLogs();
+  ExpectNoProcessesLeft(name);
 }
 
 }  // namespace

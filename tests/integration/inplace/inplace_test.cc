@@ -193,6 +193,75 @@ TEST_F(InPlaceTest, AKilledRankIsAnInPlaceRestartInStatus) {
   for (const json& e : JobEvents("ip-killed")) EXPECT_EQ(e.dump().find(token), std::string::npos);
 }
 
+// Hot spares (docs/failures.md "Hot spares"): a 2-worker job with spareReplicas 1 runs three
+// kwok pods; real launchers play worker 0, worker 1 and the standby spare. Node 1's launcher is
+// killed: the spare takes node-rank 1 in round 1 (children of ranks 2 and 3 in its launcher),
+// the operator records the promotion from node 0's answer, keeps attempt 0, deletes the replaced
+// pod and creates a replacement spare.
+TEST_F(InPlaceTest, ASpareTakesALostNodeRankAndTheOperatorReplacesThePodNotTheGang) {
+  const std::string name = "ip-spare";
+  CreateNodes(4);  // 8-GPU pods on 8-GPU nodes: one pod per node, one node left for the refill
+  CreateJob(MakeJob(name, 2, [&](json& j) {
+    j["spec"]["failurePolicy"]["restartMode"] = "InPlace";
+    j["spec"]["failurePolicy"]["maxRestarts"] = 3;
+    j["spec"]["failurePolicy"]["spareReplicas"] = 1;
+  }));
+  ASSERT_TRUE(WaitRunningAttempt(name, 0, 3, seconds(30))) << "the gang and its spare never ran";
+  ASSERT_TRUE(WaitFor([&] { return !PodIp(name + "-worker-0").empty(); }, seconds(20)));
+  StatusOr<json> job = GetJob(name);
+  ASSERT_TRUE(job.ok()) << job.status();
+  StartLaunchers(*job, {"--forever"}, {"--max-restarts", "0"});
+  StatusOr<json> secret = client().Get(kube::resources::Secrets(), ns(), name + "-rdzv");
+  ASSERT_TRUE(secret.ok()) << secret.status();
+  LauncherSpec spare;
+  spare.args = {"--nnodes", "2", "--spare", "--role-index", "0", "--nproc-per-node", "2",
+                "--rdzv-endpoint", address_ + ":" + std::to_string(api::kRdzvPort), "--rdzv-id",
+                (*job)["metadata"]["uid"].get<std::string>(), "--advertise-addr", "127.0.0.1",
+                "--grace-period", "2", "--max-restarts", "0"};
+  spare.command = {LOCKSTEP_TEST_CHILD_BIN, dir_.path(), "--forever"};
+  spare.env = {{"LOCKSTEP_TOKEN", SecretToken(*secret)},
+               {"LOCKSTEP_NCCL_LIBRARY", "/nonexistent/libnccl.so.2"}};
+  launchers_.push_back(std::make_unique<LauncherProcess>(spare, dir_.path() + "/spare.log"));
+  ASSERT_TRUE(launcher::testing::WaitForFiles(dir_.path(), "env.0.", 4, seconds(30)))
+      << LauncherLogs();
+  // The operator's poll (every 10 s) sees the spare stand by.
+  StatusOr<json> ready = WaitForJob(
+      name, [](const json& j) { return j.value("/status/spares/ready"_json_pointer, 0) == 1; },
+      seconds(25));
+  ASSERT_TRUE(ready.ok()) << ready.status() << "\n" << LauncherLogs();
+  const std::string pod0 = PodUid(name + "-worker-0"), spare0 = PodUid(name + "-spare-0");
+  const double before = Metric("lockstep_spare_promotions_total");
+
+  launchers_[1]->Signal(SIGKILL);
+  ASSERT_TRUE(launcher::testing::WaitForFiles(dir_.path(), "env.1.", 4, seconds(20)))
+      << LauncherLogs();
+  StatusOr<json> seen = WaitForJob(
+      name,
+      [](const json& j) { return j.value("/status/spares/promotions"_json_pointer, 0) >= 1; },
+      seconds(25));
+  ASSERT_TRUE(seen.ok()) << seen.status() << "\n" << LauncherLogs();
+  const json& st = (*seen)["status"];
+  EXPECT_EQ(st["attempt"], 0) << st.dump(2);
+  ASSERT_EQ(st["spares"]["serving"].size(), 1u) << st.dump(2);
+  EXPECT_EQ(st["spares"]["serving"][0]["nodeRank"], 1);
+  EXPECT_EQ(st["spares"]["serving"][0]["pod"], name + "-spare-0");
+  EXPECT_FALSE(FindEvent(name, "SparePromoted").is_null());
+  EXPECT_TRUE(WaitFor(
+      [&] { return Metric("lockstep_spare_promotions_total") >= before + 1; }, seconds(5)));
+  // The replaced pod goes, a replacement spare comes; worker 0 and the promoted spare stay.
+  EXPECT_TRUE(WaitFor([&] { return PodUid(name + "-worker-1").empty(); }, seconds(30)))
+      << "the replaced pod was not deleted";
+  EXPECT_TRUE(WaitFor([&] { return !PodUid(name + "-spare-1").empty(); }, seconds(30)))
+      << "no replacement spare";
+  EXPECT_EQ(PodUid(name + "-worker-0"), pod0);
+  EXPECT_EQ(PodUid(name + "-spare-0"), spare0);
+  StatusOr<json> after = GetJob(name);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(Attempt(*after), 0) << (*after)["status"].dump(2);
+  EXPECT_EQ(State(*after), "Running") << (*after)["status"].dump(2);
+  EXPECT_TRUE(PodUid(name + "-worker-1").empty()) << "worker 1 is never recreated";
+}
+
 TEST_F(InPlaceTest, TheRestartAnnotationRestartsInPlaceWithoutDeletingPods) {
   const json job = StartJob("ip-request");
   const std::string pod0 = PodUid("ip-request-worker-0"), pod1 = PodUid("ip-request-worker-1");

@@ -165,6 +165,34 @@ TEST(ChildrenTest, FourWorkerPyTorchPods) {
   }
 }
 
+TEST(ChildrenTest, SparesAreWorkerPodsWithoutANodeRankAndServedRanksAreNotRecreated) {
+  TrainingJob job = testing::MinimalJob();
+  job.spec.replicas = 3;
+  job.spec.failure_policy.spare_replicas = 1;
+  ChildrenOptions options = Options(1);
+  options.spare_indexes = {1};
+  options.served_node_ranks = {2};  // spare 0 serves node-rank 2: demo-worker-2 is not built
+  options.role_placement["worker"].node_selector = {{"pool", "gpu"}};
+  const std::vector<json> pods = Pods(job, options);
+  ASSERT_EQ(pods.size(), 3u);
+  EXPECT_EQ(pods[0]["metadata"]["name"], "demo-worker-0");
+  EXPECT_EQ(pods[1]["metadata"]["name"], "demo-worker-1");
+  const json& spare = pods[2];
+  EXPECT_EQ(spare["metadata"]["name"], "demo-spare-1");
+  EXPECT_EQ(spare["metadata"]["labels"]["lockstep.dev/role"], "spare");
+  EXPECT_EQ(spare["metadata"]["labels"]["lockstep.dev/replica-index"], "1");
+  EXPECT_EQ(spare["metadata"]["labels"]["lockstep.dev/attempt"], "1");
+  EXPECT_EQ(spare["spec"]["hostname"], "demo-spare-1");
+  EXPECT_EQ(spare["spec"]["nodeSelector"], json({{"pool", "gpu"}}));  // the workers' placement
+  const auto env = EnvOf(spare["spec"]["containers"][0]);
+  EXPECT_EQ(env.at("LOCKSTEP_SPARE"), "1");
+  EXPECT_EQ(env.count("LOCKSTEP_NODE_RANK"), 0u);
+  EXPECT_EQ(env.at("LOCKSTEP_ROLE_INDEX"), "1");
+  EXPECT_EQ(env.at("LOCKSTEP_NNODES"), "3");
+  EXPECT_EQ(env.at("LOCKSTEP_RDZV_ENDPOINT"), "demo-worker-0.demo.ns.svc:29400");
+  EXPECT_EQ(env.at("LOCKSTEP_ADVERTISE_ADDR"), "demo-spare-1.demo.ns.svc");
+}
+
 TEST(ChildrenTest, TensorFlowChiefIsRankZeroAndHostsRendezvous) {
   TrainingJob job = testing::MinimalJob();
   job.spec.framework = Framework::kTensorFlow;

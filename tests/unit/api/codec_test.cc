@@ -275,6 +275,35 @@ TEST(CodecTest, InPlaceFieldsRoundTrip) {
   EXPECT_FALSE(EncodeStatus(TrainingJobStatus{}).contains("restartRequest"));
 }
 
+TEST(CodecTest, SpareFieldsRoundTrip) {
+  json job = testing::MinimalJobJson();
+  StatusOr<TrainingJob> plain = DecodeTrainingJob(job);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->spec.failure_policy.spare_replicas, 0);  // the schema's default
+  EXPECT_EQ(EncodeSpec(plain->spec)["failurePolicy"]["spareReplicas"], 0);
+  job["spec"]["failurePolicy"] = {{"spareReplicas", 2}};
+  StatusOr<TrainingJob> spared = DecodeTrainingJob(job);
+  ASSERT_TRUE(spared.ok()) << spared.status();
+  EXPECT_EQ(spared->spec.failure_policy.spare_replicas, 2);
+  EXPECT_EQ(EncodeSpec(spared->spec)["failurePolicy"]["spareReplicas"], 2);
+  job["spec"]["failurePolicy"] = {{"spareReplicas", "two"}};
+  StatusOr<TrainingJob> bad = DecodeTrainingJob(job);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("spec.failurePolicy.spareReplicas"), std::string::npos)
+      << bad.status();
+
+  TrainingJobStatus s;
+  s.spares = SpareStatus{2, 1, 3, 1, 2, {SpareServing{2, 0, "demo-spare-0", 4}}};
+  const json encoded = EncodeStatus(s);
+  EXPECT_EQ(encoded["spares"], json::parse(R"({"desired": 2, "ready": 1, "promotions": 3,
+      "attempt": 1, "attemptPromotions": 2,
+      "serving": [{"nodeRank": 2, "spareIndex": 0, "pod": "demo-spare-0", "round": 4}]})"));
+  StatusOr<TrainingJobStatus> decoded = DecodeStatus(encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->spares, s.spares);
+  EXPECT_FALSE(EncodeStatus(TrainingJobStatus{}).contains("spares"));
+}
+
 TEST(CodecTest, EmptyExcludedNodesAreWrittenSoAMergePatchClearsThem) {
   const json encoded = EncodeStatus(TrainingJobStatus{});
   ASSERT_TRUE(encoded.contains("excludedNodes"));

@@ -144,8 +144,37 @@ INSTANTIATE_TEST_SUITE_P(
              [](TrainingJob* j) {
                j->spec.success_policy = SuccessPolicy{SuccessOperator::kAll, {"chief"}};
              },
-             "spec.successPolicy.targetRoles", "must name 'worker' or a role"}),
+             "spec.successPolicy.targetRoles", "must name 'worker' or a role"},
+        Case{"NegativeSpares", [](TrainingJob* j) { j->spec.failure_policy.spare_replicas = -1; },
+             "spec.failurePolicy.spareReplicas", "must be in 0..16"},
+        Case{"TooManySpares", [](TrainingJob* j) { j->spec.failure_policy.spare_replicas = 17; },
+             "spec.failurePolicy.spareReplicas", "must be in 0..16"},
+        Case{"SparesWithRoles",
+             [](TrainingJob* j) {
+               j->spec.failure_policy.spare_replicas = 1;
+               j->spec.roles = {MakeRole("ps")};
+             },
+             "spec.failurePolicy.spareReplicas", "stand in for workers only"},
+        Case{"SparesWithElastic",
+             [](TrainingJob* j) {
+               j->spec.failure_policy.spare_replicas = 1;
+               j->spec.replicas = 4;
+               j->spec.elastic = ElasticPolicy{2, 4, 60};
+             },
+             "spec.failurePolicy.spareReplicas", "not supported with spec.elastic"},
+        Case{"SparesForOnePod",
+             [](TrainingJob* j) {
+               j->spec.failure_policy.spare_replicas = 1;
+               j->spec.replicas = 1;
+             },
+             "spec.failurePolicy.spareReplicas", "a job of one pod has none to take"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
+
+TEST(ValidationTest, SparesForAWorkerGangAreValid) {
+  TrainingJob job = testing::MinimalJob();
+  job.spec.failure_policy.spare_replicas = 2;
+  EXPECT_TRUE(Validate(job).empty()) << ToStatus(Validate(job));
+}
 
 TEST(ValidationTest, LargeTemplatesUnderThePodBytesCapAreValid) {
   TrainingJob job = testing::MinimalJob();

@@ -100,6 +100,39 @@ TEST(CollectGangsTest, AGangSplitBetweenBoundAndPendingIsALeftover) {
       CollectGangs(Concat(bound, Workers(2, 1, 2)), InputsFor(Job(suspended))).leftovers.empty());
 }
 
+// Hot spares (docs/failures.md "Hot spares"): the first gang includes the spare pods, all or
+// none; a replacement spare pending beside the running gang is placed alone, never undone as
+// a leftover, and never preempts.
+TEST(CollectGangsTest, SparesArePlacedWithTheGangAndRefilledAlone) {
+  json spared = JobJson(3, 0, 8, {{"attempt", 1}});
+  spared["spec"]["failurePolicy"] = {{"spareReplicas", 1}};
+  const JobPtr job = Job(spared);
+  // The gang without its spare is incomplete; with it, one gang of 4: workers first.
+  EXPECT_TRUE(CollectGangs(Workers(3, 1), InputsFor(job)).complete.empty());
+  GangCollection got =
+      CollectGangs(Concat(Workers(3, 1), {PodOf("spare", 0, 1, 8)}), InputsFor(job));
+  ASSERT_EQ(got.complete.size(), 1u);
+  ASSERT_EQ(got.complete[0].request.roles.size(), 2u);
+  EXPECT_EQ(got.complete[0].request.roles[0].name, "worker");
+  EXPECT_EQ(got.complete[0].request.roles[1].name, "spare");
+  EXPECT_EQ(got.complete[0].request.PodCount(), 4u);
+
+  // Spare 0 took node-rank 2 (worker 2 deleted); spare 1 pending beside the bound gang.
+  const std::vector<PodPtr> bound = {PodOf("worker", 0, 1, 8, "n0"), PodOf("worker", 1, 1, 8, "n1"),
+                                     PodOf("spare", 0, 1, 8, "n3")};
+  got = CollectGangs(Concat(bound, {PodOf("spare", 1, 1, 8)}), InputsFor(job));
+  ASSERT_EQ(got.complete.size(), 1u);
+  EXPECT_TRUE(got.leftovers.empty());
+  EXPECT_EQ(got.complete[0].request.PodCount(), 1u);
+  EXPECT_EQ(got.complete[0].request.roles[0].name, "spare");
+  EXPECT_EQ(got.complete[0].request.preemption_policy, PreemptionPolicy::kNever);
+
+  // Without spares in the spec the same pods are a split gang's leftover, as before.
+  const JobPtr plain = Job(JobJson(4, 0, 8, {{"attempt", 1}}));
+  got = CollectGangs(Concat(bound, {PodOf("spare", 1, 1, 8)}), InputsFor(plain));
+  EXPECT_TRUE(got.complete.empty());
+}
+
 TEST(CollectGangsTest, NewerAttemptThanTheCachedStatusWaits) {
   const JobPtr job = Job(JobJson(4, 0, 8, {{"attempt", 1}}));
   const GangCollection got = CollectGangs(Workers(4, 2), InputsFor(job));
