@@ -67,6 +67,8 @@ class Attempt {
   // Stops the children for a cause the launcher decided (a failure, the server): the short
   // grace (supervisor/stop_grace.h), where a signal's stop gets the whole --grace-period.
   void StopGang();
+  // The server is lost: SIGKILL the children at once (docs/failures.md "Fencing").
+  void FenceGang();
   // kRunning -> kStopping with this cause; later calls change nothing.
   bool Decide(AttemptEnd::Kind kind, std::string message);
   // Tells the server this node failed; its Abort is then awaited up to the peer timeout.

@@ -113,6 +113,8 @@ StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
   // Only frameworks that use every pod (TF_CONFIG, Horovod cross ranks) get the table: it is
   // O(W) bytes per launcher and O(W^2) for the server, too slow for thousands of pods.
   opt.want_peer_table = NeedsPeerTable(config_.framework);
+  opt.pod_name = config_.pod_name;
+  opt.node_name = config_.node_name;
   opt.heartbeat_interval = config_.heartbeat_interval;
   opt.peer_timeout = config_.peer_timeout;
   opt.deadline = Steady::now() + config_.join_timeout;

@@ -42,6 +42,10 @@ inline constexpr std::string_view kEnvJoinTimeout = "LOCKSTEP_JOIN_TIMEOUT";
 inline constexpr std::string_view kEnvLastCall = "LOCKSTEP_LAST_CALL";
 inline constexpr std::string_view kEnvGracePeriod = "LOCKSTEP_GRACE_PERIOD";
 inline constexpr std::string_view kEnvLogFormat = "LOCKSTEP_LOG_FORMAT";
+// The launcher's pod and node (the operator sets them from the downward API: metadata.name,
+// spec.nodeName); only reported, in the Join, so node 0 can name a lost member (LostMember).
+inline constexpr std::string_view kEnvPodName = "LOCKSTEP_POD_NAME";
+inline constexpr std::string_view kEnvNodeName = "LOCKSTEP_NODE_NAME";
 
 // One launcher input. `flag` is empty for env-only inputs (secrets never go on a command line,
 // where `ps` shows them). `is_switch` flags take no value.
@@ -114,6 +118,10 @@ inline constexpr std::array kFlags = {
              "(the operator passes the pod's terminationGracePeriodSeconds - 1); a stop the "
              "launcher decides itself (a failure in the gang) waits at most 10"},
     FlagSpec{"--log-format", kEnvLogFormat, "text", "text|json"},
+    FlagSpec{"--pod-name", kEnvPodName, "",
+             "this launcher's pod, reported to node 0 so it can name a lost member"},
+    FlagSpec{"--node-name", kEnvNodeName, "",
+             "the node this launcher's pod runs on, reported to node 0 likewise"},
 };
 
 // Environment every child gets (framework adapters add their own on top).

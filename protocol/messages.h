@@ -32,9 +32,11 @@ namespace lockstep::protocol {
 // 3: Started, Failure's stderr tail, and the control messages (control.h).
 // 4: Join carries key_attempt, and its MAC is keyed by that attempt's key (auth.h AttemptKey).
 // 5: ControlStatus carries the trainer's latest progress report (TrainingProgress).
+// 6: Join carries the member's pod and node names; ControlStatus carries the members the server
+//    lost (LostMember), the operator's peer evidence of a lost node.
 // Join, Challenge and Control carry it; the server refuses another version with a reason that
 // names it (a launcher of another version never fails to decode instead).
-inline constexpr uint32_t kProtocolVersion = 5;
+inline constexpr uint32_t kProtocolVersion = 6;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;  // HMAC-SHA256
 inline constexpr size_t kNcclIdBytes = 128;
@@ -85,6 +87,12 @@ struct Join {
   uint32_t nproc = 1;
   bool want_peer_table = false;
   std::string mac;  // kMacBytes
+  // Version 6: the launcher's pod and the node it runs on (LOCKSTEP_POD_NAME/LOCKSTEP_NODE_NAME,
+  // the downward API), so a lost member can be named to the operator (LostMember). Empty when
+  // unknown (a launcher run by hand). Not covered by the MAC: only ever reported, never trusted
+  // for a decision (the operator checks the pod and node it names itself).
+  std::string pod_name = {};
+  std::string node_name = {};
 
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
@@ -100,6 +108,8 @@ struct Join {
     io.U32(m.nproc);
     io.Bool(m.want_peer_table);
     io.Fixed(m.mac, kMacBytes);
+    io.String(m.pod_name);
+    io.String(m.node_name);
   }
   friend bool operator==(const Join&, const Join&) = default;
 };
@@ -360,6 +370,38 @@ struct TrainingProgress {
   friend bool operator==(const TrainingProgress&, const TrainingProgress&) = default;
 };
 
+// A member the server lost while its round was running or forming (silent for the peer timeout,
+// or its connection closed): the peer evidence the operator corroborates before it declares the
+// node lost (operator/controller/peer_loss.h). Times are the server's wall clock, unix ms.
+struct LostMember {
+  uint32_t round = 0;  // the round it was a member of
+  uint32_t node_rank = 0;
+  std::string pod_name;   // Join::pod_name ("" when the launcher did not know it)
+  std::string node_name;  // Join::node_name
+  uint64_t last_heard_unix_ms = 0;  // the last bytes the server read from it
+  uint64_t lost_unix_ms = 0;        // when the server declared it lost
+  // True: its connection closed (its launcher exited, taking its children with it, or the
+  // connection was reset, which its launcher sees too). False: it fell silent, so its launcher
+  // may still run until it notices the server's silence (a peer timeout later at most).
+  bool disconnected = false;
+  std::string why;
+
+  // At least this many bytes on the wire (u32 x2, u64 x2, a bool, three empty strings' lengths).
+  static constexpr size_t kMinBytes = 37;
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.round);
+    io.U32(m.node_rank);
+    io.String(m.pod_name);
+    io.String(m.node_name);
+    io.U64(m.last_heard_unix_ms);
+    io.U64(m.lost_unix_ms);
+    io.Bool(m.disconnected);
+    io.String(m.why);
+  }
+  friend bool operator==(const LostMember&, const LostMember&) = default;
+};
+
 // What the server knows. Counters cover the server's lifetime (one pod of node 0 = one operator
 // attempt): every in-place restart the launchers made, charged (failures) or requested.
 struct ControlStatus {
@@ -373,6 +415,10 @@ struct ControlStatus {
   std::optional<RoundFailure> last_failure;
   // Node 0's trainers' latest progress report, once they wrote one (version 5).
   std::optional<TrainingProgress> progress = std::nullopt;
+  // Version 6: the members lost in the newest round that lost any (at most max_nodes, one per
+  // node rank). Kept after that round aborted: the lost node never rejoins the next round, and
+  // the operator must still learn of it.
+  std::vector<LostMember> lost = {};
 
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
@@ -384,6 +430,8 @@ struct ControlStatus {
     io.U32(m.requested_restarts);
     io.Optional(m.last_failure, [](auto& sub, auto& f) { RoundFailure::Fields(sub, f); });
     io.Optional(m.progress, [](auto& sub, auto& p) { TrainingProgress::Fields(sub, p); });
+    io.List(m.lost, kMaxPeers, LostMember::kMinBytes,
+            [](auto& sub, auto& l) { LostMember::Fields(sub, l); });
   }
   friend bool operator==(const ControlStatus&, const ControlStatus&) = default;
 };

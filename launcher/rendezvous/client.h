@@ -34,6 +34,8 @@ struct ClientOptions {
   uint32_t port = 0;
   uint32_t nproc = 1;
   bool want_peer_table = false;
+  std::string pod_name;   // Join::pod_name, Join::node_name: only reported
+  std::string node_name;
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds peer_timeout{5000};
   std::chrono::steady_clock::time_point deadline;

@@ -18,6 +18,8 @@
 //                                                           totalSteps, while the job is active
 //   lockstep_job_samples_per_second{namespace,name}         (gauge) status.progress
 //                                                           samplesPerSecond, while active
+//   lockstep_peer_loss_reports_total{verdict}               members node 0's launcher reported
+//                                                           lost, by verdict (peer_loss.h)
 // Thread-safe.
 
 #include <map>
@@ -47,6 +49,7 @@ class ControllerMetrics {
 
   void ObserveRestart(const std::string& ns, const std::string& reason, const std::string& mode);
   void ObserveNodeFailure(const std::string& reason);
+  void ObservePeerLoss(const std::string& verdict);
   void ObserveDetectionDelay(const std::string& reason, double seconds);
   void ObserveRecovery(const std::string& ns, const std::string& mode, double seconds);
 
@@ -79,6 +82,7 @@ class ControllerMetrics {
   prometheus::Family<prometheus::Gauge>& samples_per_second_;
   prometheus::Counter& errors_;
   prometheus::Histogram& reconcile_seconds_;
+  prometheus::Family<prometheus::Counter>& peer_loss_;
   std::mutex mu_;
   JobCounts last_counts_;  // guarded by mu_
   // The progress series that exist, by (namespace, name): what ForgetJobProgress removes.

@@ -15,6 +15,7 @@
 #include "operator/controller/inplace_policy.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/kueue_plan.h"
+#include "operator/controller/peer_loss_plan.h"
 #include "operator/controller/plan_pass.h"
 #include "operator/controller/restart_plan.h"
 #include "operator/controller/success_policy.h"
@@ -303,6 +304,9 @@ void PlanActive(Pass& p) {
     PlanRestart(p, FromFailure(failure), p.pods);
     return;
   }
+  // Before the in-place record: a node lost is a disruption, not the in-place failure restart
+  // the launchers counted when its loss aborted their round.
+  if (PlanPeerLoss(p)) return;
   PlanInPlaceRecord(p);
   PlanTrainingProgress(p);
   if (std::optional<std::string> success = EvaluateSuccess(p.spec, p.pods)) {

@@ -54,6 +54,19 @@ class ScriptedControl final : public LauncherControl {
     acks_.pop_front();
     return a;
   }
+  ProbeAnswer Probe(const std::string& host, uint16_t port) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    probes_.push_back(host + ":" + std::to_string(port));
+    return probe_answer_;
+  }
+  void SetProbeAnswer(ProbeAnswer a) {
+    std::lock_guard<std::mutex> lock(mu_);
+    probe_answer_ = std::move(a);
+  }
+  std::vector<std::string> probes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return probes_;
+  }
   std::vector<Call> calls() const {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;
@@ -64,6 +77,8 @@ class ScriptedControl final : public LauncherControl {
   std::deque<StatusOr<protocol::ControlStatus>> statuses_;
   std::deque<StatusOr<protocol::ControlAck>> acks_;
   std::vector<Call> calls_;
+  std::vector<std::string> probes_;
+  ProbeAnswer probe_answer_;
 };
 
 protocol::ControlStatus Round(uint32_t round, bool running, uint32_t failures = 0) {

@@ -29,7 +29,9 @@ AllMessages Samples() {
                   .port = 2222,
                   .nproc = 4,
                   .want_peer_table = true,
-                  .mac = std::string(kMacBytes, 'm')};
+                  .mac = std::string(kMacBytes, 'm'),
+                  .pod_name = "job-worker-1",
+                  .node_name = "node-7"};
   const WorldMsg world{1, 1, 2, 8, 4, 4, "pod-0", std::string(kNcclIdBytes, 'x'), 0, 4};
   const RoundFailure failure{2, 1, 5, 1, 3, 0, FailureReason::kExit, "rank 5 exited", {"boom"}};
   return {Challenge{kProtocolVersion, std::string(kNonceBytes, 'n')},
@@ -46,21 +48,24 @@ AllMessages Samples() {
           Abort{2, FailureReason::kPeerLost, 1, "node 1 silent", false},
           ControlRequest{kProtocolVersion, "run-1", ControlKind::kRestart, "asked",
                          std::string(kMacBytes, 'c')},
-          ControlStatus{3, true, true, 2, 1, 2, failure, TrainingProgress{120, 1000, 2500, 1}},
+          ControlStatus{3, true, true, 2, 1, 2, failure, TrainingProgress{120, 1000, 2500, 1},
+                        {LostMember{2, 1, "job-worker-1", "node-7", 1700000000123,
+                                    1700000005123, false, "silent"}}},
           ControlAck{true, 3, "ok"}};
 }
 static_assert(std::is_same_v<decltype(Samples()), AllMessages>);
 
-// The samples' frames as protocol version 5 writes them. A layout change fails here: bump
+// The samples' frames as protocol version 6 writes them. A layout change fails here: bump
 // kProtocolVersion and record the new bytes (protocol/README.md).
-const std::map<MessageType, std::string> kVersion5Bytes = {
+const std::map<MessageType, std::string> kVersion6Bytes = {
     {MessageType::kChallenge,
-     "000000290100000005000000206e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e"
+     "000000290100000006000000206e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e"
      "6e6e6e"},
     {MessageType::kJoin,
-     "0000006902000000050000000572756e2d3100000001000000020000000300000006776f726b65720000"
+     "0000008302000000060000000572756e2d3100000001000000020000000300000006776f726b65720000"
      "000100000010706f642d332e6a6f622e6e732e737663000008ae0000000401000000206d6d6d6d6d6d6d"
-     "6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d"},
+     "6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d0000000c6a6f622d776f726b65722d3100"
+     "0000066e6f64652d37"},
     {MessageType::kRefuse, "0000001303030000000d7374616c6520617474656d7074"},
     {MessageType::kPeerTable,
      "000000530400000002000000000000000000000005636869656600000000000000016100000001000000"
@@ -83,12 +88,14 @@ const std::map<MessageType, std::string> kVersion5Bytes = {
      "7400"},
     {MessageType::kStarted, "000000050a00000004"},
     {MessageType::kControl,
-     "0000003c0b000000050000000572756e2d31020000000561736b65640000002063636363636363636363"
+     "0000003c0b000000060000000572756e2d31020000000561736b65640000002063636363636363636363"
      "63636363636363636363636363636363636363636363"},
     {MessageType::kControlStatus,
-     "0000006e0c00000003010100000002000000010000000201000000020000000100000005000000010000"
+     "000000af0c00000003010100000002000000010000000201000000020000000100000005000000010000"
      "00030000000000000004657869740000000d72616e6b2035206578697465640000000100000004626f6f"
-     "6d01000000000000007800000000000003e800000000000009c400000001"},
+     "6d01000000000000007800000000000003e800000000000009c400000001000000010000000200000001"
+     "0000000c6a6f622d776f726b65722d31000000066e6f64652d370000018bcfe5687b0000018bcfe57c03"
+     "000000000673696c656e74"},
     {MessageType::kControlAck, "0000000c0d0100000003000000026f6b"},
 };
 
@@ -96,7 +103,7 @@ template <typename M>
 void ExpectRoundTrip(const M& m) {
   SCOPED_TRACE("message type " + std::to_string(static_cast<int>(M::kType)));
   const std::string bytes = Encode(m);
-  EXPECT_EQ(Hex(bytes), kVersion5Bytes.at(M::kType));
+  EXPECT_EQ(Hex(bytes), kVersion6Bytes.at(M::kType));
   const Frame f = Only(bytes);
   EXPECT_EQ(f.type, static_cast<uint8_t>(M::kType));
   StatusOr<M> back = Decode<M>(f.body);
