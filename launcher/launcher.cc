@@ -224,6 +224,7 @@ std::optional<int> Launcher::AfterAttempt(const World& world, rendezvous::Sessio
                             ? FailureReason::kPeerLost
                             : FailureReason::kPeerFailed;
         report.message = "node " + std::to_string(end.abort->node_rank) + ": " + end.message;
+        if (server_ && end.abort->reason == FailureReason::kPeerLost) LingerForLostReport();
         return Finish(report, contract::kExitPeerLost);
       }
       report.reason = end.kind == Kind::kHang                        ? FailureReason::kHang
@@ -355,6 +356,24 @@ Status Launcher::StartServices(const World& world, const LocalPlan& plan) {
   }
   return Status::Ok();
 #endif
+}
+
+void Launcher::LingerForLostReport() {
+  // The operator acts on a lost member only once it read the server's report (Status; it polls
+  // a running job every 2 s) and corroborated it (docs/failures.md "Peer evidence"). Exiting at
+  // once took the report with the server: the pod then failed with 75, whose culprit the
+  // operator waited for in vain, and the lost node was charged to maxRestarts as the job's own
+  // failure. A signal (the pod deleted) ends the wait.
+  log::Info("keeping the rendezvous server up so the operator can read the lost member",
+            {{"ms", std::to_string(kLostReportLinger.count())}});
+  const Steady::time_point until = Steady::now() + kLostReportLinger;
+  while (Steady::now() < until) {
+    pollfd p{signals_->fd(), POLLIN, 0};
+    ::poll(&p, 1, 100);
+    for (int sig : signals_->Drain()) {
+      if (sig != SIGCHLD) return;
+    }
+  }
 }
 
 void Launcher::WaitForPeersToFinish() {

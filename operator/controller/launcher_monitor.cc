@@ -264,6 +264,9 @@ void LauncherMonitor::Run(const Op& op) {
       changed = !SameStatus(obs, result);
       result.restart = obs.restart;
       result.probes = std::move(obs.probes);
+      // The lost members stay known when the server stops answering: node 0's launcher exits
+      // (after a short linger) once a loss left it no in-place restart.
+      if (!result.answered) result.status.lost = std::move(obs.status.lost);
       obs = std::move(result);
     }
   }

@@ -7,7 +7,9 @@
 // handler (the controller enqueues the job) when an answer differs from the one before.
 //
 // Answers belong to one worker-0 pod (its uid): a new attempt's pod starts a new server with
-// fresh counters, and Latest() only returns the answer for the pod the caller names.
+// fresh counters, and Latest() only returns the answer for the pod the caller names. The lost
+// members an answer reported (status.lost) are kept when a later poll gets no answer: the server
+// goes with node 0's launcher, which exits when a loss leaves it no in-place restart.
 //
 // Cadence (SetWatchInterval; the controller sets kWatchInterval, off by default): a job the plan
 // polls is watched: the monitor polls it again on its own every interval (more rarely with many

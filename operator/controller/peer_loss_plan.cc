@@ -65,11 +65,17 @@ void Restart(Pass& p, const std::vector<std::pair<protocol::LostMember, LossVerd
 }  // namespace
 
 bool PlanPeerLoss(Pass& p) {
-  if (!p.observed.launchers || !p.observed.launchers->answered) return false;
+  // Not only while answered: node 0's launcher may have exited after the loss (the monitor keeps
+  // the lost members it reported).
+  if (!p.observed.launchers) return false;
   const LauncherObservation& obs = *p.observed.launchers;
   std::vector<std::pair<protocol::LostMember, LossVerdict>> corroborated;
   bool unresolved = false;
   for (const protocol::LostMember& m : obs.status.lost) {
+    // A server of an older attempt (its rounds start at that attempt) still answering at an
+    // address the new worker-0 pod was given (kwok reuses pod IPs; node 0's launcher lingers
+    // after a loss): its report is about pods that are gone.
+    if (static_cast<int64_t>(m.round) < p.job.status.attempt) continue;
     const LossEvidence e = Gather(p, obs, m);
     LossVerdict v = CorroborateLoss(e);
     p.plan->peer_loss.push_back(

@@ -288,6 +288,11 @@ void PlanActive(Pass& p) {
   PruneExclusions(p);
   const int32_t stale_left = PlanStaleDeletes(p, p.stale_pods);
   const FailureDecision failure = DecideFailure(p.job, p.pods, p.observed.lost_nodes);
+  // A lost member the launchers reported explains launchers that exited 75 ("a peer was lost")
+  // better than waiting for a culprit whose node is gone, and is not the job's failure.
+  if ((failure.action == FailureAction::kNone || failure.awaiting_culprit) && PlanPeerLoss(p)) {
+    return;
+  }
   if (failure.action != FailureAction::kNone && failure.awaiting_culprit && failure.failed_at &&
       p.now - *failure.failed_at < kCulpritWait) {
     // Only "another node failed" (75) so far; the failing pod's status usually follows within a
@@ -304,9 +309,6 @@ void PlanActive(Pass& p) {
     PlanRestart(p, FromFailure(failure), p.pods);
     return;
   }
-  // Before the in-place record: a node lost is a disruption, not the in-place failure restart
-  // the launchers counted when its loss aborted their round.
-  if (PlanPeerLoss(p)) return;
   PlanInPlaceRecord(p);
   PlanTrainingProgress(p);
   if (std::optional<std::string> success = EvaluateSuccess(p.spec, p.pods)) {

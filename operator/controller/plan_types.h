@@ -25,7 +25,9 @@ namespace lockstep::controller {
 // attempt's worker-0 pod.
 struct LauncherObservation {
   std::string pod_uid;
-  bool answered = false;  // the last Status request was answered (else `error` says why)
+  // The last Status request was answered (else `error` says why, and `status` holds only the
+  // lost members the last answers reported).
+  bool answered = false;
   std::string error;
   protocol::ControlStatus status;
   // The last Restart sent to this pod (status.restartRequest.value), and its answer once known.

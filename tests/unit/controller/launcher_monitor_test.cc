@@ -220,5 +220,38 @@ TEST_F(LauncherMonitorTest, ASecretWithoutATokenIsAnAnswerlessPoll) {
   EXPECT_TRUE(control_->calls().empty());  // never asked without a token
 }
 
+// Peer evidence (docs/failures.md): the lost members a server reported stay known after the
+// server stops answering (node 0's launcher exits when a loss leaves it no in-place restart),
+// and a probe of a reported pod lands beside them, for the same worker-0 pod only.
+TEST_F(LauncherMonitorTest, ALostReportOutlivesTheServerAndAProbeLandsBesideIt) {
+  protocol::ControlStatus lost = Round(1, false);
+  protocol::LostMember m;
+  m.node_rank = 1;
+  m.pod_name = "job-worker-1";
+  m.lost_unix_ms = 42;
+  lost.lost = {m};
+  control_->PushStatus(lost);
+  control_->PushStatus(UnavailableError("connection refused"));
+  control_->SetProbeAnswer({ProbeResult::kUnreachable, "timed out"});
+  monitor_.Poll(Target());
+  ASSERT_TRUE(WaitForChanges(1));
+  monitor_.Probe(Target(), "job-worker-1", "10.0.0.8", 42);
+  ASSERT_TRUE(WaitForChanges(2));
+  while (control_->calls().size() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  monitor_.Poll(Target());  // the server is gone
+  ASSERT_TRUE(WaitForChanges(3));
+  std::optional<LauncherObservation> seen = monitor_.Latest("ns/job", "pod-uid-0");
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_FALSE(seen->answered);
+  ASSERT_EQ(seen->status.lost.size(), 1u);
+  EXPECT_EQ(seen->status.lost[0].pod_name, "job-worker-1");
+  ASSERT_EQ(seen->probes.count("job-worker-1"), 1u);
+  EXPECT_EQ(seen->probes.at("job-worker-1").report_lost_unix_ms, 42u);
+  EXPECT_EQ(seen->probes.at("job-worker-1").answer.result, ProbeResult::kUnreachable);
+  EXPECT_EQ(control_->probes(), std::vector<std::string>{"10.0.0.8:29400"});
+  // Another attempt's worker-0 knows nothing of it.
+  EXPECT_FALSE(monitor_.Latest("ns/job", "pod-uid-of-attempt-1").has_value());
+}
+
 }  // namespace
 }  // namespace lockstep::controller

@@ -296,6 +296,19 @@ TEST(PeerLossPlanTest, AReportNotCorroboratedChangesNothing) {
             std::string::npos);
 }
 
+TEST(PeerLossPlanTest, AReportOfAnOlderAttemptsServerIsIgnored) {
+  // Attempt 1's worker-0 answered with the lost list of attempt 0's server (its rounds start at
+  // 0): an old server still up at a reused address.
+  PlanFixture f;
+  f.Probe(ProbeResult::kUnreachable);
+  f.job.job.status.attempt = 1;
+  for (kube::Pod& pod : f.observed.pods) pod.meta.labels[std::string(api::kLabelAttempt)] = "1";
+  const Plan plan = f.Run(T0() + seconds(20));
+  EXPECT_FALSE(plan.restart.has_value());
+  EXPECT_TRUE(plan.peer_loss.empty());
+  EXPECT_TRUE(plan.launcher_probes.empty());
+}
+
 TEST(PeerLossPlanTest, AStalePodOnAnExcludedPeerLostNodeIsForceDeleted) {
   // The pass after the restart: attempt 1, the old pod Terminating on the node the peer
   // evidence excluded (the node monitor does not know it lost yet).
