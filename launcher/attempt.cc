@@ -69,6 +69,7 @@ void Attempt::Step() {
 void Attempt::OnSignals() {
   for (int sig : signals_.Drain()) {
     if (sig == SIGCHLD) continue;  // the children are reaped by Poll
+    end_.stop_signaled = true;
     const std::chrono::milliseconds grace =
         supervisor::StopGrace(StopCause::kSignal, config_.grace_period);
     // A stop already under way (a gang failure) keeps its own grace: Stop() acts once.

@@ -41,6 +41,9 @@ struct AttemptEnd {
   std::optional<supervisor::ChildFailure> failure;
   std::optional<protocol::Abort> abort;  // the server's abort of this round, if it came
   std::vector<std::string> tail;         // the failing child's last stderr lines
+  // A stop signal (SIGTERM, ...) arrived during the attempt, whatever ended it first: the pod is
+  // being deleted, so node 0 does not linger for the operator (launcher.cc).
+  bool stop_signaled = false;
 };
 
 class Attempt {

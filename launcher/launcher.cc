@@ -224,7 +224,9 @@ std::optional<int> Launcher::AfterAttempt(const World& world, rendezvous::Sessio
                             ? FailureReason::kPeerLost
                             : FailureReason::kPeerFailed;
         report.message = "node " + std::to_string(end.abort->node_rank) + ": " + end.message;
-        if (server_ && end.abort->reason == FailureReason::kPeerLost) LingerForLostReport();
+        if (server_ && end.abort->reason == FailureReason::kPeerLost && !end.stop_signaled) {
+          LingerForLostReport();
+        }
         return Finish(report, contract::kExitPeerLost);
       }
       report.reason = end.kind == Kind::kHang                        ? FailureReason::kHang
