@@ -45,6 +45,13 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
   if (launchers_ != nullptr) {
     if (const kube::Pod* rank0 = RendezvousPod(job.job, observed.pods)) {
       observed.launchers = launchers_->Latest(key, rank0->meta.uid);
+      // A server's rounds start at the attempt its pod was made for: a lower round is an older
+      // attempt's server still answering at this pod's address (node 0's launcher lingers
+      // after a loss; kwok reuses pod IPs), not this attempt's launchers.
+      if (observed.launchers && observed.launchers->answered &&
+          static_cast<int64_t>(observed.launchers->status.round) < job.job.status.attempt) {
+        observed.launchers.reset();
+      }
     }
     ObservePeerLossNodes(observed);
   }
