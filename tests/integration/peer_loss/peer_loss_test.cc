@@ -47,7 +47,9 @@ class PeerLossTest : public FailuresTest {
 
   // A 2-worker job on 3 nodes of this test (one left for the next attempt), running, with real
   // launchers whose children run.
-  void StartJob(const std::string& name, std::vector<std::string> launcher_args = {}) {
+  // `child_args`: the children's (lockstep_test_child) arguments after OUTDIR.
+  void StartJob(const std::string& name, std::vector<std::string> launcher_args = {},
+                std::vector<std::string> child_args = {"--forever"}) {
     CreateNodes(3);
     CreateJob(MakeJob(name, 2));
     ASSERT_TRUE(WaitRunningAttempt(name, 0, 2, seconds(30))) << "attempt 0 never ran";
@@ -78,6 +80,7 @@ class PeerLossTest : public FailuresTest {
     o.child_bin = LOCKSTEP_TEST_CHILD_BIN;
     o.dir = dir_.path();
     o.launcher_args = std::move(launcher_args);
+    o.child_args = std::move(child_args);
     StatusOr<std::unique_ptr<LauncherGang>> gang = LauncherGang::Start(pods, o);
     ASSERT_TRUE(gang.ok()) << gang.status();
     gang_ = std::move(*gang);
@@ -137,7 +140,11 @@ TEST_F(PeerLossTest, ADeadNodeIsReplacedOnPeerEvidenceLongBeforeTheLeaseGrace) {
 }
 
 TEST_F(PeerLossTest, APartitionedLiveNodeCostsOneRestartAndItsRanksStopFirst) {
-  StartJob("pl-part", {"--peer-timeout", "3"});
+  // Ranks that would go on for 30 s after a SIGTERM (a trainer finishing its step and writing a
+  // checkpoint), with a 30 s grace (a gang stop's is capped at 10 s): only a SIGKILL at once stops
+  // them before the new attempt runs.
+  StartJob("pl-part", {"--peer-timeout", "3", "--grace-period", "30"},
+           {"--forever", "--term-delay", "30"});
   const std::string node = gang_->pod(1).node;
   StopHeartbeat(node);
   ASSERT_TRUE(gang_->Partition(1, /*from_operator_too=*/true).ok());
