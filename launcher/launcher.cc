@@ -115,6 +115,7 @@ StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
   opt.want_peer_table = NeedsPeerTable(config_.framework);
   opt.pod_name = config_.pod_name;
   opt.node_name = config_.node_name;
+  opt.pod_uid = config_.pod_uid;
   opt.heartbeat_interval = config_.heartbeat_interval;
   opt.peer_timeout = config_.peer_timeout;
   opt.deadline = Steady::now() + config_.join_timeout;

@@ -46,6 +46,7 @@ inline constexpr std::string_view kEnvLogFormat = "LOCKSTEP_LOG_FORMAT";
 // spec.nodeName); only reported, in the Join, so node 0 can name a lost member (LostMember).
 inline constexpr std::string_view kEnvPodName = "LOCKSTEP_POD_NAME";
 inline constexpr std::string_view kEnvNodeName = "LOCKSTEP_NODE_NAME";
+inline constexpr std::string_view kEnvPodUid = "LOCKSTEP_POD_UID";  // metadata.uid
 
 // One launcher input. `flag` is empty for env-only inputs (secrets never go on a command line,
 // where `ps` shows them). `is_switch` flags take no value.
@@ -122,6 +123,7 @@ inline constexpr std::array kFlags = {
              "this launcher's pod, reported to node 0 so it can name a lost member"},
     FlagSpec{"--node-name", kEnvNodeName, "",
              "the node this launcher's pod runs on, reported to node 0 likewise"},
+    FlagSpec{"--pod-uid", kEnvPodUid, "", "this launcher's pod's uid, reported to node 0 likewise"},
 };
 
 // Environment every child gets (framework adapters add their own on top).

@@ -32,8 +32,8 @@ namespace lockstep::protocol {
 // 3: Started, Failure's stderr tail, and the control messages (control.h).
 // 4: Join carries key_attempt, and its MAC is keyed by that attempt's key (auth.h AttemptKey).
 // 5: ControlStatus carries the trainer's latest progress report (TrainingProgress).
-// 6: Join carries the member's pod and node names; ControlStatus carries the members the server
-//    lost (LostMember), the operator's peer evidence of a lost node.
+// 6: Join carries the member's pod (name, uid) and node name; ControlStatus carries the members
+//    the server lost (LostMember), the operator's peer evidence of a lost node.
 // Join, Challenge and Control carry it; the server refuses another version with a reason that
 // names it (a launcher of another version never fails to decode instead).
 inline constexpr uint32_t kProtocolVersion = 6;
@@ -93,6 +93,7 @@ struct Join {
   // for a decision (the operator checks the pod and node it names itself).
   std::string pod_name = {};
   std::string node_name = {};
+  std::string pod_uid = {};  // LOCKSTEP_POD_UID: which pod object of that name
 
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
@@ -110,6 +111,7 @@ struct Join {
     io.Fixed(m.mac, kMacBytes);
     io.String(m.pod_name);
     io.String(m.node_name);
+    io.String(m.pod_uid);
   }
   friend bool operator==(const Join&, const Join&) = default;
 };
@@ -377,6 +379,7 @@ struct LostMember {
   uint32_t round = 0;  // the round it was a member of
   uint32_t node_rank = 0;
   std::string pod_name;   // Join::pod_name ("" when the launcher did not know it)
+  std::string pod_uid;    // Join::pod_uid
   std::string node_name;  // Join::node_name
   uint64_t last_heard_unix_ms = 0;  // the last bytes the server read from it
   uint64_t lost_unix_ms = 0;        // when the server declared it lost
@@ -386,13 +389,14 @@ struct LostMember {
   bool disconnected = false;
   std::string why;
 
-  // At least this many bytes on the wire (u32 x2, u64 x2, a bool, three empty strings' lengths).
-  static constexpr size_t kMinBytes = 37;
+  // At least this many bytes on the wire (u32 x2, u64 x2, a bool, four empty strings' lengths).
+  static constexpr size_t kMinBytes = 41;
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
     io.U32(m.round);
     io.U32(m.node_rank);
     io.String(m.pod_name);
+    io.String(m.pod_uid);
     io.String(m.node_name);
     io.U64(m.last_heard_unix_ms);
     io.U64(m.lost_unix_ms);

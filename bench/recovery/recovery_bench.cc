@@ -436,7 +436,8 @@ Failure RunOneFailure(kube::RestClient& client, const std::string& ns, Path path
         [&] { return !PodField(client, ns, pod, "/status/podIP"_json_pointer).empty(); },
         seconds(30), milliseconds(100));
     pods.push_back({pod, PodField(client, ns, pod, "/status/podIP"_json_pointer),
-                    PodField(client, ns, pod, "/spec/nodeName"_json_pointer)});
+                    PodField(client, ns, pod, "/spec/nodeName"_json_pointer),
+                    PodField(client, ns, pod, "/metadata/uid"_json_pointer)});
   }
   out.node = pods[1].node;
   std::unique_ptr<lockstep::testing::LauncherGang> gang;

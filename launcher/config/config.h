@@ -46,6 +46,7 @@ struct LauncherConfig {
   std::string job_name;
   std::string pod_name;   // reported in the Join (LostMember)
   std::string node_name;
+  std::string pod_uid;
   std::string termination_log;
   std::string nccl_library;
   std::chrono::milliseconds peer_timeout{5000};

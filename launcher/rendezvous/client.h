@@ -36,6 +36,7 @@ struct ClientOptions {
   bool want_peer_table = false;
   std::string pod_name;   // Join::pod_name, Join::node_name: only reported
   std::string node_name;
+  std::string pod_uid;
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds peer_timeout{5000};
   std::chrono::steady_clock::time_point deadline;

@@ -715,6 +715,7 @@ void RendezvousServer::RecordLost(const Conn& c, const std::string& why, bool di
   lost.node_rank = c.join.node_rank;
   lost.pod_name = c.join.pod_name;
   lost.node_name = c.join.node_name;
+  lost.pod_uid = c.join.pod_uid;
   lost.last_heard_unix_ms =
       unix_ms(wall_now - std::chrono::duration_cast<Clock::Wall::duration>(silent_for));
   lost.lost_unix_ms = unix_ms(wall_now);

@@ -109,6 +109,7 @@ json LauncherEnv(const TrainingJob& job, const PodSlot& slot, const AttemptConte
       // node) to the operator: the peer evidence of a lost node (docs/failures.md).
       FieldRefEnvVar(contract::kEnvPodName, "metadata.name"),
       FieldRefEnvVar(contract::kEnvNodeName, "spec.nodeName"),
+      FieldRefEnvVar(contract::kEnvPodUid, "metadata.uid"),
   });
   // Exit codes the FailJob rules name: the launchers end the job on them at once instead of
   // spending in-place restarts on an error that no restart can fix.

@@ -108,6 +108,11 @@ LossVerdict CorroborateLoss(const LossEvidence& e, const PeerLossOptions& option
                    "pod " + pod.meta.name + " already " +
                        (pod.IsTerminal() ? "ended (" + pod.phase + ")" : "is being deleted"));
   }
+  if (!r.pod_uid.empty() && r.pod_uid != pod.meta.uid) {
+    return Verdict(Outcome::kStale, node,
+                   "the report is about an earlier pod " + pod.meta.name + " (uid " + r.pod_uid +
+                       "), not the one of uid " + pod.meta.uid);
+  }
   if (!r.node_name.empty() && r.node_name != node) {
     return Verdict(Outcome::kStale, node,
                    "the report names node " + r.node_name + " but pod " + pod.meta.name +

@@ -12,7 +12,7 @@
 //     T (a clock skew between node 0 and the operator allowed), while the operator's Lease view
 //     is continuous.
 // The report must also still be about P as the operator sees it: a pod of the current attempt,
-// on the node the report names, neither finished nor being deleted (else the existing paths
+// the same pod object (uid) on the node the report names, neither finished nor being deleted (else the existing paths
 // act: a failed pod, a deleted one).
 //
 // Fencing: a corroborated report is acted on (a Recreate restart) no earlier than when P's

@@ -50,6 +50,7 @@ StatusOr<std::unique_ptr<LauncherGang>> LauncherGang::Start(std::vector<GangPod>
               "--grace-period",   "2",
               "--pod-name",       p.name,
               "--node-name",      p.node,
+              "--pod-uid",        p.uid,
               "--heartbeat-file", o.dir + "/ckpt." + std::to_string(i)};
     s.args.insert(s.args.end(), o.launcher_args.begin(), o.launcher_args.end());
     s.command = {o.child_bin, o.dir, "--heartbeat-every", "0.1"};

@@ -31,6 +31,7 @@ struct GangPod {
   std::string name;
   std::string ip;
   std::string node;
+  std::string uid;
 };
 
 struct GangOptions {

@@ -65,7 +65,7 @@ class PeerLossTest : public FailuresTest {
             return !p.value("/status/podIP"_json_pointer, std::string()).empty();
           },
           seconds(20)));
-      pods.push_back({pod, p["status"]["podIP"], p["spec"]["nodeName"]});
+      pods.push_back({pod, p["status"]["podIP"], p["spec"]["nodeName"], p["metadata"]["uid"]});
     }
     StatusOr<json> job = GetJob(name);
     ASSERT_TRUE(job.ok()) << job.status();

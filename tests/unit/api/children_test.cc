@@ -154,6 +154,7 @@ TEST(ChildrenTest, FourWorkerPyTorchPods) {
     }
     EXPECT_EQ(field_refs["LOCKSTEP_POD_NAME"], "metadata.name");
     EXPECT_EQ(field_refs["LOCKSTEP_NODE_NAME"], "spec.nodeName");
+    EXPECT_EQ(field_refs["LOCKSTEP_POD_UID"], "metadata.uid");
 
     const json& init = spec["initContainers"][0];
     EXPECT_EQ(init["name"], "lockstep-launcher-install");

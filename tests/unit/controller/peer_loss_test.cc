@@ -32,6 +32,7 @@ protocol::LostMember Report(bool disconnected = false) {
   m.round = 0;
   m.node_rank = 1;
   m.pod_name = "job-worker-1";
+  m.pod_uid = "pod-uid-worker1";  // builders.h Pod("worker", 1, ...)
   m.node_name = "node-b";
   m.last_heard_unix_ms = UnixMs(T0() + seconds(10));
   m.lost_unix_ms = UnixMs(T0() + seconds(disconnected ? 10 : 15));
@@ -123,6 +124,9 @@ TEST(PeerLossTest, DecisionTable) {
        [](LossEvidence&, kube::Pod& p) { p.phase = "Failed"; }, Outcome::kStale, ""},
       {"the pod is being deleted: stale",
        [](LossEvidence&, kube::Pod& p) { p.meta.deletion_timestamp = "2027-01-01T00:00:00Z"; },
+       Outcome::kStale, ""},
+      {"the report is about an earlier pod of that name: stale",
+       [](LossEvidence&, kube::Pod& p) { p.meta.uid = "pod-uid-of-a-successor"; },
        Outcome::kStale, ""},
       {"the pod runs on another node than reported: stale",
        [](LossEvidence&, kube::Pod& p) { p.node_name = "node-c"; }, Outcome::kStale, ""},

@@ -69,6 +69,7 @@ ClientOptions Member(uint16_t port, uint32_t node_rank) {
   c.host = "127.0.0.1";
   c.pod_name = "job-worker-" + std::to_string(node_rank);
   c.node_name = "node-" + std::to_string(node_rank);
+  c.pod_uid = "uid-" + std::to_string(node_rank);
   c.heartbeat_interval = milliseconds(100);
   c.peer_timeout = seconds(1);
   c.deadline = Steady::now() + seconds(20);
@@ -151,6 +152,7 @@ TEST(LostMembersTest, AClosedMemberIsReportedAfterTheAbort) {
   EXPECT_EQ(closed.node_rank, 2u);
   EXPECT_EQ(closed.pod_name, "job-worker-2");
   EXPECT_EQ(closed.node_name, "node-2");
+  EXPECT_EQ(closed.pod_uid, "uid-2");
   EXPECT_TRUE(closed.disconnected);
   EXPECT_LE(closed.last_heard_unix_ms, closed.lost_unix_ms);
   EXPECT_GE(closed.lost_unix_ms + 50, before_close);

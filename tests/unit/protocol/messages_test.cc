@@ -31,7 +31,8 @@ AllMessages Samples() {
                   .want_peer_table = true,
                   .mac = std::string(kMacBytes, 'm'),
                   .pod_name = "job-worker-1",
-                  .node_name = "node-7"};
+                  .node_name = "node-7",
+                  .pod_uid = "uid-7"};
   const WorldMsg world{1, 1, 2, 8, 4, 4, "pod-0", std::string(kNcclIdBytes, 'x'), 0, 4};
   const RoundFailure failure{2, 1, 5, 1, 3, 0, FailureReason::kExit, "rank 5 exited", {"boom"}};
   return {Challenge{kProtocolVersion, std::string(kNonceBytes, 'n')},
@@ -49,7 +50,7 @@ AllMessages Samples() {
           ControlRequest{kProtocolVersion, "run-1", ControlKind::kRestart, "asked",
                          std::string(kMacBytes, 'c')},
           ControlStatus{3, true, true, 2, 1, 2, failure, TrainingProgress{120, 1000, 2500, 1},
-                        {LostMember{2, 1, "job-worker-1", "node-7", 1700000000123,
+                        {LostMember{2, 1, "job-worker-1", "uid-7", "node-7", 1700000000123,
                                     1700000005123, false, "silent"}}},
           ControlAck{true, 3, "ok"}};
 }
@@ -62,10 +63,10 @@ const std::map<MessageType, std::string> kVersion6Bytes = {
      "000000290100000006000000206e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e"
      "6e6e6e"},
     {MessageType::kJoin,
-     "0000008302000000060000000572756e2d3100000001000000020000000300000006776f726b65720000"
+     "0000008c02000000060000000572756e2d3100000001000000020000000300000006776f726b65720000"
      "000100000010706f642d332e6a6f622e6e732e737663000008ae0000000401000000206d6d6d6d6d6d6d"
      "6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d0000000c6a6f622d776f726b65722d3100"
-     "0000066e6f64652d37"},
+     "0000066e6f64652d37000000057569642d37"},
     {MessageType::kRefuse, "0000001303030000000d7374616c6520617474656d7074"},
     {MessageType::kPeerTable,
      "000000530400000002000000000000000000000005636869656600000000000000016100000001000000"
@@ -91,11 +92,11 @@ const std::map<MessageType, std::string> kVersion6Bytes = {
      "0000003c0b000000060000000572756e2d31020000000561736b65640000002063636363636363636363"
      "63636363636363636363636363636363636363636363"},
     {MessageType::kControlStatus,
-     "000000af0c00000003010100000002000000010000000201000000020000000100000005000000010000"
+     "000000b80c00000003010100000002000000010000000201000000020000000100000005000000010000"
      "00030000000000000004657869740000000d72616e6b2035206578697465640000000100000004626f6f"
      "6d01000000000000007800000000000003e800000000000009c400000001000000010000000200000001"
-     "0000000c6a6f622d776f726b65722d31000000066e6f64652d370000018bcfe5687b0000018bcfe57c03"
-     "000000000673696c656e74"},
+     "0000000c6a6f622d776f726b65722d31000000057569642d37000000066e6f64652d370000018bcfe568"
+     "7b0000018bcfe57c03000000000673696c656e74"},
     {MessageType::kControlAck, "0000000c0d0100000003000000026f6b"},
 };
 
