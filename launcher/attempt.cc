@@ -74,6 +74,7 @@ void Attempt::Step() {
 void Attempt::OnSignals() {
   for (int sig : signals_.Drain()) {
     if (sig == SIGCHLD) continue;  // the children are reaped by Poll
+    end_.stop_signaled = true;
     const std::chrono::milliseconds grace =
         supervisor::StopGrace(StopCause::kSignal, config_.grace_period);
     // A stop already under way (a gang failure) keeps its own grace: Stop() acts once.
@@ -93,6 +94,21 @@ void Attempt::StopGang() {
   children_.Stop(supervisor::StopGrace(StopCause::kGang, config_.grace_period), SIGTERM);
 }
 
+void Attempt::FenceGang() {
+  // Fencing: node 0 may already have reported this launcher lost, and the operator may start the
+  // next attempt without it. Its ranks must not keep running (and writing checkpoints) beside
+  // that world, so they get SIGKILL now, not a grace to checkpoint in (docs/failures.md
+  // "Fencing"). After the server's Abort the round is over anyway and the server closes the
+  // session: that stop keeps its grace. A stop already under way for a local failure keeps its
+  // (capped) grace too: the supervisor acts on the first Stop only.
+  if (end_.abort) {
+    StopGang();
+    return;
+  }
+  log::Warning("lost the rendezvous server; killing the children at once (fencing)");
+  children_.Stop(std::chrono::milliseconds(0), SIGKILL);
+}
+
 void Attempt::OnServer() {
   for (const rendezvous::ServerEvent& ev : session_.OnReadable()) {
     if (ev.kind == rendezvous::ServerEvent::Kind::kAbort &&
@@ -109,7 +125,7 @@ void Attempt::OnServer() {
     } else if (ev.kind == rendezvous::ServerEvent::Kind::kClosed) {
       session_alive_ = false;
       Decide(AttemptEnd::Kind::kServerLost, "lost the rendezvous server (node 0): " + ev.detail);
-      StopGang();
+      FenceGang();
     }
   }
 }
@@ -123,7 +139,7 @@ void Attempt::Heartbeat(Steady::time_point now) {
   session_alive_ = false;
   Decide(AttemptEnd::Kind::kServerLost,
          "rendezvous server (node 0) silent for longer than the peer timeout");
-  StopGang();
+  FenceGang();
 }
 
 void Attempt::CheckChildren(Steady::time_point now) {

@@ -50,6 +50,9 @@ struct AttemptEnd {
   std::optional<supervisor::ChildFailure> failure;
   std::optional<protocol::Abort> abort;  // the server's abort of this round, if it came
   std::vector<std::string> tail;         // the failing child's last stderr lines
+  // A stop signal (SIGTERM, ...) arrived during the attempt, whatever ended it first: the pod is
+  // being deleted, so node 0 does not linger for the operator (launcher.cc).
+  bool stop_signaled = false;
 };
 
 class Attempt {
@@ -82,6 +85,8 @@ class Attempt {
   // Stops the children for a cause the launcher decided (a failure, the server): the short
   // grace (supervisor/stop_grace.h), where a signal's stop gets the whole --grace-period.
   void StopGang();
+  // The server is lost: SIGKILL the children at once (docs/failures.md "Fencing").
+  void FenceGang();
   // kRunning -> kStopping with this cause; later calls change nothing.
   bool Decide(AttemptEnd::Kind kind, std::string message);
   // Tells the server this node failed; its Abort is then awaited up to the peer timeout.

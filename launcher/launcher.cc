@@ -118,6 +118,9 @@ StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
   // O(W) bytes per launcher and O(W^2) for the server, too slow for thousands of pods.
   opt.want_peer_table = NeedsPeerTable(config_.framework);
   opt.spare_index = spare_index_;
+  opt.pod_name = config_.pod_name;
+  opt.node_name = config_.node_name;
+  opt.pod_uid = config_.pod_uid;
   opt.heartbeat_interval = config_.heartbeat_interval;
   opt.peer_timeout = config_.peer_timeout;
   opt.deadline = Steady::now() + config_.join_timeout;
@@ -299,6 +302,9 @@ std::optional<int> Launcher::AfterAttempt(const World& world, rendezvous::Sessio
                             ? FailureReason::kPeerLost
                             : FailureReason::kPeerFailed;
         report.message = "node " + std::to_string(end.abort->node_rank) + ": " + end.message;
+        if (server_ && end.abort->reason == FailureReason::kPeerLost && !end.stop_signaled) {
+          LingerForLostReport();
+        }
         return Finish(report, contract::kExitPeerLost);
       }
       report.reason = end.kind == Kind::kHang                        ? FailureReason::kHang
@@ -431,6 +437,24 @@ Status Launcher::StartServices(const World& world, const LocalPlan& plan) {
   }
   return Status::Ok();
 #endif
+}
+
+void Launcher::LingerForLostReport() {
+  // The operator acts on a lost member only once it read the server's report (Status; it polls
+  // a running job every 2 s) and corroborated it (docs/failures.md "Peer evidence"). Exiting at
+  // once took the report with the server: the pod then failed with 75, whose culprit the
+  // operator waited for in vain, and the lost node was charged to maxRestarts as the job's own
+  // failure. A signal (the pod deleted) ends the wait.
+  log::Info("keeping the rendezvous server up so the operator can read the lost member",
+            {{"ms", std::to_string(kLostReportLinger.count())}});
+  const Steady::time_point until = Steady::now() + kLostReportLinger;
+  while (Steady::now() < until) {
+    pollfd p{signals_->fd(), POLLIN, 0};
+    ::poll(&p, 1, 100);
+    for (int sig : signals_->Drain()) {
+      if (sig != SIGCHLD) return;
+    }
+  }
 }
 
 void Launcher::WaitForPeersToFinish() {

@@ -31,6 +31,10 @@
 
 namespace lockstep::launcher {
 
+// How long node 0 keeps its server up after a member was lost and it cannot restart in place:
+// the operator polls a running job every 2 s (docs/failures.md "Peer evidence").
+inline constexpr std::chrono::milliseconds kLostReportLinger{5000};
+
 class Launcher {
  public:
   Launcher(LauncherConfig config, std::vector<std::string> base_env);
@@ -56,6 +60,9 @@ class Launcher {
   // Node 0 only: the stores the framework plan asks for (TCPStore-compatible, Gloo KV).
   Status StartServices(const World& world, const LocalPlan& plan);
   void WaitForPeersToFinish();
+  // Node 0 leaving after a member was lost and no in-place restart is left: keeps its server (and
+  // the lost-member report) up for kLostReportLinger first.
+  void LingerForLostReport();
 
   LauncherConfig config_;
   std::vector<std::string> base_env_;

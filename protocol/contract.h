@@ -43,6 +43,11 @@ inline constexpr std::string_view kEnvLastCall = "LOCKSTEP_LAST_CALL";
 inline constexpr std::string_view kEnvGracePeriod = "LOCKSTEP_GRACE_PERIOD";
 inline constexpr std::string_view kEnvLogFormat = "LOCKSTEP_LOG_FORMAT";
 inline constexpr std::string_view kEnvSpare = "LOCKSTEP_SPARE";
+// The launcher's pod and node (the operator sets them from the downward API: metadata.name,
+// spec.nodeName); only reported, in the Join, so node 0 can name a lost member (LostMember).
+inline constexpr std::string_view kEnvPodName = "LOCKSTEP_POD_NAME";
+inline constexpr std::string_view kEnvNodeName = "LOCKSTEP_NODE_NAME";
+inline constexpr std::string_view kEnvPodUid = "LOCKSTEP_POD_UID";  // metadata.uid
 
 // One launcher input. `flag` is empty for env-only inputs (secrets never go on a command line,
 // where `ps` shows them). `is_switch` flags take no value.
@@ -121,6 +126,11 @@ inline constexpr std::array kFlags = {
              "server gives it a lost member's node-rank; --role-index is its spare index; the "
              "variable takes 1|true",
              true},
+    FlagSpec{"--pod-name", kEnvPodName, "",
+             "this launcher's pod, reported to node 0 so it can name a lost member"},
+    FlagSpec{"--node-name", kEnvNodeName, "",
+             "the node this launcher's pod runs on, reported to node 0 likewise"},
+    FlagSpec{"--pod-uid", kEnvPodUid, "", "this launcher's pod's uid, reported to node 0 likewise"},
 };
 
 // Environment every child gets (framework adapters add their own on top).

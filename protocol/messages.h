@@ -33,7 +33,10 @@ namespace lockstep::protocol {
 // 4: Join carries key_attempt, and its MAC is keyed by that attempt's key (auth.h AttemptKey).
 // 5: ControlStatus carries the trainer's latest progress report (TrainingProgress).
 // 6: hot spares: Join's standby and spare_index, Promote, Abort::spare_promoted, and
-//    ControlStatus's promotions, standby spares and the node-ranks spares serve.
+//    ControlStatus's promotions, standby spares and the node-ranks spares serve; and peer
+//    evidence: Join carries the member's pod (name, uid) and node name, ControlStatus the
+//    members the server lost (LostMember). (Two branches made version 6 at once; neither was
+//    released alone, so it is one version.)
 // Join, Challenge and Control carry it; the server refuses another version with a reason that
 // names it (a launcher of another version never fails to decode instead).
 inline constexpr uint32_t kProtocolVersion = 6;
@@ -95,6 +98,13 @@ struct Join {
   // `role_index` of a standby join mean nothing.
   bool standby = false;
   int32_t spare_index = -1;
+  // Version 6: the launcher's pod and the node it runs on (LOCKSTEP_POD_NAME/LOCKSTEP_NODE_NAME,
+  // the downward API), so a lost member can be named to the operator (LostMember). Empty when
+  // unknown (a launcher run by hand). Not covered by the MAC: only ever reported, never trusted
+  // for a decision (the operator checks the pod and node it names itself).
+  std::string pod_name = {};
+  std::string node_name = {};
+  std::string pod_uid = {};  // LOCKSTEP_POD_UID: which pod object of that name
 
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
@@ -112,6 +122,9 @@ struct Join {
     io.Fixed(m.mac, kMacBytes);
     io.Bool(m.standby);
     io.I32(m.spare_index);
+    io.String(m.pod_name);
+    io.String(m.node_name);
+    io.String(m.pod_uid);
   }
   friend bool operator==(const Join&, const Join&) = default;
 };
@@ -414,6 +427,40 @@ struct SpareServing {
   friend bool operator==(const SpareServing&, const SpareServing&) = default;
 };
 
+// A member the server lost while its round was running or forming (silent for the peer timeout,
+// or its connection closed): the peer evidence the operator corroborates before it declares the
+// node lost (operator/controller/peer_loss.h). Times are the server's wall clock, unix ms.
+struct LostMember {
+  uint32_t round = 0;  // the round it was a member of
+  uint32_t node_rank = 0;
+  std::string pod_name;   // Join::pod_name ("" when the launcher did not know it)
+  std::string pod_uid;    // Join::pod_uid
+  std::string node_name;  // Join::node_name
+  uint64_t last_heard_unix_ms = 0;  // the last bytes the server read from it
+  uint64_t lost_unix_ms = 0;        // when the server declared it lost
+  // True: its connection closed (its launcher exited, taking its children with it, or the
+  // connection was reset, which its launcher sees too). False: it fell silent, so its launcher
+  // may still run until it notices the server's silence (a peer timeout later at most).
+  bool disconnected = false;
+  std::string why;
+
+  // At least this many bytes on the wire (u32 x2, u64 x2, a bool, four empty strings' lengths).
+  static constexpr size_t kMinBytes = 41;
+  template <typename Io, typename M>
+  static void Fields(Io& io, M& m) {
+    io.U32(m.round);
+    io.U32(m.node_rank);
+    io.String(m.pod_name);
+    io.String(m.pod_uid);
+    io.String(m.node_name);
+    io.U64(m.last_heard_unix_ms);
+    io.U64(m.lost_unix_ms);
+    io.Bool(m.disconnected);
+    io.String(m.why);
+  }
+  friend bool operator==(const LostMember&, const LostMember&) = default;
+};
+
 // What the server knows. Counters cover the server's lifetime (one pod of node 0 = one operator
 // attempt): every in-place restart the launchers made, charged (failures) or requested.
 struct ControlStatus {
@@ -432,6 +479,10 @@ struct ControlStatus {
   uint32_t promotions = 0;
   uint32_t standby_spares = 0;
   std::vector<SpareServing> serving = {};
+  // Version 6 too: the members lost in the newest round that lost any (at most max_nodes, one per
+  // node rank). Kept after that round aborted: the lost node never rejoins the next round, and
+  // the operator must still learn of it.
+  std::vector<LostMember> lost = {};
 
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
@@ -447,6 +498,8 @@ struct ControlStatus {
     io.U32(m.standby_spares);
     io.List(m.serving, kMaxPeers, SpareServing::kMinBytes,
             [](auto& sub, auto& s) { SpareServing::Fields(sub, s); });
+    io.List(m.lost, kMaxPeers, LostMember::kMinBytes,
+            [](auto& sub, auto& l) { LostMember::Fields(sub, l); });
   }
   friend bool operator==(const ControlStatus&, const ControlStatus&) = default;
 };

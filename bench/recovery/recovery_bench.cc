@@ -12,14 +12,24 @@
 // node Ready=Unknown (node-monitor-grace-period) and, with --peer-wait-eviction, -> the pod is
 // deleted by taint-based eviction (default toleration 300 s).
 //
+// Launchers mode (--launchers): the recovery paths side by side in one run, with real
+// lockstep-launcher processes (tests/integration/peer_loss/launcher_gang.h) on the pods' kwok
+// IPs. One 2-worker job at a time; each failure kills the launcher of worker 1 (nothing answers
+// at its IP any more) and freezes its node's Lease at the same moment. The paths alternate per
+// failure: "peer" (the job's launchers run and report the loss: peer evidence), "lease" (a job
+// without launchers: only the Lease grace can act). A third path (hot spares) is another Path
+// value. Reports kill -> running again and last Lease renewal -> running again per path.
+//
 //   recovery_bench [--jobs 20] [--pods 8] [--grace 20] [--stagger-ms 1500] [--timeout 180]
 //                  [--create-gap-ms 1000] [--sequential]
 //                  [--peer [--peer-wait-eviction]]
+//                  [--launchers [--failures 20]]
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -31,8 +41,10 @@
 #include <vector>
 
 #include "operator/api/time.h"
+#include "operator/kube/base64.h"
 #include "tests/integration/controller/operator_env.h"
 #include "tests/integration/kube/test_env.h"
+#include "tests/integration/peer_loss/launcher_gang.h"
 
 namespace lockstep::bench {
 namespace {
@@ -55,6 +67,9 @@ struct Flags {
   bool peer_wait_eviction = false;
   // One failure at a time: kill, wait until that job runs again, give the node back, next.
   bool sequential = false;
+  // The recovery paths side by side with real launchers (RunLaunchers); failures per path.
+  bool launchers = false;
+  int failures = 20;
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -86,6 +101,10 @@ Flags ParseFlags(int argc, char** argv) {
       f.peer = true;
     } else if (a == "--peer-wait-eviction") {
       f.peer_wait_eviction = true;
+    } else if (a == "--launchers") {
+      f.launchers = true;
+    } else if (a == "--failures") {
+      f.failures = next();
     } else {
       std::cerr << "unknown flag " << a << "\n";
       std::exit(2);
@@ -372,6 +391,152 @@ int RunLockstep(kube::RestClient& client, const std::string& ns, const Flags& f)
   return static_cast<int>(from_renew.size()) == f.jobs ? 0 : 1;
 }
 
+// --- Launchers mode: recovery paths side by side ---
+
+// How a failure's job can recover. Peer: its launchers report the loss; Lease: it has no
+// launchers, so only the Lease grace acts. (A hot-spare path is a third value.)
+enum class Path { kPeer, kLease };
+const char* PathName(Path p) { return p == Path::kPeer ? "peer" : "lease"; }
+
+struct Failure {
+  Path path;
+  std::string job;
+  std::string node;
+  double kill_to_running = 0;
+  double renew_to_running = 0;
+  bool recovered = false;
+};
+
+std::string PodField(kube::RestClient& client, const std::string& ns, const std::string& pod,
+                     const json::json_pointer& ptr) {
+  StatusOr<json> p = client.Get(kube::resources::Pods(), ns, pod);
+  return p.ok() ? p->value(ptr, std::string()) : std::string();
+}
+
+// One failure: a 2-worker job runs (with launchers on the peer path), then worker 1's node dies
+// (its launcher killed, nothing answers at its IP, its Lease frozen, at once); until attempt 1
+// runs.
+Failure RunOneFailure(kube::RestClient& client, const std::string& ns, Path path, int index,
+                      const std::string& dir, const Flags& f) {
+  Failure out{path, "lr-" + std::to_string(index) + "-" + PathName(path), "", 0, 0, false};
+  Check(client.Create(kube::resources::TrainingJobs(), ns, Job(out.job, 2)).status(), "create job");
+  const auto attempt_running = [&](const std::string& attempt) {
+    std::map<std::string, JobPods> by = ByJob(ListPods(client, ns));
+    return by[out.job].total == 2 && by[out.job].running_by_attempt[attempt] == 2;
+  };
+  if (!kube::testing::WaitFor([&] { return attempt_running("0"); }, seconds(f.timeout),
+                              milliseconds(200))) {
+    std::cerr << out.job << ": attempt 0 never ran\n";
+    return out;
+  }
+  std::vector<lockstep::testing::GangPod> pods;
+  for (int i = 0; i < 2; ++i) {
+    const std::string pod = out.job + "-worker-" + std::to_string(i);
+    kube::testing::WaitFor(
+        [&] { return !PodField(client, ns, pod, "/status/podIP"_json_pointer).empty(); },
+        seconds(30), milliseconds(100));
+    pods.push_back({pod, PodField(client, ns, pod, "/status/podIP"_json_pointer),
+                    PodField(client, ns, pod, "/spec/nodeName"_json_pointer),
+                    PodField(client, ns, pod, "/metadata/uid"_json_pointer)});
+  }
+  out.node = pods[1].node;
+  std::unique_ptr<lockstep::testing::LauncherGang> gang;
+  if (path == Path::kPeer) {
+    StatusOr<json> tj = client.Get(kube::resources::TrainingJobs(), ns, out.job);
+    StatusOr<json> secret = client.Get(kube::resources::Secrets(), ns, out.job + "-rdzv");
+    Check(tj.status(), "get job");
+    Check(secret.status(), "get secret");
+    StatusOr<std::string> token = kube::Base64Decode((*secret)["data"]["token"].get<std::string>());
+    Check(token.status(), "token");
+    lockstep::testing::GangOptions o;
+    o.run_id = (*tj)["metadata"]["uid"];
+    o.token = *token;
+    o.launcher_bin = LOCKSTEP_LAUNCHER_BIN;
+    o.child_bin = LOCKSTEP_TEST_CHILD_BIN;
+    o.dir = dir + "/" + out.job;
+    std::error_code ec;
+    std::filesystem::create_directories(o.dir, ec);
+    if (ec) Check(InternalError("mkdir " + o.dir + ": " + ec.message()), "mkdir");
+    StatusOr<std::unique_ptr<lockstep::testing::LauncherGang>> g =
+        lockstep::testing::LauncherGang::Start(pods, o);
+    Check(g.status(), "start launchers");
+    gang = std::move(*g);
+    if (!gang->WaitChildren(seconds(30))) {
+      std::cerr << out.job << ": the launchers' children never ran\n" << gang->Logs();
+      return out;
+    }
+    // The operator has polled the running round once (status.rendezvous).
+    kube::testing::WaitFor(
+        [&] {
+          StatusOr<json> j = client.Get(kube::resources::TrainingJobs(), ns, out.job);
+          return j.ok() && j->contains("/status/rendezvous"_json_pointer);
+        },
+        seconds(30), milliseconds(200));
+  }
+  // The node dies: launcher and Lease at the same moment.
+  SetHeartbeat(client, out.node, false);
+  const Clock::time_point killed = Clock::now();
+  if (gang) Check(gang->Kill(1), "kill worker 1's launcher");
+  std::optional<Clock::time_point> running;
+  if (kube::testing::WaitFor([&] { return attempt_running("1"); }, seconds(f.timeout),
+                             milliseconds(100))) {
+    running = Clock::now();
+  }
+  std::optional<Clock::time_point> renew = RenewTime(client, out.node);
+  gang.reset();
+  SetHeartbeat(client, out.node, true);
+  client.Delete(kube::resources::TrainingJobs(), ns, out.job).status().IgnoreError();
+  kube::testing::WaitFor([&] { return ByJob(ListPods(client, ns))[out.job].total == 0; },
+                         seconds(60), milliseconds(200));
+  if (running && renew) {
+    out.recovered = true;
+    out.kill_to_running = Seconds(killed, *running);
+    out.renew_to_running = Seconds(*renew, *running);
+  }
+  std::printf("  %-16s %-6s %-28s %s\n", out.job.c_str(), PathName(path), out.node.c_str(),
+              out.recovered ? ("kill->run " + std::to_string(out.kill_to_running) +
+                               " s, renew->run " + std::to_string(out.renew_to_running) + " s")
+                                  .c_str()
+                            : "NOT RECOVERED");
+  return out;
+}
+
+int RunLaunchers(kube::RestClient& client, const std::string& ns, const Flags& f) {
+  OperatorProcess op(
+      {ns}, {"--gang-scheduler=true", "--node-lease-grace=" + std::to_string(f.grace) + "s"});
+  Check(op.Start(), "start operator");
+  if (!op.WaitReady(seconds(60))) {
+    std::cerr << "operator not ready; log " << op.log_path() << "\n";
+    return 1;
+  }
+  std::printf("operator log: %s\n", op.log_path().c_str());
+  const std::string dir = "/tmp/recovery-launchers-" + ns;
+  std::vector<Failure> all;
+  for (int i = 0; i < f.failures; ++i) {
+    for (Path path : {Path::kPeer, Path::kLease}) {
+      all.push_back(RunOneFailure(client, ns, path, i, dir, f));
+    }
+  }
+  int lost = 0;
+  for (Path path : {Path::kPeer, Path::kLease}) {
+    std::vector<double> from_kill, from_renew;
+    for (const Failure& x : all) {
+      if (x.path != path) continue;
+      if (!x.recovered) {
+        ++lost;
+        continue;
+      }
+      from_kill.push_back(x.kill_to_running);
+      from_renew.push_back(x.renew_to_running);
+    }
+    std::printf("\n");
+    PrintStats(std::string(PathName(path)) + ": kill -> running again", from_kill);
+    PrintStats(std::string(PathName(path)) + ": last renewal -> running again", from_renew);
+  }
+  op.Kill(SIGTERM);
+  return lost == 0 ? 0 : 1;
+}
+
 // Stock Kubernetes: a plain pod on each of `jobs` nodes; the heartbeat stops; how long until the
 // node controller notices and (optionally) until taint-based eviction deletes the pod.
 int RunPeer(kube::RestClient& client, const std::string& ns, const Flags& f) {
@@ -453,7 +618,9 @@ int Main(int argc, char** argv) {
   kube::testing::TestNamespace ns(client, f.peer ? "recovery-peer" : "recovery");
   Check(ns.status(), "namespace");
   std::printf("namespace %s\n", ns.name().c_str());
-  const int rc = f.peer ? RunPeer(client, ns.name(), f) : RunLockstep(client, ns.name(), f);
+  const int rc = f.peer        ? RunPeer(client, ns.name(), f)
+                 : f.launchers ? RunLaunchers(client, ns.name(), f)
+                               : RunLockstep(client, ns.name(), f);
   // Pods on nodes kwok has just taken back may linger; force them out with the namespace.
   kube::DeleteOptions force;
   force.grace_period_seconds = 0;

@@ -222,6 +222,9 @@ StatusOr<LauncherConfig> ParseConfig(const std::vector<std::string>& args, const
   c.heartbeat_file = v.Get(k::kEnvHeartbeatFile).value;
   c.advertise_addr = v.Get(k::kEnvAdvertiseAddr).value;
   c.job_name = v.Get(k::kEnvJobName).value;
+  c.pod_name = v.Get(k::kEnvPodName).value;
+  c.node_name = v.Get(k::kEnvNodeName).value;
+  c.pod_uid = v.Get(k::kEnvPodUid).value;
   c.termination_log = v.Get(k::kEnvTerminationLog).value;
   c.nccl_library = v.Get(k::kEnvNcclLibrary).value;
   const Raw log_format = v.Get(k::kEnvLogFormat);

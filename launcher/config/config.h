@@ -47,6 +47,9 @@ struct LauncherConfig {
   uint32_t master_port = 0;
   uint32_t kv_port = 0;
   std::string job_name;
+  std::string pod_name;   // reported in the Join (LostMember)
+  std::string node_name;
+  std::string pod_uid;
   std::string termination_log;
   std::string nccl_library;
   std::chrono::milliseconds peer_timeout{5000};

@@ -196,6 +196,9 @@ class Connection {
     join.want_peer_table = opt_.want_peer_table;
     join.standby = opt_.standby;
     join.spare_index = opt_.spare_index;
+    join.pod_name = opt_.pod_name;
+    join.node_name = opt_.node_name;
+    join.pod_uid = opt_.pod_uid;
     join.mac = protocol::JoinMac(protocol::AttemptKey(opt_.token, opt_.key_attempt), ch->nonce,
                                  opt_.run_id, opt_.attempt, opt_.node_rank);
     Status s = net::WriteAll(fd_.get(), Encode(join), opt_.deadline);

@@ -38,6 +38,9 @@ struct ClientOptions {
   // whether this join is a standby one (wait for Promote, then for the promoted round's World).
   int32_t spare_index = -1;
   bool standby = false;
+  std::string pod_name;   // Join::pod_name, Join::node_name: only reported
+  std::string node_name;
+  std::string pod_uid;
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds peer_timeout{5000};
   std::chrono::steady_clock::time_point deadline;

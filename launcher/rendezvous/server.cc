@@ -95,7 +95,8 @@ RendezvousServer::RendezvousServer(ServerOptions options, UniqueFd listen_fd, ui
                                                          : opt_.max_nodes + 64),
       max_connections_(opt_.max_connections != 0 ? opt_.max_connections
                                                  : 2 * opt_.max_nodes + 128),
-      attempt_(opt_.attempt) {
+      attempt_(opt_.attempt),
+      lost_(opt_.max_nodes) {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = listen_fd_.get();
@@ -242,7 +243,7 @@ void RendezvousServer::Queue(Conn& c, std::string_view bytes) {
     const int fd = c.fd.get();
     StatusOr<size_t> n = net::WriteSome(fd, bytes);
     if (!n.ok()) {
-      CloseConn(fd, n.status().ToString());
+      CloseConn(fd, n.status().ToString(), /*disconnected=*/true);
       return;
     }
     if (*n == bytes.size()) return;
@@ -256,7 +257,7 @@ void RendezvousServer::OnWritable(Conn& c) {
   const int fd = c.fd.get();
   StatusOr<size_t> n = net::WriteSome(fd, std::string_view(c.out).substr(c.out_pos));
   if (!n.ok()) {
-    CloseConn(fd, n.status().ToString());
+    CloseConn(fd, n.status().ToString(), /*disconnected=*/true);
     return;
   }
   c.out_pos += *n;
@@ -291,7 +292,7 @@ void RendezvousServer::OnReadable(Conn& c) {
   StatusOr<net::ReadResult> r = net::ReadAvailable(
       fd, &bytes, authenticated ? kMemberReadBytes : kMaxUnauthenticatedFrameBytes);
   if (!r.ok()) {
-    CloseConn(fd, r.status().ToString());
+    CloseConn(fd, r.status().ToString(), /*disconnected=*/true);
     return;
   }
   if (r->bytes > 0) {
@@ -315,7 +316,7 @@ void RendezvousServer::OnReadable(Conn& c) {
   if (conns_.count(fd) == 0) return;
   // Refused or answered: what it sent after that frame is dropped, not kept.
   if (c.state == ConnState::kClosing) c.decoder = FrameDecoder(kMaxUnauthenticatedFrameBytes);
-  if (r->eof) CloseConn(fd, "peer closed the connection");
+  if (r->eof) CloseConn(fd, "peer closed the connection", /*disconnected=*/true);
 }
 
 Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
@@ -577,6 +578,7 @@ ControlStatus RendezvousServer::CurrentStatus() const {
   st.promotions = spares_.promotions();
   st.standby_spares = spares_.standby();
   st.serving = spares_.Serving();
+  st.lost = lost_.List();
   return st;
 }
 
@@ -786,7 +788,30 @@ void RendezvousServer::OnTick() {
   }
 }
 
-void RendezvousServer::CloseConn(int fd, const std::string& why) {
+void RendezvousServer::RecordLost(const Conn& c, const std::string& why, bool disconnected) {
+  // The steady clock times the peer timeout; the report is in wall time, which the operator
+  // compares with the node's Lease (docs/failures.md "Peer evidence").
+  const auto unix_ms = [](Clock::Wall t) {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count());
+  };
+  const Clock::Wall wall_now = opt_.clock->WallNow();
+  const auto silent_for = opt_.clock->Now() - c.last_seen;
+  protocol::LostMember lost;
+  lost.round = attempt_;
+  lost.node_rank = c.join.node_rank;
+  lost.pod_name = c.join.pod_name;
+  lost.node_name = c.join.node_name;
+  lost.pod_uid = c.join.pod_uid;
+  lost.last_heard_unix_ms =
+      unix_ms(wall_now - std::chrono::duration_cast<Clock::Wall::duration>(silent_for));
+  lost.lost_unix_ms = unix_ms(wall_now);
+  lost.disconnected = disconnected;
+  lost.why = why;
+  lost_.Record(std::move(lost));
+}
+
+void RendezvousServer::CloseConn(int fd, const std::string& why, bool disconnected) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   std::unique_ptr<Conn> conn = std::move(it->second);
@@ -802,6 +827,7 @@ void RendezvousServer::CloseConn(int fd, const std::string& why) {
   if (conn->state != ConnState::kMember) return;
   const uint32_t node_rank = conn->join.node_rank;
   members_.erase(node_rank);
+  RecordLost(*conn, why, disconnected);
   if (phase_ == Phase::kGathering) {
     log::Info(std::string(kLogPrefix) + "a node left before the round completed",
               {{"node_rank", std::to_string(node_rank)}, {"why", why}});

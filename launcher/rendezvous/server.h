@@ -18,10 +18,11 @@
 // starts finishing, standby spares are released (Abort kFinished).
 //
 // Control requests (protocol/control.h) come from the operator on their own connections: Status
-// reports the round, the in-place restarts so far, the last failure and the trainers' progress
-// (ServerOptions::progress_source); Restart aborts a running round like a failure would, with
-// Abort::reason kRequested, which no launcher charges to its budget. A refused or closed control
-// connection never touches the round.
+// reports the round, the in-place restarts so far, the last failure, the trainers' progress
+// (ServerOptions::progress_source) and the members lost in the newest round that lost any
+// (lost_members.h: pod, node, when last heard, silent or disconnected); Restart aborts a running
+// round like a failure would, with Abort::reason kRequested, which no launcher charges to its
+// budget. A refused or closed control connection never touches the round.
 //
 // Bounds: any pod that reaches the port can connect, so what an unauthenticated or refused peer
 // costs is bounded in memory and time, whatever it sends (docs/launcher.md "Limits"):
@@ -53,6 +54,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "launcher/rendezvous/spares.h"
+#include "launcher/rendezvous/lost_members.h"
 #include "protocol/auth.h"
 #include "protocol/frame.h"
 #include "protocol/messages.h"
@@ -153,7 +155,11 @@ class RendezvousServer {
   bool MakeRoom();
   void UpdateEvents(Conn& c);
   void Queue(Conn& c, std::string_view bytes);
-  void CloseConn(int fd, const std::string& why);
+  // `disconnected`: the peer's connection closed or reset (EOF, a read or write error), as
+  // opposed to a silent or misbehaving peer the server gives up on; a lost member's report says
+  // which (LostMember::disconnected).
+  void CloseConn(int fd, const std::string& why, bool disconnected = false);
+  void RecordLost(const Conn& c, const std::string& why, bool disconnected);
   std::chrono::milliseconds NextTimeout() const;
 
   ServerOptions opt_;
@@ -186,6 +192,7 @@ class RendezvousServer {
   uint32_t requested_restarts_ = 0;
   std::optional<protocol::RoundFailure> last_failure_;
   SparePool spares_;
+  LostMembers lost_;
 };
 
 }  // namespace lockstep::launcher::rendezvous

@@ -72,6 +72,11 @@ json EnvVar(std::string_view name, std::string value) {
   return {{"name", name}, {"value", std::move(value)}};
 }
 
+// An env var from the pod's own fields (the downward API).
+json FieldRefEnvVar(std::string_view name, std::string_view field_path) {
+  return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field_path}}}}}};
+}
+
 json LauncherEnv(const TrainingJob& job, const PodSlot& slot, const AttemptContext& ctx,
                  const ChildrenOptions& options, int64_t pod_grace_seconds) {
   const std::string pod_name = PodName(job.metadata.name, slot.role, slot.index);
@@ -105,6 +110,11 @@ json LauncherEnv(const TrainingJob& job, const PodSlot& slot, const AttemptConte
       // The trainers' time to checkpoint when the pod is deleted (suspend, preemption).
       EnvVar(contract::kEnvGracePeriod,
              std::to_string(LauncherGracePeriodSeconds(pod_grace_seconds))),
+      // Reported in the launcher's Join, so node 0's server names a member it lost (pod and
+      // node) to the operator: the peer evidence of a lost node (docs/failures.md).
+      FieldRefEnvVar(contract::kEnvPodName, "metadata.name"),
+      FieldRefEnvVar(contract::kEnvNodeName, "spec.nodeName"),
+      FieldRefEnvVar(contract::kEnvPodUid, "metadata.uid"),
   });
   // Exit codes the FailJob rules name: the launchers end the job on them at once instead of
   // spending in-place restarts on an error that no restart can fix.

@@ -64,7 +64,12 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry)
       reconcile_seconds_(reconcile_time_.Add(
           {{"controller", kControllerName}},
           prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
-                                                  2.5, 5, 10, 30, 60})) {}
+                                                  2.5, 5, 10, 30, 60})),
+      peer_loss_(prometheus::BuildCounter()
+                     .Name("lockstep_peer_loss_reports_total")
+                     .Help("Members node 0's launcher reported lost, by the operator's verdict "
+                           "(corroborated, waiting, not_corroborated, stale), each once")
+                     .Register(registry)) {}
 
 namespace {
 
@@ -113,6 +118,10 @@ void ControllerMetrics::ObserveRestart(const std::string& ns, const std::string&
 
 void ControllerMetrics::ObserveSparePromotions(const std::string& ns, int count) {
   if (count > 0) spare_promotions_.Add({{"namespace", ns}}).Increment(count);
+}
+
+void ControllerMetrics::ObservePeerLoss(const std::string& verdict) {
+  peer_loss_.Add({{"verdict", verdict}}).Increment();
 }
 
 void ControllerMetrics::ObserveNodeFailure(const std::string& reason) {

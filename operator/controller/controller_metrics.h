@@ -20,6 +20,8 @@
 //                                                           samplesPerSecond, while active
 //   lockstep_spare_promotions_total{namespace}              hot spares that took a lost pod's
 //                                                           node-rank (controller/spare_plan.h)
+//   lockstep_peer_loss_reports_total{verdict}               members node 0's launcher reported
+//                                                           lost, by verdict (peer_loss.h)
 // Thread-safe.
 
 #include <map>
@@ -49,6 +51,7 @@ class ControllerMetrics {
 
   void ObserveRestart(const std::string& ns, const std::string& reason, const std::string& mode);
   void ObserveNodeFailure(const std::string& reason);
+  void ObservePeerLoss(const std::string& verdict);
   void ObserveDetectionDelay(const std::string& reason, double seconds);
   void ObserveRecovery(const std::string& ns, const std::string& mode, double seconds);
   void ObserveSparePromotions(const std::string& ns, int count);
@@ -83,6 +86,7 @@ class ControllerMetrics {
   prometheus::Family<prometheus::Counter>& spare_promotions_;
   prometheus::Counter& errors_;
   prometheus::Histogram& reconcile_seconds_;
+  prometheus::Family<prometheus::Counter>& peer_loss_;
   std::mutex mu_;
   JobCounts last_counts_;  // guarded by mu_
   // The progress series that exist, by (namespace, name): what ForgetJobProgress removes.

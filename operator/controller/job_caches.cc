@@ -190,6 +190,11 @@ std::vector<std::shared_ptr<const CachedJob>> JobCaches::ListJobs() const {
   return out;
 }
 
+std::optional<NodeSnapshot> JobCaches::NodeFacts(const std::string& node) const {
+  if (node_health_ == nullptr) return std::nullopt;
+  return node_health_->Snapshot(node);
+}
+
 Observed JobCaches::ObserveChildren(const CachedJob& job) const {
   Observed out;
   const Namespace* n = For(job.meta.namespace_);

@@ -58,6 +58,9 @@ class JobCaches {
   // Terminal pods are left out: a finished pod loses nothing with its node, and the API server
   // deletes it at once.
   Observed ObserveChildren(const CachedJob& job) const;
+  // The node as the node monitor's caches hold it (peer_loss.h); nullopt without a monitor or
+  // before its caches synced.
+  std::optional<NodeSnapshot> NodeFacts(const std::string& node) const;
   // The keys of the jobs with a pod bound to `node`, each once.
   std::vector<std::string> JobsOnNode(const std::string& node) const;
 

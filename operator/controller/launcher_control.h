@@ -18,12 +18,28 @@
 
 namespace lockstep::controller {
 
+// The operator's own look at a pod a launcher reported lost (peer_loss.h): a TCP connect to
+// its IP at the rendezvous port.
+enum class ProbeResult {
+  kUnknown,      // not probed yet, no IP, or an error that says nothing about the pod
+  kReachable,    // connected, or refused: the pod's network stack answered
+  kUnreachable,  // timed out, or no route to the pod
+};
+std::string_view ToString(ProbeResult r);
+
+struct ProbeAnswer {
+  ProbeResult result = ProbeResult::kUnknown;
+  std::string detail;  // for people: "connect to 10.0.0.7:29400 timed out after 1000ms"
+};
+
 class LauncherControl {
  public:
   virtual ~LauncherControl() = default;
   virtual StatusOr<protocol::ControlStatus> GetStatus(const protocol::ControlTarget& target) = 0;
   virtual StatusOr<protocol::ControlAck> Restart(const protocol::ControlTarget& target,
                                                  const std::string& reason) = 0;
+  // Blocks at most the control's deadline.
+  virtual ProbeAnswer Probe(const std::string& host, uint16_t port) = 0;
 };
 
 class RdzvLauncherControl : public LauncherControl {
@@ -33,6 +49,7 @@ class RdzvLauncherControl : public LauncherControl {
   StatusOr<protocol::ControlStatus> GetStatus(const protocol::ControlTarget& target) override;
   StatusOr<protocol::ControlAck> Restart(const protocol::ControlTarget& target,
                                          const std::string& reason) override;
+  ProbeAnswer Probe(const std::string& host, uint16_t port) override;
 
  private:
   std::chrono::milliseconds timeout_;

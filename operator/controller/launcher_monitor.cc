@@ -1,5 +1,7 @@
 #include "operator/controller/launcher_monitor.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "operator/api/children.h"
 #include "operator/kube/base64.h"
@@ -26,7 +28,12 @@ bool SameStatus(const LauncherObservation& a, const LauncherObservation& b) {
          // Hot spares (spare_plan.h): a promotion, or a spare standing by or gone.
          a.status.promotions == b.status.promotions &&
          a.status.standby_spares == b.status.standby_spares &&
-         a.status.serving == b.status.serving;
+         a.status.serving == b.status.serving &&
+         a.status.lost == b.status.lost;
+}
+
+std::string ProbeKey(const std::string& job, const std::string& pod, uint64_t report) {
+  return job + "|" + pod + "|" + std::to_string(report);
 }
 
 }  // namespace
@@ -59,10 +66,54 @@ void LauncherMonitor::Stop() {
 void LauncherMonitor::Poll(const LauncherJob& job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (watch_interval_.count() > 0) {
+      const Clock::Steady now = clock_.Now();
+      auto [it, inserted] = watches_.try_emplace(job.key, Watch{job, now, now});
+      it->second.job = job;
+      it->second.next = now + WatchInterval();
+      it->second.expires = now + kWatchExpiry;
+    }
     if (!polls_queued_.insert(job.key).second) return;
     queue_.push_back(Op{job, false, "", ""});
   }
   cv_.notify_one();
+}
+
+void LauncherMonitor::Probe(const LauncherJob& job, const std::string& pod, const std::string& ip,
+                            uint64_t report_lost_unix_ms) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!probes_queued_.insert(ProbeKey(job.key, pod, report_lost_unix_ms)).second) return;
+    Op op{job, false, "", ""};
+    op.probe_pod = pod;
+    op.probe_ip = ip;
+    op.probe_report = report_lost_unix_ms;
+    queue_.push_back(std::move(op));
+  }
+  cv_.notify_one();
+}
+
+std::chrono::milliseconds LauncherMonitor::WatchInterval() const {
+  const auto spread = kWatchSpacing * static_cast<int64_t>(watches_.size());
+  return std::max<std::chrono::milliseconds>(watch_interval_, spread);
+}
+
+Clock::Steady LauncherMonitor::QueueDueWatches(Clock::Steady now) {
+  Clock::Steady next = now + std::chrono::hours(1);
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    Watch& w = it->second;
+    if (now >= w.expires) {  // the plan stopped asking: the gang no longer runs
+      it = watches_.erase(it);
+      continue;
+    }
+    if (now >= w.next) {
+      if (polls_queued_.insert(it->first).second) queue_.push_back(Op{w.job, false, "", ""});
+      w.next = now + WatchInterval();
+    }
+    next = std::min(next, w.next);
+    ++it;
+  }
+  return next;
 }
 
 void LauncherMonitor::Restart(const LauncherJob& job, const std::string& request,
@@ -91,6 +142,7 @@ void LauncherMonitor::Forget(const std::string& job_key) {
   std::lock_guard<std::mutex> lock(mu_);
   latest_.erase(job_key);
   tokens_.erase(job_key);
+  watches_.erase(job_key);
 }
 
 void LauncherMonitor::Loop() {
@@ -98,13 +150,27 @@ void LauncherMonitor::Loop() {
     Op op;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
+      for (;;) {
+        if (stopping_) return;
+        const Clock::Steady now = clock_.Now();
+        const Clock::Steady next = watches_.empty() ? now + std::chrono::hours(1)
+                                                    : QueueDueWatches(now);
+        if (!queue_.empty()) break;
+        cv_.wait_for(lock, next - now);
+      }
       op = std::move(queue_.front());
       queue_.pop_front();
-      if (!op.restart) polls_queued_.erase(op.job.key);
+      if (!op.probe_pod.empty()) {
+        probes_queued_.erase(ProbeKey(op.job.key, op.probe_pod, op.probe_report));
+      } else if (!op.restart) {
+        polls_queued_.erase(op.job.key);
+      }
     }
-    Run(op);
+    if (!op.probe_pod.empty()) {
+      RunProbe(op);
+    } else {
+      Run(op);
+    }
   }
 }
 
@@ -135,6 +201,22 @@ StatusOr<protocol::ControlTarget> LauncherMonitor::Target(const LauncherJob& job
   std::lock_guard<std::mutex> lock(mu_);
   tokens_[job.key] = {job.uid, t.token};
   return t;
+}
+
+void LauncherMonitor::RunProbe(const Op& op) {
+  const ProbeAnswer answer = control_->Probe(op.probe_ip, static_cast<uint16_t>(api::kRdzvPort));
+  log::Info("probed a pod the launchers reported lost",
+            {{"job", op.job.key},
+             {"pod", op.probe_pod},
+             {"result", std::string(ToString(answer.result))},
+             {"detail", answer.detail}});
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    LauncherObservation& obs = latest_[op.job.key];
+    if (obs.pod_uid != op.job.pod_uid) return;  // another attempt's server meanwhile
+    obs.probes[op.probe_pod] = LauncherObservation::Probe{op.probe_report, answer};
+  }
+  if (changed_) changed_(op.job.key);
 }
 
 void LauncherMonitor::Run(const Op& op) {
@@ -185,6 +267,10 @@ void LauncherMonitor::Run(const Op& op) {
       if (obs.pod_uid != result.pod_uid) obs = LauncherObservation{};
       changed = !SameStatus(obs, result);
       result.restart = obs.restart;
+      result.probes = std::move(obs.probes);
+      // The lost members stay known when the server stops answering: node 0's launcher exits
+      // (after a short linger) once a loss left it no in-place restart.
+      if (!result.answered) result.status.lost = std::move(obs.status.lost);
       obs = std::move(result);
     }
   }

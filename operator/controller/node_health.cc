@@ -293,4 +293,15 @@ NodeVerdict NodeHealthMonitor::Assess(const std::string& node, api::Time now) co
   return AssessNode(node, n.get(), l.get(), now, options_, state_->leases.reflector().FreshSince());
 }
 
+std::optional<NodeSnapshot> NodeHealthMonitor::Snapshot(const std::string& node) const {
+  if (!HasSynced()) return std::nullopt;
+  NodeSnapshot out;
+  if (const auto n = state_->nodes.store().Get(node)) out.node = *n;
+  if (const auto l = state_->leases.store().Get(std::string(kNodeLeaseNamespace) + "/" + node)) {
+    out.lease = *l;
+  }
+  out.leases_fresh_since = state_->leases.reflector().FreshSince();
+  return out;
+}
+
 }  // namespace lockstep::controller

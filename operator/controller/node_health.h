@@ -57,6 +57,15 @@ NodeVerdict AssessNode(const std::string& name, const kube::Node* node, const ku
                        api::Time now, const NodeHealthOptions& options,
                        api::Time leases_fresh_since = api::Time{});
 
+// A node as the monitor's caches hold it (peer_loss.h corroborates a launcher's report with it).
+struct NodeSnapshot {
+  std::optional<kube::Node> node;    // nullopt: no Node object (deleted, or never seen)
+  std::optional<kube::Lease> lease;  // nullopt: no Lease seen
+  // Since when the Lease view is continuous (AssessNode's leases_fresh_since): a renewTime
+  // read while it is in the future may be stale.
+  api::Time leases_fresh_since;
+};
+
 // When the node's Lease would pass the grace if not renewed again (for a timer); unset without
 // a Lease.
 std::optional<api::Time> LeaseDeadline(const kube::Lease& lease, const NodeHealthOptions& options);
@@ -87,6 +96,8 @@ class NodeHealthMonitor {
   // The verdict on `node` from the caches. Before both caches have synced every node is
   // healthy: a partial cache would call live nodes deleted.
   NodeVerdict Assess(const std::string& node, api::Time now) const;
+  // The Node and its Lease from the caches; nullopt before both caches have synced.
+  std::optional<NodeSnapshot> Snapshot(const std::string& node) const;
   const NodeHealthOptions& options() const { return options_; }
 
  private:

@@ -15,6 +15,7 @@
 #include "operator/controller/inplace_policy.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/kueue_plan.h"
+#include "operator/controller/peer_loss_plan.h"
 #include "operator/controller/plan_pass.h"
 #include "operator/controller/restart_plan.h"
 #include "operator/controller/spare_plan.h"
@@ -290,6 +291,11 @@ void PlanActive(Pass& p) {
   PlanSpareRecord(p);
   const int32_t stale_left = PlanStaleDeletes(p, p.stale_pods);
   const FailureDecision failure = DecideFailure(p.job, p.pods, p.observed.lost_nodes);
+  // A lost member the launchers reported explains launchers that exited 75 ("a peer was lost")
+  // better than waiting for a culprit whose node is gone, and is not the job's failure.
+  if ((failure.action == FailureAction::kNone || failure.awaiting_culprit) && PlanPeerLoss(p)) {
+    return;
+  }
   if (failure.action != FailureAction::kNone && failure.awaiting_culprit && failure.failed_at &&
       p.now - *failure.failed_at < kCulpritWait) {
     // Only "another node failed" (75) so far; the failing pod's status usually follows within a

@@ -25,7 +25,9 @@ namespace lockstep::controller {
 // attempt's worker-0 pod.
 struct LauncherObservation {
   std::string pod_uid;
-  bool answered = false;  // the last Status request was answered (else `error` says why)
+  // The last Status request was answered (else `error` says why, and `status` holds only the
+  // lost members the last answers reported).
+  bool answered = false;
   std::string error;
   protocol::ControlStatus status;
   // The last Restart sent to this pod (status.restartRequest.value), and its answer once known.
@@ -36,6 +38,13 @@ struct LauncherObservation {
     std::string error;  // no answer: why
   };
   std::optional<RestartAnswer> restart;
+  // The operator's probes of pods the launchers reported lost (status.lost), by pod name: the
+  // report each answers (LostMember::lost_unix_ms) and the answer (peer_loss.h).
+  struct Probe {
+    uint64_t report_lost_unix_ms = 0;
+    ProbeAnswer answer;
+  };
+  std::map<std::string, Probe> probes = {};
 };
 
 // What the informer caches hold of the job's children (only objects it controls), and the
@@ -52,6 +61,9 @@ struct Observed {
   // Set only for a job Kueue manages (the label kueue.x-k8s.io/queue-name, operator run with
   // --kueue): its Workload and what the plan needs of Kueue's objects (kueue_plan.h).
   std::optional<kueue::KueueObservation> kueue = std::nullopt;
+  // The nodes of the pods the launchers reported lost (LauncherObservation::status.lost), as the
+  // node caches hold them, by node name; absent before the caches synced (peer_loss.h).
+  std::map<std::string, NodeSnapshot> peer_loss_nodes = {};
 };
 
 struct PodDeletion {
@@ -116,6 +128,23 @@ struct Plan {
     std::string reason;
   };
   std::optional<LauncherRestart> launcher_restart;
+  // Probe a pod a launcher reported lost (peer_loss_plan.h): its IP at the rendezvous port.
+  struct LauncherProbe {
+    std::string pod;
+    std::string ip;
+    uint64_t report_lost_unix_ms = 0;
+    friend bool operator==(const LauncherProbe&, const LauncherProbe&) = default;
+  };
+  std::vector<LauncherProbe> launcher_probes = {};
+  // What this pass concluded about each lost report, for the log and
+  // lockstep_peer_loss_reports_total (the reconciler records each verdict once per report).
+  struct PeerLossNote {
+    std::string pod;
+    uint64_t report_lost_unix_ms = 0;
+    std::string outcome;  // LossVerdict::Outcome's name
+    std::string evidence;
+  };
+  std::vector<PeerLossNote> peer_loss = {};
 
   // Writes to the job's Kueue Workload (create, delete, spec.active, status conditions), after
   // the pod writes (kueue/gate.h).

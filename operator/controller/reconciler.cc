@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "common/log.h"
 #include "operator/api/codec.h"
 #include "operator/api/enums.h"
 #include "operator/controller/inplace_plan.h"
@@ -30,6 +31,10 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
   std::shared_ptr<const CachedJob> cached = caches_.GetJob(key);
   if (cached == nullptr) {
     expectations_.Forget(key);  // deleted: its children go with the garbage collector
+    {
+      std::lock_guard<std::mutex> lock(peer_loss_mu_);
+      peer_loss_seen_.erase(key);
+    }
     if (launchers_ != nullptr) launchers_->Forget(key);
     ForgetProgressMetrics(key);
     return ReconcileResult{};
@@ -41,12 +46,21 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
   if (launchers_ != nullptr) {
     if (const kube::Pod* rank0 = RendezvousPod(job.job, observed.pods)) {
       observed.launchers = launchers_->Latest(key, rank0->meta.uid);
+      // A server's rounds start at the attempt its pod was made for: a lower round is an older
+      // attempt's server still answering at this pod's address (node 0's launcher lingers
+      // after a loss; kwok reuses pod IPs), not this attempt's launchers.
+      if (observed.launchers && observed.launchers->answered &&
+          static_cast<int64_t>(observed.launchers->status.round) < job.job.status.attempt) {
+        observed.launchers.reset();
+      }
     }
+    ObservePeerLossNodes(observed);
   }
   if (kueue_ != nullptr && !kueue::QueueName(job.job).empty()) {
     observed.kueue = kueue_->Observe(job);
   }
   const Plan plan = ComputePlan(job, observed, clock_.WallNow(), settled, options_);
+  NotePeerLoss(job, plan);
   const bool finishes = IsFinished(plan.status) && !IsFinished(job.job.status);
   if (plan.restart || plan.launcher_restart || finishes) {
     // A restart or the job's end is recorded before its pods are deleted: if the write lost a
@@ -84,6 +98,46 @@ void TrainingJobReconciler::AskLaunchers(const CachedJob& job, const Observed& o
     }
   } else if (plan.launcher_poll) {
     if (std::optional<LauncherJob> t = target(*plan.launcher_poll)) launchers_->Poll(*t);
+  }
+  if (!plan.launcher_probes.empty()) {
+    const kube::Pod* rank0 = RendezvousPod(job.job, observed.pods);
+    std::optional<LauncherJob> t = rank0 != nullptr ? target(rank0->meta.name) : std::nullopt;
+    for (const Plan::LauncherProbe& probe : plan.launcher_probes) {
+      if (t) launchers_->Probe(*t, probe.pod, probe.ip, probe.report_lost_unix_ms);
+    }
+  }
+}
+
+void TrainingJobReconciler::ObservePeerLossNodes(Observed& observed) const {
+  if (!observed.launchers) return;
+  for (const protocol::LostMember& m : observed.launchers->status.lost) {
+    for (const kube::Pod& pod : observed.pods) {
+      if (pod.meta.name != m.pod_name || pod.node_name.empty()) continue;
+      if (observed.peer_loss_nodes.count(pod.node_name) != 0) continue;
+      if (std::optional<NodeSnapshot> n = caches_.NodeFacts(pod.node_name)) {
+        observed.peer_loss_nodes.emplace(pod.node_name, std::move(*n));
+      }
+    }
+  }
+}
+
+void TrainingJobReconciler::NotePeerLoss(const CachedJob& job, const Plan& plan) {
+  // Each report's verdict once (passes repeat every second while one is unresolved).
+  std::vector<Plan::PeerLossNote> fresh;
+  {
+    std::lock_guard<std::mutex> lock(peer_loss_mu_);
+    std::set<std::string>& seen = peer_loss_seen_[job.meta.Key()];
+    if (seen.size() > 256) seen.clear();  // bounded; a repeat costs one log line
+    for (const Plan::PeerLossNote& n : plan.peer_loss) {
+      const std::string key = n.pod + "|" + std::to_string(n.report_lost_unix_ms) + "|" + n.outcome;
+      if (seen.insert(key).second) fresh.push_back(n);
+    }
+  }
+  for (const Plan::PeerLossNote& n : fresh) {
+    log::Info("a launcher reported a lost peer",
+              {{"job", job.meta.Key()}, {"pod", n.pod}, {"verdict", n.outcome},
+               {"evidence", n.evidence}});
+    if (metrics_ != nullptr) metrics_->ObservePeerLoss(n.outcome);
   }
 }
 

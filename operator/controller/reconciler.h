@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "common/clock.h"
@@ -79,6 +80,10 @@ class TrainingJobReconciler {
   // The plan's launcher requests (Status poll, Restart), handed to the monitor after the status
   // write: a Restart is recorded (status.restartRequest) before it is sent.
   void AskLaunchers(const CachedJob& job, const Observed& observed, const Plan& plan);
+  // Observed::peer_loss_nodes: the nodes of the pods the launchers reported lost.
+  void ObservePeerLossNodes(Observed& observed) const;
+  // Logs each lost report's verdict once, and counts it in lockstep_peer_loss_reports_total.
+  void NotePeerLoss(const CachedJob& job, const Plan& plan);
 
   // The job's cache has not caught up with the finished status or the restart this controller
   // wrote (see status_writes_). Forgets entries once the cache shows them, or after a minute.
@@ -96,6 +101,9 @@ class TrainingJobReconciler {
   const Clock& clock_;
   LauncherMonitor* launchers_ = nullptr;
   const KueueCaches* kueue_ = nullptr;
+  std::mutex peer_loss_mu_;
+  // job key -> "pod|report|verdict" already logged; guarded by peer_loss_mu_.
+  std::map<std::string, std::set<std::string>> peer_loss_seen_;
   // uid -> what this controller last wrote that its passes must see before acting again:
   //  - Succeeded/Failed: the pass that finishes a job also deletes its pods (cleanPodPolicy);
   //    the pod watch can report them gone before the job watch reports the finished status,

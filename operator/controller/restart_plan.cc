@@ -6,6 +6,7 @@
 #include "operator/api/children.h"
 #include "operator/api/enums.h"
 #include "operator/controller/inplace_policy.h"
+#include "operator/controller/peer_loss.h"
 
 namespace lockstep::controller {
 namespace {
@@ -19,7 +20,13 @@ seconds Elapsed(api::Time from, api::Time to) {
 bool OnLostNode(const Pass& p, const kube::Pod& pod) {
   if (pod.node_name.empty()) return false;
   auto it = p.observed.lost_nodes.find(pod.node_name);
-  return it != p.observed.lost_nodes.end() && it->second.lost;
+  if (it != p.observed.lost_nodes.end() && it->second.lost) return true;
+  // A node the operator found lost on corroborated peer evidence (peer_loss.h) before the node
+  // monitor does: no kubelet will confirm a delete there either.
+  const std::vector<api::ExcludedNode>& excluded = p.plan->status.excluded_nodes;
+  return std::any_of(excluded.begin(), excluded.end(), [&](const api::ExcludedNode& e) {
+    return e.name == pod.node_name && e.reason == kReasonPeerReportedLost && p.now < e.until;
+  });
 }
 
 // v1.Toleration.ToleratesTaint over the kube types (the scheduler's feasibility.h has it over its

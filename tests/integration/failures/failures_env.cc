@@ -69,7 +69,7 @@ Status FailuresTest::StartOperator() {
   op_ = std::make_unique<OperatorProcess>(
       std::vector<std::string>{ns_->name()},
       std::vector<std::string>{"--gang-scheduler=true",
-                               "--node-lease-grace=" + std::to_string(kLeaseGraceSeconds) + "s"});
+                               "--node-lease-grace=" + std::to_string(lease_grace_seconds_) + "s"});
   LS_RETURN_IF_ERROR(op_->Start());
   if (!op_->WaitReady(seconds(30))) {
     return UnavailableError("the operator did not become ready; log: " + op_->log_path());

@@ -100,6 +100,9 @@ class FailuresTest : public ::testing::Test {
   static std::unique_ptr<kube::testing::Cluster> cluster_;
   static std::unique_ptr<kube::testing::TestNamespace> ns_;
   static std::unique_ptr<controller::testing::OperatorProcess> op_;
+  // The operator's --node-lease-grace; a suite may set another before SetUpTestSuite (the
+  // peer-loss tests use a long one, to show the peer evidence acted, not the Lease).
+  static inline int lease_grace_seconds_ = kLeaseGraceSeconds;
 
  private:
   static Status StartOperator();

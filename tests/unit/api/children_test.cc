@@ -145,6 +145,16 @@ TEST(ChildrenTest, FourWorkerPyTorchPods) {
     EXPECT_EQ(env.at("LOCKSTEP_MASTER_PORT"), "29500");  // the ports the NetworkPolicy names
     EXPECT_EQ(env.at("LOCKSTEP_KV_PORT"), "29501");
     EXPECT_EQ(env.count("LOCKSTEP_TOKEN"), 0u);  // the token is only in the mounted file
+    // The pod and node names come from the downward API (a lost member is named by them).
+    std::map<std::string, std::string> field_refs;
+    for (const json& e : trainer["env"]) {
+      if (e.contains("valueFrom")) {
+        field_refs[e["name"]] = e["valueFrom"]["fieldRef"]["fieldPath"].get<std::string>();
+      }
+    }
+    EXPECT_EQ(field_refs["LOCKSTEP_POD_NAME"], "metadata.name");
+    EXPECT_EQ(field_refs["LOCKSTEP_NODE_NAME"], "spec.nodeName");
+    EXPECT_EQ(field_refs["LOCKSTEP_POD_UID"], "metadata.uid");
 
     const json& init = spec["initContainers"][0];
     EXPECT_EQ(init["name"], "lockstep-launcher-install");

@@ -54,6 +54,19 @@ class ScriptedControl final : public LauncherControl {
     acks_.pop_front();
     return a;
   }
+  ProbeAnswer Probe(const std::string& host, uint16_t port) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    probes_.push_back(host + ":" + std::to_string(port));
+    return probe_answer_;
+  }
+  void SetProbeAnswer(ProbeAnswer a) {
+    std::lock_guard<std::mutex> lock(mu_);
+    probe_answer_ = std::move(a);
+  }
+  std::vector<std::string> probes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return probes_;
+  }
   std::vector<Call> calls() const {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;
@@ -64,6 +77,8 @@ class ScriptedControl final : public LauncherControl {
   std::deque<StatusOr<protocol::ControlStatus>> statuses_;
   std::deque<StatusOr<protocol::ControlAck>> acks_;
   std::vector<Call> calls_;
+  std::vector<std::string> probes_;
+  ProbeAnswer probe_answer_;
 };
 
 protocol::ControlStatus Round(uint32_t round, bool running, uint32_t failures = 0) {
@@ -203,6 +218,39 @@ TEST_F(LauncherMonitorTest, ASecretWithoutATokenIsAnAnswerlessPoll) {
   EXPECT_FALSE(seen->answered);
   EXPECT_NE(seen->error.find("no token"), std::string::npos) << seen->error;
   EXPECT_TRUE(control_->calls().empty());  // never asked without a token
+}
+
+// Peer evidence (docs/failures.md): the lost members a server reported stay known after the
+// server stops answering (node 0's launcher exits when a loss leaves it no in-place restart),
+// and a probe of a reported pod lands beside them, for the same worker-0 pod only.
+TEST_F(LauncherMonitorTest, ALostReportOutlivesTheServerAndAProbeLandsBesideIt) {
+  protocol::ControlStatus lost = Round(1, false);
+  protocol::LostMember m;
+  m.node_rank = 1;
+  m.pod_name = "job-worker-1";
+  m.lost_unix_ms = 42;
+  lost.lost = {m};
+  control_->PushStatus(lost);
+  control_->PushStatus(UnavailableError("connection refused"));
+  control_->SetProbeAnswer({ProbeResult::kUnreachable, "timed out"});
+  monitor_.Poll(Target());
+  ASSERT_TRUE(WaitForChanges(1));
+  monitor_.Probe(Target(), "job-worker-1", "10.0.0.8", 42);
+  ASSERT_TRUE(WaitForChanges(2));
+  while (control_->calls().size() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  monitor_.Poll(Target());  // the server is gone
+  ASSERT_TRUE(WaitForChanges(3));
+  std::optional<LauncherObservation> seen = monitor_.Latest("ns/job", "pod-uid-0");
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_FALSE(seen->answered);
+  ASSERT_EQ(seen->status.lost.size(), 1u);
+  EXPECT_EQ(seen->status.lost[0].pod_name, "job-worker-1");
+  ASSERT_EQ(seen->probes.count("job-worker-1"), 1u);
+  EXPECT_EQ(seen->probes.at("job-worker-1").report_lost_unix_ms, 42u);
+  EXPECT_EQ(seen->probes.at("job-worker-1").answer.result, ProbeResult::kUnreachable);
+  EXPECT_EQ(control_->probes(), std::vector<std::string>{"10.0.0.8:29400"});
+  // Another attempt's worker-0 knows nothing of it.
+  EXPECT_FALSE(monitor_.Latest("ns/job", "pod-uid-of-attempt-1").has_value());
 }
 
 }  // namespace

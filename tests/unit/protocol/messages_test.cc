@@ -31,7 +31,10 @@ AllMessages Samples() {
                   .want_peer_table = true,
                   .mac = std::string(kMacBytes, 'm'),
                   .standby = true,
-                  .spare_index = 2};
+                  .spare_index = 2,
+                  .pod_name = "job-worker-1",
+                  .node_name = "node-7",
+                  .pod_uid = "uid-7"};
   const WorldMsg world{1, 1, 2, 8, 4, 4, "pod-0", std::string(kNcclIdBytes, 'x'), 0, 4};
   const RoundFailure failure{2, 1, 5, 1, 3, 0, FailureReason::kExit, "rank 5 exited", {"boom"}};
   return {Challenge{kProtocolVersion, std::string(kNonceBytes, 'n')},
@@ -49,7 +52,9 @@ AllMessages Samples() {
           ControlRequest{kProtocolVersion, "run-1", ControlKind::kRestart, "asked",
                          std::string(kMacBytes, 'c')},
           ControlStatus{3, true, true, 2, 1, 2, failure, TrainingProgress{120, 1000, 2500, 1},
-                        1, 1, {SpareServing{2, 0, 3, "job-spare-0.job.ns.svc"}}},
+                        1, 1, {SpareServing{2, 0, 3, "job-spare-0.job.ns.svc"}},
+                        {LostMember{2, 1, "job-worker-1", "uid-7", "node-7", 1700000000123,
+                                    1700000005123, false, "silent"}}},
           ControlAck{true, 3, "ok"},
           Promote{3, 2, "worker", 2}};
 }
@@ -62,9 +67,10 @@ const std::map<MessageType, std::string> kVersion6Bytes = {
      "000000290100000006000000206e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e"
      "6e6e6e"},
     {MessageType::kJoin,
-     "0000006e02000000060000000572756e2d3100000001000000020000000300000006776f726b65720000"
+     "0000009102000000060000000572756e2d3100000001000000020000000300000006776f726b65720000"
      "000100000010706f642d332e6a6f622e6e732e737663000008ae0000000401000000206d6d6d6d6d6d6d"
-     "6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d0100000002"},
+     "6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d01000000020000000c6a6f622d776f726b"
+     "65722d31000000066e6f64652d37000000057569642d37"},
     {MessageType::kRefuse, "0000001303030000000d7374616c6520617474656d7074"},
     {MessageType::kPeerTable,
      "000000530400000002000000000000000000000005636869656600000000000000016100000001000000"
@@ -90,10 +96,12 @@ const std::map<MessageType, std::string> kVersion6Bytes = {
      "0000003c0b000000060000000572756e2d31020000000561736b65640000002063636363636363636363"
      "63636363636363636363636363636363636363636363"},
     {MessageType::kControlStatus,
-     "000000a00c00000003010100000002000000010000000201000000020000000100000005000000010000"
+     "000000ea0c00000003010100000002000000010000000201000000020000000100000005000000010000"
      "00030000000000000004657869740000000d72616e6b2035206578697465640000000100000004626f6f"
      "6d01000000000000007800000000000003e800000000000009c400000001000000010000000100000001"
-     "000000020000000000000003000000166a6f622d73706172652d302e6a6f622e6e732e737663"},
+     "000000020000000000000003000000166a6f622d73706172652d302e6a6f622e6e732e73766300000001"
+     "00000002000000010000000c6a6f622d776f726b65722d31000000057569642d37000000066e6f64652d"
+     "370000018bcfe5687b0000018bcfe57c03000000000673696c656e74"},
     {MessageType::kPromote, "000000170e000000030000000200000006776f726b657200000002"},
     {MessageType::kControlAck, "0000000c0d0100000003000000026f6b"},
 };

@@ -1,0 +1,29 @@
+#pragma once
+// The peer-evidence step of ComputePlan (docs/failures.md "Peer evidence"), pure like the rest:
+// node 0's launcher reports members it lost (Observed::launchers, status.lost); for each, the
+// step asks the monitor to probe the pod (Plan::launcher_probes), judges the report with
+// CorroborateLoss (peer_loss.h) against the pod, its node's Node and Lease
+// (Observed::peer_loss_nodes) and the probe, and on a corroborated report makes a Recreate
+// restart at once: a disruption (maxDisruptions, no backoff), reason PeerReportedLost, the node
+// excluded and its pods force-deleted, the evidence in the event and lastRestart.message,
+// without waiting for --node-lease-grace. A report not corroborated changes nothing (the Lease
+// and join-timeout paths stay); the pass notes each verdict (Plan::peer_loss) for the log and
+// the metric. While a report is unresolved the job is polled every second.
+
+#include <chrono>
+
+#include "operator/controller/plan_pass.h"
+#include "protocol/messages.h"
+
+namespace lockstep::controller {
+
+inline constexpr std::chrono::seconds kPeerLossPollInterval{1};
+
+// True when it decided a Recreate restart (the pass ends there). A lost member whose node-rank a
+// hot spare took (status.serving, promoted for a later round) is skipped: the spare covers it.
+bool PlanPeerLoss(Pass& p);
+
+// The lost member's node-rank is served by a spare promoted after its round (spare_plan.h).
+bool CoveredBySpare(const protocol::ControlStatus& status, const protocol::LostMember& m);
+
+}  // namespace lockstep::controller

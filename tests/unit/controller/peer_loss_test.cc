@@ -1,0 +1,354 @@
+// Peer-corroborated node loss (operator/controller/peer_loss.h): the decision table, and the plan
+// step that acts on it (peer_loss_plan.h) through ComputePlan.
+#include "operator/controller/peer_loss.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "common/rfc3339.h"
+#include "operator/controller/peer_loss_plan.h"
+#include "operator/controller/plan.h"
+#include "tests/unit/controller/builders.h"
+
+namespace lockstep::controller {
+namespace {
+
+using testing::Job;
+using testing::Pod;
+using testing::T0;
+using Outcome = LossVerdict::Outcome;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+uint64_t UnixMs(api::Time t) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count());
+}
+
+// Node rank 1 (job-worker-1 on node-b) silent since T0 + 10 s, declared lost 5 s later.
+protocol::LostMember Report(bool disconnected = false) {
+  protocol::LostMember m;
+  m.round = 0;
+  m.node_rank = 1;
+  m.pod_name = "job-worker-1";
+  m.pod_uid = "pod-uid-worker1";  // builders.h Pod("worker", 1, ...)
+  m.node_name = "node-b";
+  m.last_heard_unix_ms = UnixMs(T0() + seconds(10));
+  m.lost_unix_ms = UnixMs(T0() + seconds(disconnected ? 10 : 15));
+  m.disconnected = disconnected;
+  m.why = disconnected ? "peer closed the connection" : "no heartbeat within the peer timeout";
+  return m;
+}
+
+kube::Node ReadyNode() {
+  kube::Node n;
+  n.meta.name = "node-b";
+  n.ready = kube::Condition{"Ready", "True", "", "", "", ""};
+  return n;
+}
+
+// A healthy-looking node-b whose Lease was renewed at `renewed`.
+NodeSnapshot Snapshot(api::Time renewed) {
+  NodeSnapshot s;
+  s.node = ReadyNode();
+  kube::Lease l;
+  l.meta.name = "node-b";
+  l.renew_time = FormatTime(renewed);
+  s.lease = l;
+  s.leases_fresh_since = T0();
+  return s;
+}
+
+struct Row {
+  std::string name;
+  // Changes to the default evidence: P Running on node-b, node-b Ready with its Lease renewed
+  // at T0 + 5 s (before the member was last heard), the probe unreachable, now = T0 + 20 s.
+  std::function<void(LossEvidence&, kube::Pod&)> change;
+  Outcome outcome;
+  std::string signal;
+};
+
+TEST(PeerLossTest, DecisionTable) {
+  const std::vector<Row> rows = {
+      {"probe unreachable and the Lease stale: corroborated", [](LossEvidence&, kube::Pod&) {},
+       Outcome::kCorroborated, "LauncherUnreachable"},
+      {"the Lease renewed after the member was last heard: not corroborated",
+       [](LossEvidence& e, kube::Pod&) { e.node = Snapshot(T0() + seconds(12)); },
+       Outcome::kNotCorroborated, ""},
+      {"renewed within the clock skew of last heard: still stale",
+       [](LossEvidence& e, kube::Pod&) { e.node = Snapshot(T0() + milliseconds(10500)); },
+       Outcome::kCorroborated, "LauncherUnreachable"},
+      {"the operator reaches the pod: not corroborated",
+       [](LossEvidence& e, kube::Pod&) { e.probe = ProbeResult::kReachable; },
+       Outcome::kNotCorroborated, ""},
+      {"no probe answer yet: waiting",
+       [](LossEvidence& e, kube::Pod&) { e.probe = ProbeResult::kUnknown; }, Outcome::kWaiting, ""},
+      {"no Lease: not corroborated by the probe alone",
+       [](LossEvidence& e, kube::Pod&) { e.node->lease.reset(); }, Outcome::kNotCorroborated, ""},
+      {"the Lease view is broken: not corroborated",
+       [](LossEvidence& e, kube::Pod&) { e.node->leases_fresh_since = T0() + seconds(60); },
+       Outcome::kNotCorroborated, ""},
+      {"node caches not synced: not corroborated",
+       [](LossEvidence& e, kube::Pod&) { e.node.reset(); }, Outcome::kNotCorroborated, ""},
+      {"Node deleted: corroborated whatever the probe",
+       [](LossEvidence& e, kube::Pod&) {
+         e.node->node.reset();
+         e.probe = ProbeResult::kReachable;
+       },
+       Outcome::kCorroborated, "NodeDeleted"},
+      {"Node NotReady: corroborated",
+       [](LossEvidence& e, kube::Pod&) {
+         e.node->node->ready->status = "False";
+         e.probe = ProbeResult::kUnknown;
+       },
+       Outcome::kCorroborated, "NodeNotReady"},
+      {"Node Unknown: corroborated",
+       [](LossEvidence& e, kube::Pod&) { e.node->node->ready->status = "Unknown"; },
+       Outcome::kCorroborated, "NodeUnreachable"},
+      {"NoExecute taint: corroborated",
+       [](LossEvidence& e, kube::Pod&) {
+         e.node->node->taints.push_back({"node.kubernetes.io/unreachable", "", "NoExecute", ""});
+         e.probe = ProbeResult::kReachable;
+       },
+       Outcome::kCorroborated, "NodeTainted"},
+      {"a NoSchedule taint alone is no signal",
+       [](LossEvidence& e, kube::Pod&) {
+         e.node->node->taints.push_back({"example", "", "NoSchedule", ""});
+         e.probe = ProbeResult::kReachable;
+       },
+       Outcome::kNotCorroborated, ""},
+      {"the pod is gone: stale", [](LossEvidence& e, kube::Pod&) { e.pod = nullptr; },
+       Outcome::kStale, ""},
+      {"the pod failed: stale (the failure path acts)",
+       [](LossEvidence&, kube::Pod& p) { p.phase = "Failed"; }, Outcome::kStale, ""},
+      {"the pod is being deleted: stale",
+       [](LossEvidence&, kube::Pod& p) { p.meta.deletion_timestamp = "2027-01-01T00:00:00Z"; },
+       Outcome::kStale, ""},
+      {"the report is about an earlier pod of that name: stale",
+       [](LossEvidence&, kube::Pod& p) { p.meta.uid = "pod-uid-of-a-successor"; },
+       Outcome::kStale, ""},
+      {"the pod runs on another node than reported: stale",
+       [](LossEvidence&, kube::Pod& p) { p.node_name = "node-c"; }, Outcome::kStale, ""},
+      {"silent member, corroborated before the fence: waiting",
+       [](LossEvidence& e, kube::Pod&) { e.now = T0() + seconds(16); }, Outcome::kWaiting,
+       "LauncherUnreachable"},
+      {"disconnected member: no fence beyond the skew",
+       [](LossEvidence& e, kube::Pod&) {
+         e.report = Report(/*disconnected=*/true);
+         e.now = T0() + milliseconds(11100);
+       },
+       Outcome::kCorroborated, "LauncherUnreachable"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    kube::Pod pod = Pod("worker", 1, "Running", "node-b");
+    pod.pod_ip = "10.0.0.8";
+    LossEvidence e;
+    e.report = Report();
+    e.pod = &pod;
+    e.node = Snapshot(T0() + seconds(5));
+    e.probe = ProbeResult::kUnreachable;
+    e.probe_detail = "connect to 10.0.0.8:29400 timed out after 1000ms";
+    e.now = T0() + seconds(20);
+    row.change(e, pod);
+    const LossVerdict v = CorroborateLoss(e);
+    EXPECT_EQ(v.outcome, row.outcome) << v.evidence;
+    EXPECT_EQ(v.signal, row.signal) << v.evidence;
+  }
+}
+
+TEST(PeerLossTest, TheFenceOfASilentMemberIsAPeerTimeoutAndAnIntervalAfterLastHeard) {
+  kube::Pod pod = Pod("worker", 1, "Running", "node-b");
+  LossEvidence e;
+  e.report = Report();
+  e.pod = &pod;
+  e.node = Snapshot(T0() + seconds(5));
+  e.probe = ProbeResult::kUnreachable;
+  e.now = T0() + seconds(15);
+  const LossVerdict v = CorroborateLoss(e);
+  ASSERT_EQ(v.outcome, Outcome::kWaiting);
+  ASSERT_TRUE(v.act_at.has_value());
+  // last heard T0+10 s + peer timeout 5 s + heartbeat interval 1 s + skew 1 s.
+  EXPECT_EQ(*v.act_at, T0() + seconds(17));
+}
+
+TEST(PeerLossTest, TheEvidenceNamesTheReportTheSignalAndTheLeaseAge) {
+  kube::Pod pod = Pod("worker", 1, "Running", "node-b");
+  LossEvidence e;
+  e.report = Report();
+  e.pod = &pod;
+  e.node = Snapshot(T0() + seconds(5));
+  e.probe = ProbeResult::kUnreachable;
+  e.probe_detail = "connect to 10.0.0.8:29400 timed out after 1000ms";
+  e.now = T0() + seconds(20);
+  const LossVerdict v = CorroborateLoss(e);
+  ASSERT_EQ(v.outcome, Outcome::kCorroborated);
+  EXPECT_EQ(v.node, "node-b");
+  ASSERT_TRUE(v.lease_age_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*v.lease_age_seconds, 15.0);
+  for (const std::string part :
+       {"node rank 1", "pod job-worker-1 on node node-b", "silent", "last heard 10.0s ago",
+        "LauncherUnreachable", "timed out", "last renewed 15.0s ago"}) {
+    EXPECT_NE(v.evidence.find(part), std::string::npos) << part << " in: " << v.evidence;
+  }
+}
+
+// Through ComputePlan: a running gang of two whose node 0 reports node rank 1 lost.
+struct PlanFixture {
+  CachedJob job = Job(2);
+  Observed observed;
+  PlanFixture() {
+    kube::Pod p0 = Pod("worker", 0, "Running", "node-a");
+    kube::Pod p1 = Pod("worker", 1, "Running", "node-b");
+    p0.pod_ip = "10.0.0.7";
+    p1.pod_ip = "10.0.0.8";
+    p0.meta.labels[std::string(api::kLabelAttempt)] = "0";
+    p1.meta.labels[std::string(api::kLabelAttempt)] = "0";
+    observed.pods = {p0, p1};
+    observed.service_exists = observed.secret_exists = observed.network_policy_exists = true;
+    LauncherObservation obs;
+    obs.pod_uid = p0.meta.uid;
+    obs.answered = true;
+    obs.status.round = 1;
+    obs.status.lost = {Report()};
+    observed.launchers = obs;
+    observed.peer_loss_nodes["node-b"] = Snapshot(T0() + seconds(5));
+    SetCondition(job.job.status.conditions, "Running", "True", T0());
+  }
+  static void SetCondition(std::vector<api::Condition>& conds, const std::string& type,
+                           const std::string& status, api::Time at) {
+    api::Condition c;
+    c.type = type;
+    c.status = status == "True" ? api::ConditionStatus::kTrue : api::ConditionStatus::kFalse;
+    c.last_transition_time = at;
+    conds.push_back(c);
+  }
+  void Probe(ProbeResult r) {
+    observed.launchers->probes["job-worker-1"] = {Report().lost_unix_ms, {r, "probed"}};
+  }
+  Plan Run(api::Time now) {
+    PlanOptions options;
+    options.launcher_image = "lockstep/launcher:dev";
+    return ComputePlan(job, observed, now, true, options);
+  }
+};
+
+TEST(PeerLossPlanTest, AsksForAProbeAndPollsEverySecondUntilItIsAnswered) {
+  PlanFixture f;
+  const Plan plan = f.Run(T0() + seconds(20));
+  EXPECT_FALSE(plan.restart.has_value());
+  ASSERT_EQ(plan.launcher_probes.size(), 1u);
+  EXPECT_EQ(plan.launcher_probes[0],
+            (Plan::LauncherProbe{"job-worker-1", "10.0.0.8", Report().lost_unix_ms}));
+  ASSERT_TRUE(plan.requeue_after.has_value());
+  EXPECT_EQ(*plan.requeue_after, kPeerLossPollInterval);
+  ASSERT_EQ(plan.peer_loss.size(), 1u);
+  EXPECT_EQ(plan.peer_loss[0].outcome, "waiting");
+}
+
+TEST(PeerLossPlanTest, ACorroboratedReportRestartsAtOnceExcludingTheNodeWithForceDeletes) {
+  PlanFixture f;
+  f.Probe(ProbeResult::kUnreachable);
+  const Plan plan = f.Run(T0() + seconds(20));
+  ASSERT_TRUE(plan.restart.has_value());
+  EXPECT_EQ(plan.restart->reason, kReasonPeerReportedLost);
+  EXPECT_EQ(plan.status.attempt, 1);
+  EXPECT_EQ(plan.status.restarts.disruptions, 1);
+  EXPECT_EQ(plan.status.restarts.failures, 0);
+  ASSERT_TRUE(plan.status.last_restart.has_value());
+  EXPECT_EQ(plan.status.last_restart->reason, kReasonPeerReportedLost);
+  EXPECT_EQ(plan.status.last_restart->nodes, std::vector<std::string>{"node-b"});
+  EXPECT_NE(plan.status.last_restart->message.find("LauncherUnreachable"), std::string::npos);
+  EXPECT_EQ(plan.status.last_restart->backoff_seconds, 0);
+  ASSERT_EQ(plan.status.excluded_nodes.size(), 1u);
+  EXPECT_EQ(plan.status.excluded_nodes[0].name, "node-b");
+  ASSERT_EQ(plan.events.size(), 1u);
+  EXPECT_EQ(plan.events[0].reason, kReasonPeerReportedLost);
+  EXPECT_NE(plan.events[0].message.find("last renewed 15.0s ago"), std::string::npos);
+  // The pod on the lost node goes with grace 0 (no kubelet will confirm); the other with its own.
+  ASSERT_EQ(plan.pod_deletes.size(), 2u);
+  for (const PodDeletion& d : plan.pod_deletes) {
+    if (d.name == "job-worker-1") {
+      EXPECT_EQ(d.grace_period_seconds, std::optional<int64_t>(0));
+    } else {
+      EXPECT_FALSE(d.grace_period_seconds.has_value());
+    }
+  }
+}
+
+TEST(PeerLossPlanTest, ARestartWaitsForTheFenceOfASilentMember) {
+  PlanFixture f;
+  f.Probe(ProbeResult::kUnreachable);
+  const Plan plan = f.Run(T0() + seconds(15) + milliseconds(200));
+  EXPECT_FALSE(plan.restart.has_value());
+  ASSERT_TRUE(plan.requeue_after.has_value());
+  EXPECT_LE(*plan.requeue_after, seconds(2));
+}
+
+TEST(PeerLossPlanTest, AReportNotCorroboratedChangesNothing) {
+  PlanFixture f;
+  f.Probe(ProbeResult::kReachable);
+  const Plan plan = f.Run(T0() + seconds(20));
+  EXPECT_FALSE(plan.restart.has_value());
+  EXPECT_EQ(plan.status.attempt, 0);
+  EXPECT_TRUE(plan.pod_deletes.empty());
+  for (const EventSpec& e : plan.events) ADD_FAILURE() << "event " << e.reason << ": " << e.message;
+  ASSERT_EQ(plan.peer_loss.size(), 1u);
+  EXPECT_EQ(plan.peer_loss[0].outcome, "not_corroborated");
+  EXPECT_NE(plan.peer_loss[0].evidence.find("the operator reached pod job-worker-1"),
+            std::string::npos);
+}
+
+TEST(PeerLossPlanTest, AReportOfAnOlderAttemptsServerIsIgnored) {
+  // Attempt 1's worker-0 answered with the lost list of attempt 0's server (its rounds start at
+  // 0): an old server still up at a reused address.
+  PlanFixture f;
+  f.Probe(ProbeResult::kUnreachable);
+  f.job.job.status.attempt = 1;
+  for (kube::Pod& pod : f.observed.pods) pod.meta.labels[std::string(api::kLabelAttempt)] = "1";
+  const Plan plan = f.Run(T0() + seconds(20));
+  EXPECT_FALSE(plan.restart.has_value());
+  EXPECT_TRUE(plan.peer_loss.empty());
+  EXPECT_TRUE(plan.launcher_probes.empty());
+}
+
+// Hot spares: the server promoted a standby spare into the lost node-rank in the same step that
+// recorded the loss; the spare covers it, so the report restarts nothing and probes nothing
+// (spare_plan.h deletes the lost pod). A spare serving another node-rank covers nothing.
+TEST(PeerLossPlanTest, ALossASpareTookOverRestartsNothing) {
+  PlanFixture f;
+  f.Probe(ProbeResult::kUnreachable);
+  const protocol::LostMember lost = Report();
+  f.observed.launchers->status.serving = {
+      protocol::SpareServing{lost.node_rank, 0, lost.round + 1, "job-spare-0.job.ns.svc"}};
+  Plan plan = f.Run(T0() + seconds(20));
+  EXPECT_FALSE(plan.restart.has_value());
+  EXPECT_TRUE(plan.peer_loss.empty());
+  EXPECT_TRUE(plan.launcher_probes.empty());
+
+  f.observed.launchers->status.serving[0].node_rank = lost.node_rank + 1;
+  plan = f.Run(T0() + seconds(20));
+  ASSERT_TRUE(plan.restart.has_value());
+  EXPECT_EQ(plan.restart->reason, kReasonPeerReportedLost);
+}
+
+TEST(PeerLossPlanTest, AStalePodOnAnExcludedPeerLostNodeIsForceDeleted) {
+  // The pass after the restart: attempt 1, the old pod Terminating on the node the peer
+  // evidence excluded (the node monitor does not know it lost yet).
+  PlanFixture f;
+  f.job.job.status.attempt = 1;
+  f.job.job.status.excluded_nodes = {
+      api::ExcludedNode{"node-b", kReasonPeerReportedLost, T0() + seconds(300)}};
+  f.observed.pods[1].meta.deletion_timestamp = "2027-01-01T00:00:00Z";
+  f.observed.launchers.reset();
+  const Plan plan = f.Run(T0() + seconds(21));
+  bool forced = false;
+  for (const PodDeletion& d : plan.pod_deletes) {
+    if (d.name == "job-worker-1") forced = d.grace_period_seconds == std::optional<int64_t>(0);
+  }
+  EXPECT_TRUE(forced);
+}
+
+}  // namespace
+}  // namespace lockstep::controller
