@@ -17,8 +17,10 @@
 // IPs. One 2-worker job at a time; each failure kills the launcher of worker 1 (nothing answers
 // at its IP any more) and freezes its node's Lease at the same moment. The paths alternate per
 // failure: "peer" (the job's launchers run and report the loss: peer evidence), "lease" (a job
-// without launchers: only the Lease grace can act). A third path (hot spares) is another Path
-// value. Reports kill -> running again and last Lease renewal -> running again per path.
+// without launchers: only the Lease grace can act), "spare" (the job has spareReplicas 1 and a
+// standby spare launcher: the spare takes node-rank 1 in round 1, in place; recovered when every
+// rank of round 1 started). Reports kill -> running again and last Lease renewal -> running
+// again per path.
 //
 //   recovery_bench [--jobs 20] [--pods 8] [--grace 20] [--stagger-ms 1500] [--timeout 180]
 //                  [--create-gap-ms 1000] [--sequential]
@@ -394,9 +396,22 @@ int RunLockstep(kube::RestClient& client, const std::string& ns, const Flags& f)
 // --- Launchers mode: recovery paths side by side ---
 
 // How a failure's job can recover. Peer: its launchers report the loss; Lease: it has no
-// launchers, so only the Lease grace acts. (A hot-spare path is a third value.)
-enum class Path { kPeer, kLease };
-const char* PathName(Path p) { return p == Path::kPeer ? "peer" : "lease"; }
+// launchers, so only the Lease grace acts; Spare: the job has spareReplicas 1 and a standby
+// spare launcher, which takes the lost node-rank in place (no new attempt, no pod created).
+enum class Path { kPeer, kLease, kSpare };
+const char* PathName(Path p) {
+  return p == Path::kPeer ? "peer" : p == Path::kLease ? "lease" : "spare";
+}
+
+// Every rank of round `round` started: the test children wrote env.<round>.<rank>.
+bool RoundRunning(const std::string& dir, int round, int ranks) {
+  for (int r = 0; r < ranks; ++r) {
+    if (!std::filesystem::exists(dir + "/env." + std::to_string(round) + "." + std::to_string(r))) {
+      return false;
+    }
+  }
+  return true;
+}
 
 struct Failure {
   Path path;
@@ -419,10 +434,13 @@ std::string PodField(kube::RestClient& client, const std::string& ns, const std:
 Failure RunOneFailure(kube::RestClient& client, const std::string& ns, Path path, int index,
                       const std::string& dir, const Flags& f) {
   Failure out{path, "lr-" + std::to_string(index) + "-" + PathName(path), "", 0, 0, false};
-  Check(client.Create(kube::resources::TrainingJobs(), ns, Job(out.job, 2)).status(), "create job");
+  json job = Job(out.job, 2);
+  const int pod_count = path == Path::kSpare ? 3 : 2;
+  if (path == Path::kSpare) job["spec"]["failurePolicy"]["spareReplicas"] = 1;
+  Check(client.Create(kube::resources::TrainingJobs(), ns, job).status(), "create job");
   const auto attempt_running = [&](const std::string& attempt) {
     std::map<std::string, JobPods> by = ByJob(ListPods(client, ns));
-    return by[out.job].total == 2 && by[out.job].running_by_attempt[attempt] == 2;
+    return by[out.job].total == pod_count && by[out.job].running_by_attempt[attempt] == pod_count;
   };
   if (!kube::testing::WaitFor([&] { return attempt_running("0"); }, seconds(f.timeout),
                               milliseconds(200))) {
@@ -430,18 +448,21 @@ Failure RunOneFailure(kube::RestClient& client, const std::string& ns, Path path
     return out;
   }
   std::vector<lockstep::testing::GangPod> pods;
-  for (int i = 0; i < 2; ++i) {
-    const std::string pod = out.job + "-worker-" + std::to_string(i);
+  for (int i = 0; i < pod_count; ++i) {
+    const bool spare = i >= 2;
+    const std::string pod =
+        out.job + (spare ? "-spare-" + std::to_string(i - 2) : "-worker-" + std::to_string(i));
     kube::testing::WaitFor(
         [&] { return !PodField(client, ns, pod, "/status/podIP"_json_pointer).empty(); },
         seconds(30), milliseconds(100));
     pods.push_back({pod, PodField(client, ns, pod, "/status/podIP"_json_pointer),
                     PodField(client, ns, pod, "/spec/nodeName"_json_pointer),
-                    PodField(client, ns, pod, "/metadata/uid"_json_pointer)});
+                    PodField(client, ns, pod, "/metadata/uid"_json_pointer), spare ? i - 2 : -1});
   }
   out.node = pods[1].node;
   std::unique_ptr<lockstep::testing::LauncherGang> gang;
-  if (path == Path::kPeer) {
+  std::string gang_dir;
+  if (path != Path::kLease) {
     StatusOr<json> tj = client.Get(kube::resources::TrainingJobs(), ns, out.job);
     StatusOr<json> secret = client.Get(kube::resources::Secrets(), ns, out.job + "-rdzv");
     Check(tj.status(), "get job");
@@ -454,6 +475,7 @@ Failure RunOneFailure(kube::RestClient& client, const std::string& ns, Path path
     o.launcher_bin = LOCKSTEP_LAUNCHER_BIN;
     o.child_bin = LOCKSTEP_TEST_CHILD_BIN;
     o.dir = dir + "/" + out.job;
+    gang_dir = o.dir;
     std::error_code ec;
     std::filesystem::create_directories(o.dir, ec);
     if (ec) Check(InternalError("mkdir " + o.dir + ": " + ec.message()), "mkdir");
@@ -478,8 +500,13 @@ Failure RunOneFailure(kube::RestClient& client, const std::string& ns, Path path
   const Clock::time_point killed = Clock::now();
   if (gang) Check(gang->Kill(1), "kill worker 1's launcher");
   std::optional<Clock::time_point> running;
-  if (kube::testing::WaitFor([&] { return attempt_running("1"); }, seconds(f.timeout),
-                             milliseconds(100))) {
+  // Spare: every rank of round 1 started (the spare's children serve node-rank 1), still on
+  // attempt 0; otherwise every pod of attempt 1 Running.
+  const auto recovered = [&] {
+    return path == Path::kSpare ? RoundRunning(gang_dir, 1, 4) : attempt_running("1");
+  };
+  if (kube::testing::WaitFor(recovered, seconds(f.timeout),
+                             milliseconds(path == Path::kSpare ? 20 : 100))) {
     running = Clock::now();
   }
   std::optional<Clock::time_point> renew = RenewTime(client, out.node);
@@ -513,12 +540,12 @@ int RunLaunchers(kube::RestClient& client, const std::string& ns, const Flags& f
   const std::string dir = "/tmp/recovery-launchers-" + ns;
   std::vector<Failure> all;
   for (int i = 0; i < f.failures; ++i) {
-    for (Path path : {Path::kPeer, Path::kLease}) {
+    for (Path path : {Path::kPeer, Path::kLease, Path::kSpare}) {
       all.push_back(RunOneFailure(client, ns, path, i, dir, f));
     }
   }
   int lost = 0;
-  for (Path path : {Path::kPeer, Path::kLease}) {
+  for (Path path : {Path::kPeer, Path::kLease, Path::kSpare}) {
     std::vector<double> from_kill, from_renew;
     for (const Failure& x : all) {
       if (x.path != path) continue;

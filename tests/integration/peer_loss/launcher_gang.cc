@@ -35,13 +35,18 @@ StatusOr<std::unique_ptr<LauncherGang>> LauncherGang::Start(std::vector<GangPod>
     }
     g->addresses_.push_back(p.ip);
   }
-  const std::string nnodes = std::to_string(g->pods_.size());
+  size_t gang = 0;
+  for (const GangPod& p : g->pods_) gang += p.spare_index < 0 ? 1 : 0;
+  const std::string nnodes = std::to_string(gang);
   for (size_t i = 0; i < g->pods_.size(); ++i) {
     const GangPod& p = g->pods_[i];
     const GangOptions& o = g->options_;
     LauncherSpec s;
+    const std::vector<std::string> identity =
+        p.spare_index < 0 ? std::vector<std::string>{"--node-rank", std::to_string(i)}
+                          : std::vector<std::string>{"--spare", "--role-index",
+                                                     std::to_string(p.spare_index)};
     s.args = {"--nnodes",         nnodes,
-              "--node-rank",      std::to_string(i),
               "--nproc-per-node", std::to_string(o.nproc),
               "--rdzv-endpoint",  (i == 0 ? p.ip : JoinAddress(i)) + ":" + Port(),
               "--rdzv-id",        o.run_id,
@@ -52,6 +57,7 @@ StatusOr<std::unique_ptr<LauncherGang>> LauncherGang::Start(std::vector<GangPod>
               "--node-name",      p.node,
               "--pod-uid",        p.uid,
               "--heartbeat-file", o.dir + "/ckpt." + std::to_string(i)};
+    s.args.insert(s.args.end(), identity.begin(), identity.end());
     s.args.insert(s.args.end(), o.launcher_args.begin(), o.launcher_args.end());
     s.command = {o.child_bin, o.dir, "--heartbeat-every", "0.1"};
     s.command.insert(s.command.end(), o.child_args.begin(), o.child_args.end());

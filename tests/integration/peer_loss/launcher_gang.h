@@ -32,6 +32,9 @@ struct GangPod {
   std::string ip;
   std::string node;
   std::string uid;
+  // A hot spare's pod (spec.failurePolicy.spareReplicas): its launcher runs with --spare and this
+  // --role-index, standing by with no node-rank; -1: a gang pod. Spares come after the gang pods.
+  int spare_index = -1;
 };
 
 struct GangOptions {
@@ -48,7 +51,8 @@ struct GangOptions {
 
 class LauncherGang {
  public:
-  // Adds each pod's IP to lo and starts one launcher per pod (pod i is node rank i).
+  // Adds each pod's IP to lo and starts one launcher per pod (gang pod i is node rank i; a spare
+  // pod's launcher stands by).
   static StatusOr<std::unique_ptr<LauncherGang>> Start(std::vector<GangPod> pods,
                                                        GangOptions options);
   ~LauncherGang();
