@@ -25,7 +25,7 @@
 //   recovery_bench [--jobs 20] [--pods 8] [--grace 20] [--stagger-ms 1500] [--timeout 180]
 //                  [--create-gap-ms 1000] [--sequential]
 //                  [--peer [--peer-wait-eviction]]
-//                  [--launchers [--failures 20]]
+//                  [--launchers [--failures 20] [--silent]]
 
 #include <algorithm>
 #include <cmath>
@@ -72,6 +72,12 @@ struct Flags {
   // The recovery paths side by side with real launchers (RunLaunchers); failures per path.
   bool launchers = false;
   int failures = 20;
+  // How the node dies in launchers mode. Killed (default): its launcher is SIGKILLed, so the
+  // kernel closes its connections and node 0 sees EOF at once (a crashed or OOM-killed launcher,
+  // a node whose network stack still answers). Silent (--silent): its launcher is frozen
+  // (SIGSTOP) and every packet to and from it dropped, so node 0 hears nothing and waits its
+  // peer timeout (a powered-off host, a kernel panic, a cut cable).
+  bool silent = false;
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -107,6 +113,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.launchers = true;
     } else if (a == "--failures") {
       f.failures = next();
+    } else if (a == "--silent") {
+      f.silent = true;
     } else {
       std::cerr << "unknown flag " << a << "\n";
       std::exit(2);
@@ -498,7 +506,7 @@ Failure RunOneFailure(kube::RestClient& client, const std::string& ns, Path path
   // The node dies: launcher and Lease at the same moment.
   SetHeartbeat(client, out.node, false);
   const Clock::time_point killed = Clock::now();
-  if (gang) Check(gang->Kill(1), "kill worker 1's launcher");
+  if (gang) Check(f.silent ? gang->Freeze(1) : gang->Kill(1), "kill worker 1's launcher");
   std::optional<Clock::time_point> running;
   // Spare: every rank of round 1 started (the spare's children serve node-rank 1), still on
   // attempt 0; otherwise every pod of attempt 1 Running.

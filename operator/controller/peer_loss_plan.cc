@@ -1,10 +1,13 @@
 #include "operator/controller/peer_loss_plan.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 
 #include "operator/api/ranks.h"
 #include "operator/controller/peer_loss.h"
 #include "operator/controller/restart_plan.h"
+#include "protocol/contract.h"
 
 namespace lockstep::controller {
 namespace {
@@ -64,6 +67,54 @@ void Restart(Pass& p, const std::vector<std::pair<protocol::LostMember, LossVerd
 
 }  // namespace
 
+namespace {
+
+// A launcher timing the user set in a trainer's env (the operator leaves these to the launcher's
+// defaults, so a template may set them: MergeEnv keeps them): the longest one over every
+// template, since any pod may be the lost one. Unparsable values are skipped (the launcher
+// refuses to start with them anyway).
+std::optional<std::chrono::milliseconds> TemplateSeconds(const api::TrainingJobSpec& spec,
+                                                         std::string_view name) {
+  std::optional<std::chrono::milliseconds> longest;
+  const auto scan = [&](const nlohmann::json& tmpl) {
+    const nlohmann::json* containers = nullptr;
+    if (tmpl.contains("spec") && tmpl["spec"].contains("containers")) {
+      containers = &tmpl["spec"]["containers"];
+    }
+    if (containers == nullptr || !containers->is_array() || containers->empty()) return;
+    const nlohmann::json& env = (*containers)[0].value("env", nlohmann::json::array());
+    if (!env.is_array()) return;
+    for (const nlohmann::json& e : env) {
+      if (!e.is_object() || e.value("name", "") != name || !e.contains("value") ||
+          !e["value"].is_string()) {
+        continue;
+      }
+      char* end = nullptr;
+      const std::string v = e["value"].get<std::string>();
+      const double secs = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(secs > 0) || secs > 86400) continue;
+      const auto ms = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(secs * 1000)));
+      if (!longest || ms > *longest) longest = ms;
+    }
+  };
+  scan(spec.pod_template);
+  for (const api::Role& r : spec.roles) scan(r.pod_template);
+  return longest;
+}
+
+}  // namespace
+
+PeerLossOptions LauncherTimings(const api::TrainingJobSpec& spec) {
+  PeerLossOptions o;
+  if (auto t = TemplateSeconds(spec, protocol::contract::kEnvPeerTimeout)) {
+    o.peer_timeout = std::max(o.peer_timeout, *t);
+  }
+  if (auto t = TemplateSeconds(spec, protocol::contract::kEnvHeartbeatInterval)) {
+    o.heartbeat_interval = std::max(o.heartbeat_interval, *t);
+  }
+  return o;
+}
+
 bool CoveredBySpare(const protocol::ControlStatus& status, const protocol::LostMember& m) {
   for (const protocol::SpareServing& s : status.serving) {
     if (s.node_rank == m.node_rank && s.round > m.round) return true;
@@ -88,7 +139,7 @@ bool PlanPeerLoss(Pass& p) {
     // serves that node-rank now; spare_plan.h deletes the lost pod. No gang restart.
     if (CoveredBySpare(obs.status, m)) continue;
     const LossEvidence e = Gather(p, obs, m);
-    LossVerdict v = CorroborateLoss(e);
+    LossVerdict v = CorroborateLoss(e, LauncherTimings(p.job.spec));
     p.plan->peer_loss.push_back(
         {m.pod_name, m.lost_unix_ms, std::string(ToString(v.outcome)), v.evidence});
     if (v.outcome == LossOutcome::kCorroborated) {

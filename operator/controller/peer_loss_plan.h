@@ -12,6 +12,7 @@
 
 #include <chrono>
 
+#include "operator/controller/peer_loss.h"
 #include "operator/controller/plan_pass.h"
 #include "protocol/messages.h"
 
@@ -22,6 +23,13 @@ inline constexpr std::chrono::seconds kPeerLossPollInterval{1};
 // True when it decided a Recreate restart (the pass ends there). A lost member whose node-rank a
 // hot spare took (status.serving, promoted for a later round) is skipped: the spare covers it.
 bool PlanPeerLoss(Pass& p);
+
+// The launchers' peer timeout and heartbeat interval the fence waits for (peer_loss.h FenceTime):
+// the defaults, or longer where a template's trainer env sets LOCKSTEP_PEER_TIMEOUT /
+// LOCKSTEP_HEARTBEAT_INTERVAL (the operator does not set them, so a user may). Never shorter than
+// the defaults: a shorter fence is only an optimisation, a longer one is what keeps a
+// partitioned launcher's ranks from running beside the next attempt.
+PeerLossOptions LauncherTimings(const api::TrainingJobSpec& spec);
 
 // The lost member's node-rank is served by a spare promoted after its round (spare_plan.h).
 bool CoveredBySpare(const protocol::ControlStatus& status, const protocol::LostMember& m);

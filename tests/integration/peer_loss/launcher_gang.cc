@@ -84,6 +84,11 @@ Status LauncherGang::Kill(size_t i) {
   return Status::Ok();
 }
 
+Status LauncherGang::Freeze(size_t i) {
+  launchers_.at(i)->Signal(SIGSTOP);
+  return Partition(i, /*from_operator_too=*/true);
+}
+
 Status LauncherGang::Partition(size_t i, bool from_operator_too) {
   const std::string join = JoinAddress(i);
   std::vector<std::string> rules = {"-d " + join + " -p tcp --dport " + Port() + " -j DROP",
@@ -131,8 +136,10 @@ std::chrono::system_clock::time_point LauncherGang::LastCheckpoint(size_t i) con
 }
 
 bool LauncherGang::WaitChildren(std::chrono::seconds timeout) const {
-  return launcher::testing::WaitForFiles(
-      options_.dir, "env.0.", pods_.size() * static_cast<size_t>(options_.nproc), timeout);
+  size_t gang = 0;  // a standby spare runs no children
+  for (const GangPod& p : pods_) gang += p.spare_index < 0 ? 1 : 0;
+  return launcher::testing::WaitForFiles(options_.dir, "env.0.",
+                                         gang * static_cast<size_t>(options_.nproc), timeout);
 }
 
 std::string LauncherGang::Logs() const {

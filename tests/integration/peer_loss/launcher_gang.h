@@ -58,6 +58,9 @@ class LauncherGang {
   ~LauncherGang();
 
   Status Kill(size_t i);
+  // The node dies silently: launcher i is frozen (SIGSTOP) and cut off from node 0 and the
+  // operator's probe (Partition(i, true)): no EOF, no answer, as with a powered-off host.
+  Status Freeze(size_t i);
   Status Partition(size_t i, bool from_operator_too);
   void Heal(size_t i);
   launcher::testing::LauncherProcess& launcher(size_t i) { return *launchers_.at(i); }
@@ -66,7 +69,8 @@ class LauncherGang {
   // <dir>/ckpt.<i>.<local rank> every 100 ms, as a trainer writing checkpoints would), or the
   // epoch when none did.
   std::chrono::system_clock::time_point LastCheckpoint(size_t i) const;
-  // Waits until every child of round 0 wrote its env file.
+  // Waits until every child of round 0 (of the gang pods: a standby spare runs none) wrote its
+  // env file.
   bool WaitChildren(std::chrono::seconds timeout) const;
   std::string Logs() const;
 

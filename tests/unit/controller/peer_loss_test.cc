@@ -333,6 +333,39 @@ TEST(PeerLossPlanTest, ALossASpareTookOverRestartsNothing) {
   EXPECT_EQ(plan.restart->reason, kReasonPeerReportedLost);
 }
 
+// The fence waits for the launchers' own timings: a template that lengthens the peer timeout
+// (the operator does not set it) lengthens the wait; a shorter one, or garbage, never shortens it.
+TEST(PeerLossPlanTest, TheFenceFollowsALongerPeerTimeoutTheTemplateSets) {
+  const auto with_env = [](std::vector<std::pair<std::string, std::string>> vars) {
+    api::TrainingJobSpec spec;
+    nlohmann::json env = nlohmann::json::array();
+    for (const auto& [k, v] : vars) env.push_back({{"name", k}, {"value", v}});
+    spec.pod_template = {{"spec", {{"containers", {{{"name", "trainer"}, {"env", env}}}}}}};
+    return spec;
+  };
+  EXPECT_EQ(LauncherTimings(with_env({})).peer_timeout, std::chrono::milliseconds(5000));
+  EXPECT_EQ(LauncherTimings(with_env({{"LOCKSTEP_PEER_TIMEOUT", "20"}})).peer_timeout,
+            std::chrono::milliseconds(20000));
+  EXPECT_EQ(LauncherTimings(with_env({{"LOCKSTEP_PEER_TIMEOUT", "2.5"}})).peer_timeout,
+            std::chrono::milliseconds(5000));
+  EXPECT_EQ(LauncherTimings(with_env({{"LOCKSTEP_PEER_TIMEOUT", "soon"}})).peer_timeout,
+            std::chrono::milliseconds(5000));
+  EXPECT_EQ(LauncherTimings(with_env({{"LOCKSTEP_HEARTBEAT_INTERVAL", "3"}})).heartbeat_interval,
+            std::chrono::milliseconds(3000));
+  api::TrainingJobSpec roles = with_env({});
+  roles.roles.push_back(api::Role{"ps", 1, std::nullopt,
+                                  with_env({{"LOCKSTEP_PEER_TIMEOUT", "30"}}).pod_template});
+  EXPECT_EQ(LauncherTimings(roles).peer_timeout, std::chrono::milliseconds(30000));
+
+  // Through the plan: a silent member last heard at T0+10 s is fenced at T0+10+20+1+1 s.
+  PlanFixture f;
+  f.Probe(ProbeResult::kUnreachable);
+  f.job.job.spec.pod_template["spec"]["containers"][0]["env"] =
+      nlohmann::json::array({{{"name", "LOCKSTEP_PEER_TIMEOUT"}, {"value", "20"}}});
+  EXPECT_FALSE(f.Run(T0() + seconds(25)).restart.has_value());
+  EXPECT_TRUE(f.Run(T0() + seconds(33)).restart.has_value());
+}
+
 TEST(PeerLossPlanTest, AStalePodOnAnExcludedPeerLostNodeIsForceDeleted) {
   // The pass after the restart: attempt 1, the old pod Terminating on the node the peer
   // evidence excluded (the node monitor does not know it lost yet).
