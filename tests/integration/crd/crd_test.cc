@@ -63,6 +63,10 @@ class CrdTest : public ::testing::Test {
     s.selector = "lockstep.dev/job-name=" + name;
     s.attempt = 2;
     s.restarts = {1, 1, 1};
+    s.spares = api::SpareStatus{};
+    s.spares->desired = 1;
+    s.spares->ready = 1;
+    s.spares->promotions = 3;
     s.start_time = *api::ParseTime("2026-11-29T10:00:00Z");
     s.last_restart = api::LastRestart{*api::ParseTime("2026-11-29T10:05:00Z"), "PodFailed",
                                       "pod x-worker-1 exited with code 1", 2, 10,
@@ -182,10 +186,12 @@ TEST_F(CrdTest, ShortNameCategoriesAndPrinterColumns) {
                                        "pytorch-ddp +PyTorch +Running +3/4 +2 +42 +[0-9]+s"));
   const KubectlResult wide = Kubectl({"get", "tj", "-n", ns_.name(), "-o", "wide"});
   ASSERT_TRUE(wide.ok()) << wide.output;
-  // RESTARTS is the total (gang attempts + in-place); wide splits it by cause.
-  EXPECT_THAT(wide.output, ::testing::ContainsRegex(
-                               "AGE +ATTEMPT +FAILURES +DISRUPTIONS +INPLACE +REASON\n"));
-  EXPECT_THAT(wide.output, ::testing::ContainsRegex("s +2 +1 +1 +0 +AllRanksJoined"));
+  // RESTARTS is the total (gang attempts + in-place); wide splits it by cause, and shows the
+  // standby spares and the promotions (status.spares).
+  EXPECT_THAT(wide.output,
+              ::testing::ContainsRegex(
+                  "AGE +ATTEMPT +FAILURES +DISRUPTIONS +SPARES +PROMOTIONS +INPLACE +REASON\n"));
+  EXPECT_THAT(wide.output, ::testing::ContainsRegex("s +2 +1 +1 +1 +3 +0 +AllRanksJoined"));
 
   for (const char* category : {"lockstep", "all"}) {
     const KubectlResult r = Kubectl({"get", category, "-n", ns_.name(), "-o", "name"});
