@@ -101,14 +101,15 @@ void Launcher::SetUpProgressFile() {
   progress_ = std::make_shared<progress::ProgressFileReader>(*path);
 }
 
-StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
+// What every join of this launcher says, as a member or a standby spare: its run, key, round,
+// address, and pod identity (a promoted spare's later loss must name its pod too: peer evidence).
+rendezvous::ClientOptions Launcher::BaseJoinOptions(uint32_t attempt) const {
   rendezvous::ClientOptions opt;
   opt.endpoint = config_.rdzv_endpoint;
   opt.run_id = config_.rdzv_id;
   opt.token = config_.token;
   opt.key_attempt = config_.attempt;
   opt.attempt = attempt;
-  opt.node_rank = config_.node_rank;
   opt.role = config_.role;
   opt.role_index = config_.role_index;
   opt.host = config_.advertise_addr;
@@ -123,31 +124,22 @@ StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
   opt.pod_uid = config_.pod_uid;
   opt.heartbeat_interval = config_.heartbeat_interval;
   opt.peer_timeout = config_.peer_timeout;
-  opt.deadline = Steady::now() + config_.join_timeout;
   opt.interrupt_fd = signals_->fd();
+  return opt;
+}
+
+StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
+  rendezvous::ClientOptions opt = BaseJoinOptions(attempt);
+  opt.node_rank = config_.node_rank;
+  opt.deadline = Steady::now() + config_.join_timeout;
   return rendezvous::JoinRound(opt);
 }
 
 std::variant<rendezvous::JoinResult, int> Launcher::StandBy() {
-  rendezvous::ClientOptions opt;
-  opt.endpoint = config_.rdzv_endpoint;
-  opt.run_id = config_.rdzv_id;
-  opt.token = config_.token;
-  opt.key_attempt = config_.attempt;
-  opt.attempt = attempt_;
-  opt.role = config_.role;
-  opt.role_index = config_.role_index;
-  opt.host = config_.advertise_addr;
-  opt.port = config_.framework_port;
-  opt.nproc = config_.nproc_per_node;
-  opt.want_peer_table = NeedsPeerTable(config_.framework);
-  opt.spare_index = spare_index_;
+  rendezvous::ClientOptions opt = BaseJoinOptions(attempt_);
   opt.standby = true;
-  opt.heartbeat_interval = config_.heartbeat_interval;
-  opt.peer_timeout = config_.peer_timeout;
   // A spare waits as long as the job runs: no join timeout (a signal still ends the wait).
   opt.deadline = Steady::now() + std::chrono::hours(24 * 365);
-  opt.interrupt_fd = signals_->fd();
   log::Info("standing by as a spare", {{"spare_index", std::to_string(spare_index_)}});
   StatusOr<rendezvous::JoinResult> joined = rendezvous::JoinRound(opt);
   if (!joined.ok()) return JoinFailed(joined.status(), attempt_);

@@ -46,6 +46,8 @@ class Launcher {
   // Makes the directory of the children's LOCKSTEP_PROGRESS_FILE (config_.progress_file).
   void SetUpProgressFile();
   StatusOr<rendezvous::JoinResult> Join(uint32_t attempt);
+  // The options every join shares (Join, StandBy).
+  rendezvous::ClientOptions BaseJoinOptions(uint32_t attempt) const;
   // A spare pod (--spare): stands by until node 0's server promotes it (then this launcher
   // serves the lost node-rank: config_'s node rank, role and role index become that member's)
   // or releases it. The promoted round's join result, or the exit code.
