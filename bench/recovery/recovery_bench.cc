@@ -28,6 +28,7 @@
 //                  [--launchers [--failures 20] [--silent]]
 
 #include <algorithm>
+#include <memory>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -258,15 +259,26 @@ void PrintStats(const std::string& what, const std::vector<double>& v) {
               *std::max_element(v.begin(), v.end()));
 }
 
-int RunLockstep(kube::RestClient& client, const std::string& ns, const Flags& f) {
-  OperatorProcess op(
-      {ns}, {"--gang-scheduler=true", "--node-lease-grace=" + std::to_string(f.grace) + "s"});
-  Check(op.Start(), "start operator");
-  if (!op.WaitReady(seconds(60))) {
-    std::cerr << "operator not ready; log " << op.log_path() << "\n";
-    return 1;
+// The operator every mode runs against: the gang scheduler on, the Lease grace of --grace, only
+// `ns` watched. Null (after saying why) when it never became ready.
+std::unique_ptr<OperatorProcess> StartOperator(const std::string& ns, const Flags& f) {
+  auto op = std::make_unique<OperatorProcess>(
+      std::vector<std::string>{ns},
+      std::vector<std::string>{"--gang-scheduler=true",
+                               "--node-lease-grace=" + std::to_string(f.grace) + "s"});
+  Check(op->Start(), "start operator");
+  if (!op->WaitReady(seconds(60))) {
+    std::cerr << "operator not ready; log " << op->log_path() << "\n";
+    return nullptr;
   }
-  std::printf("operator log: %s\n", op.log_path().c_str());
+  std::printf("operator log: %s\n", op->log_path().c_str());
+  return op;
+}
+
+int RunLockstep(kube::RestClient& client, const std::string& ns, const Flags& f) {
+  std::unique_ptr<OperatorProcess> started = StartOperator(ns, f);
+  if (!started) return 1;
+  OperatorProcess& op = *started;
 
   // 1. The jobs, all running.
   std::vector<std::string> jobs;
@@ -537,14 +549,9 @@ Failure RunOneFailure(kube::RestClient& client, const std::string& ns, Path path
 }
 
 int RunLaunchers(kube::RestClient& client, const std::string& ns, const Flags& f) {
-  OperatorProcess op(
-      {ns}, {"--gang-scheduler=true", "--node-lease-grace=" + std::to_string(f.grace) + "s"});
-  Check(op.Start(), "start operator");
-  if (!op.WaitReady(seconds(60))) {
-    std::cerr << "operator not ready; log " << op.log_path() << "\n";
-    return 1;
-  }
-  std::printf("operator log: %s\n", op.log_path().c_str());
+  std::unique_ptr<OperatorProcess> started = StartOperator(ns, f);
+  if (!started) return 1;
+  OperatorProcess& op = *started;
   const std::string dir = "/tmp/recovery-launchers-" + ns;
   std::vector<Failure> all;
   for (int i = 0; i < f.failures; ++i) {

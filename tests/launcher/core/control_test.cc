@@ -52,23 +52,11 @@ class ControlTest : public ::testing::Test {
   protocol::ControlTarget Target(std::string token = kToken) const {
     return {"127.0.0.1", static_cast<uint16_t>(port_), kRunId, std::move(token)};
   }
-  StatusOr<ControlStatus> GetStatus() const {
-    LS_ASSIGN_OR_RETURN(protocol::ControlReply r,
-                        protocol::ControlCall(Target(), ControlKind::kStatus, "", seconds(1)));
-    if (!r.status) return DataLossError("no status in the reply");
-    return *r.status;
-  }
+  StatusOr<ControlStatus> GetStatus() const { return GetControlStatus(Target()); }
   // Polls Status until `done` holds or `timeout` passes; returns the last answer.
   StatusOr<ControlStatus> WaitForStatus(const std::function<bool(const ControlStatus&)>& done,
                                         seconds timeout = seconds(20)) const {
-    const Steady::time_point until = Steady::now() + timeout;
-    StatusOr<ControlStatus> last = UnavailableError("never asked");
-    while (Steady::now() < until) {
-      last = GetStatus();
-      if (last.ok() && done(*last)) return last;
-      std::this_thread::sleep_for(milliseconds(100));
-    }
-    return last;
+    return WaitForControlStatus(Target(), done, timeout, milliseconds(100));
   }
 
   TempDir dir_;

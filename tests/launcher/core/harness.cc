@@ -127,4 +127,26 @@ std::vector<std::map<std::string, std::string>> ReadEnvFiles(const std::string& 
   return out;
 }
 
+StatusOr<protocol::ControlStatus> GetControlStatus(const protocol::ControlTarget& target) {
+  LS_ASSIGN_OR_RETURN(protocol::ControlReply r,
+                      protocol::ControlCall(target, protocol::ControlKind::kStatus, "",
+                                            std::chrono::seconds(1)));
+  if (!r.status) return DataLossError("no status in the reply");
+  return *r.status;
+}
+
+StatusOr<protocol::ControlStatus> WaitForControlStatus(
+    const protocol::ControlTarget& target,
+    const std::function<bool(const protocol::ControlStatus&)>& done,
+    std::chrono::seconds timeout, std::chrono::milliseconds every) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  StatusOr<protocol::ControlStatus> last = UnavailableError("never asked");
+  while (std::chrono::steady_clock::now() < until) {
+    last = GetControlStatus(target);
+    if (last.ok() && done(*last)) return last;
+    std::this_thread::sleep_for(every);
+  }
+  return last;
+}
+
 }  // namespace lockstep::launcher::testing

@@ -4,11 +4,14 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/status.h"
+#include "protocol/control_client.h"
 #include "tests/testing/free_port.h"
 #include "tests/testing/host_state.h"
 
@@ -59,5 +62,15 @@ bool WaitForFiles(const std::string& dir, const std::string& prefix, size_t coun
                   std::chrono::milliseconds timeout);
 bool FileExists(const std::string& path);
 using ::lockstep::testing::ReadWholeFile;  // tests/testing/host_state.h
+
+// One Status request to node 0's server at `target` (1 s deadline); an answer without a status
+// is DataLoss.
+StatusOr<protocol::ControlStatus> GetControlStatus(const protocol::ControlTarget& target);
+// Polls GetControlStatus every `every` until `done` holds or `timeout` passes; returns the last
+// answer (or the last error).
+StatusOr<protocol::ControlStatus> WaitForControlStatus(
+    const protocol::ControlTarget& target,
+    const std::function<bool(const protocol::ControlStatus&)>& done,
+    std::chrono::seconds timeout, std::chrono::milliseconds every);
 
 }  // namespace lockstep::launcher::testing

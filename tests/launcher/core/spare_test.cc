@@ -64,23 +64,13 @@ class Gang {
     for (const auto& l : spares_) out += l->Log();
     return out;
   }
-  StatusOr<ControlStatus> GetStatus() const {
-    protocol::ControlTarget target{"127.0.0.1", static_cast<uint16_t>(port_), kRunId, kToken};
-    LS_ASSIGN_OR_RETURN(protocol::ControlReply r,
-                        protocol::ControlCall(target, ControlKind::kStatus, "", seconds(1)));
-    if (!r.status) return DataLossError("no status in the reply");
-    return *r.status;
+  protocol::ControlTarget Target() const {
+    return {"127.0.0.1", static_cast<uint16_t>(port_), kRunId, kToken};
   }
+  StatusOr<ControlStatus> GetStatus() const { return GetControlStatus(Target()); }
   StatusOr<ControlStatus> WaitForStatus(const std::function<bool(const ControlStatus&)>& done,
                                         seconds timeout = seconds(20)) const {
-    const Steady::time_point until = Steady::now() + timeout;
-    StatusOr<ControlStatus> last = UnavailableError("never asked");
-    while (Steady::now() < until) {
-      last = GetStatus();
-      if (last.ok() && done(*last)) return last;
-      std::this_thread::sleep_for(milliseconds(50));
-    }
-    return last;
+    return WaitForControlStatus(Target(), done, timeout, milliseconds(50));
   }
   static bool PidAlive(const std::string& pid) { return ::kill(std::stoi(pid), 0) == 0; }
 
