@@ -129,6 +129,7 @@ bool PlanPeerLoss(Pass& p) {
   const LauncherObservation& obs = *p.observed.launchers;
   std::vector<std::pair<protocol::LostMember, LossVerdict>> corroborated;
   bool unresolved = false;
+  const PeerLossOptions timings = LauncherTimings(p.job.spec);  // once per pass, not per report
   for (const protocol::LostMember& m : obs.status.lost) {
     // A server of an older attempt (its rounds start at that attempt) still answering at an
     // address the new worker-0 pod was given (kwok reuses pod IPs; node 0's launcher lingers
@@ -139,7 +140,7 @@ bool PlanPeerLoss(Pass& p) {
     // serves that node-rank now; spare_plan.h deletes the lost pod. No gang restart.
     if (CoveredBySpare(obs.status, m)) continue;
     const LossEvidence e = Gather(p, obs, m);
-    LossVerdict v = CorroborateLoss(e, LauncherTimings(p.job.spec));
+    LossVerdict v = CorroborateLoss(e, timings);
     p.plan->peer_loss.push_back(
         {m.pod_name, m.lost_unix_ms, std::string(ToString(v.outcome)), v.evidence});
     if (v.outcome == LossOutcome::kCorroborated) {

@@ -13,6 +13,20 @@
 
 namespace lockstep::controller {
 
+namespace {
+
+// The plan ends the job (its status finished, the stored one not yet).
+bool Finishes(const CachedJob& job, const Plan& plan) {
+  return IsFinished(plan.status) && !IsFinished(job.job.status);
+}
+
+// A restart or the job's end: recorded before anything is done (see Reconcile).
+bool RecordsFirst(const CachedJob& job, const Plan& plan) {
+  return plan.restart || plan.launcher_restart || Finishes(job, plan);
+}
+
+}  // namespace
+
 TrainingJobReconciler::TrainingJobReconciler(kube::RestClient& client, const JobCaches& caches,
                                              Expectations& expectations,
                                              kube::EventRecorder& events,
@@ -61,8 +75,7 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
   }
   const Plan plan = ComputePlan(job, observed, clock_.WallNow(), settled, options_);
   NotePeerLoss(job, plan);
-  const bool finishes = IsFinished(plan.status) && !IsFinished(job.job.status);
-  if (plan.restart || plan.launcher_restart || finishes) {
+  if (RecordsFirst(job, plan)) {
     // A restart or the job's end is recorded before its pods are deleted: if the write lost a
     // race, nothing was done and the next pass decides again from the same evidence. Acting
     // first could delete the lost node's pods and leave attempt N without its record, and the
@@ -194,7 +207,7 @@ bool TrainingJobReconciler::StatusCacheBehind(const CachedJob& job) {
 }
 
 void TrainingJobReconciler::NoteStatusWrite(const CachedJob& job, const Plan& plan) {
-  const bool finishes = IsFinished(plan.status) && !IsFinished(job.job.status);
+  const bool finishes = Finishes(job, plan);
   const bool restarts = plan.status.attempt > job.job.status.attempt;
   if (!finishes && !restarts) return;
   std::lock_guard<std::mutex> lock(status_writes_mu_);
@@ -229,8 +242,7 @@ Status TrainingJobReconciler::PersistStatus(const CachedJob& job, const Plan& pl
 // aggregated by the recorder; the work queue backs the retries off.
 void TrainingJobReconciler::EmitStatusRejected(const CachedJob& job, const Plan& plan,
                                                const Status& refusal) {
-  const bool finishes = IsFinished(plan.status) && !IsFinished(job.job.status);
-  if (!plan.restart && !plan.launcher_restart && !finishes) {
+  if (!RecordsFirst(job, plan)) {
     for (const EventSpec& e : plan.events) Emit(job, e);
   }
   Emit(job, {"Warning", std::string(api::kReasonStatusRejected),
