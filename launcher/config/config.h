@@ -13,6 +13,7 @@
 
 #include "common/net.h"
 #include "common/status.h"
+#include "protocol/contract.h"
 
 namespace lockstep::launcher {
 
@@ -52,8 +53,8 @@ struct LauncherConfig {
   std::string pod_uid;
   std::string termination_log;
   std::string nccl_library;
-  std::chrono::milliseconds peer_timeout{5000};
-  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds peer_timeout = protocol::contract::kDefaultPeerTimeout;
+  std::chrono::milliseconds heartbeat_interval = protocol::contract::kDefaultHeartbeatInterval;
   std::chrono::milliseconds join_timeout{600000};
   std::chrono::milliseconds last_call{10000};
   std::chrono::milliseconds grace_period{10000};

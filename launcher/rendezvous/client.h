@@ -16,6 +16,7 @@
 #include "common/unique_fd.h"
 #include "protocol/frame.h"
 #include "protocol/messages.h"
+#include "protocol/contract.h"
 
 namespace lockstep::launcher::rendezvous {
 
@@ -41,8 +42,8 @@ struct ClientOptions {
   std::string pod_name;   // Join::pod_name, Join::node_name: only reported
   std::string node_name;
   std::string pod_uid;
-  std::chrono::milliseconds heartbeat_interval{1000};
-  std::chrono::milliseconds peer_timeout{5000};
+  std::chrono::milliseconds heartbeat_interval = protocol::contract::kDefaultHeartbeatInterval;
+  std::chrono::milliseconds peer_timeout = protocol::contract::kDefaultPeerTimeout;
   std::chrono::steady_clock::time_point deadline;
   // Readable when the launcher must give up waiting (a signal arrived); -1 for none.
   int interrupt_fd = -1;

@@ -59,6 +59,7 @@
 #include "protocol/frame.h"
 #include "protocol/messages.h"
 #include "common/unique_fd.h"
+#include "protocol/contract.h"
 
 namespace lockstep::launcher::rendezvous {
 
@@ -80,8 +81,8 @@ struct ServerOptions {
   uint32_t min_nodes = 1;
   uint32_t max_nodes = 1;
   std::chrono::milliseconds last_call{10000};
-  std::chrono::milliseconds peer_timeout{5000};
-  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds peer_timeout = protocol::contract::kDefaultPeerTimeout;
+  std::chrono::milliseconds heartbeat_interval = protocol::contract::kDefaultHeartbeatInterval;
   // The launchers' --max-restarts: an aborted running round is an in-place restart (counted in
   // ControlStatus::failure_restarts) while the launchers still have budget for it.
   uint32_t max_restarts = 0;

@@ -250,8 +250,12 @@ void AndNodeTerms(const json& terms, json* spec) {
 
 // The admission's additions for the slot's role (RolePlacement), into `pod`.
 Status ApplyPlacement(const PodSlot& slot, const ChildrenOptions& options, json* pod) {
-  auto it = options.role_placement.find(slot.role == kSpareRole ? std::string(kWorkerRole)
-                                                                 : slot.role);
+  // A spare gets its own entry when the controller made one (spare_plan.h: the gang's topology
+  // domain), else the workers'.
+  auto it = options.role_placement.find(slot.role);
+  if (it == options.role_placement.end() && slot.role == kSpareRole) {
+    it = options.role_placement.find(std::string(kWorkerRole));
+  }
   if (it == options.role_placement.end()) return Status::Ok();
   const RolePlacement& placement = it->second;
   json& spec = (*pod)["spec"];

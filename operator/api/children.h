@@ -75,7 +75,8 @@ struct ChildrenOptions {
   // LOCKSTEP_MAX_RESTARTS: the in-place restarts the launchers may make (the controller's
   // in-place policy computes it: operator/controller/inplace_policy.h).
   int32_t launcher_max_restarts = 0;
-  // By role name; a role not named gets nothing added. Spare pods get the workers'.
+  // By role name; a role not named gets nothing added. Spare pods get the workers' unless
+  // "spare" is named.
   std::map<std::string, RolePlacement> role_placement;
   // Hot spares (controller/spare_plan.h): the spare pods (by spare index) the attempt wants
   // standing by, and the node-ranks promoted spares serve, whose gang pods are not recreated.

@@ -30,6 +30,7 @@
 #include "operator/controller/node_health.h"
 #include "operator/kube/objects.h"
 #include "protocol/messages.h"
+#include "protocol/contract.h"
 
 namespace lockstep::controller {
 
@@ -37,8 +38,8 @@ inline constexpr char kReasonPeerReportedLost[] = "PeerReportedLost";
 
 struct PeerLossOptions {
   // The launchers' --peer-timeout and --heartbeat-interval (the operator leaves the defaults).
-  std::chrono::milliseconds peer_timeout{5000};
-  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds peer_timeout = protocol::contract::kDefaultPeerTimeout;
+  std::chrono::milliseconds heartbeat_interval = protocol::contract::kDefaultHeartbeatInterval;
   // How far node 0's wall clock and the operator's may disagree.
   std::chrono::milliseconds clock_skew{1000};
 };

@@ -64,6 +64,11 @@ struct Observed {
   // The nodes of the pods the launchers reported lost (LauncherObservation::status.lost), as the
   // node caches hold them, by node name; absent before the caches synced (peer_loss.h).
   std::map<std::string, NodeSnapshot> peer_loss_nodes = {};
+  // For a job with hot spares and spec.placement.requiredTopologyKey: that label's value on the
+  // node the gang's rendezvous pod is bound to (the domain the gang scheduler chose for the whole
+  // gang), so a replacement spare is placed in it (spare_plan.h). Unset before that pod is bound,
+  // or when the node caches do not hold the node or its label.
+  std::optional<std::string> spare_domain = std::nullopt;
 };
 
 struct PodDeletion {

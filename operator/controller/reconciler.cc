@@ -7,6 +7,7 @@
 #include "operator/api/enums.h"
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/job_status.h"
+#include "operator/controller/spare_plan.h"
 #include "operator/controller/training_progress.h"
 #include "operator/kube/api_error.h"
 #include "operator/kueue/workload.h"
@@ -70,6 +71,7 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
     }
     ObservePeerLossNodes(observed);
   }
+  ObserveSpareDomain(job, observed);
   if (kueue_ != nullptr && !kueue::QueueName(job.job).empty()) {
     observed.kueue = kueue_->Observe(job);
   }
@@ -119,6 +121,16 @@ void TrainingJobReconciler::AskLaunchers(const CachedJob& job, const Observed& o
       if (t) launchers_->Probe(*t, probe.pod, probe.ip, probe.report_lost_unix_ms);
     }
   }
+}
+
+void TrainingJobReconciler::ObserveSpareDomain(const CachedJob& job, Observed& observed) const {
+  const std::string node = SpareDomainNode(job.job, observed.pods);
+  if (node.empty()) return;
+  std::optional<NodeSnapshot> facts = caches_.NodeFacts(node);
+  if (!facts || !facts->node) return;
+  const std::string key = job.job.spec.placement->required_topology_key.value_or("");
+  auto it = facts->node->meta.labels.find(key);
+  if (it != facts->node->meta.labels.end()) observed.spare_domain = it->second;
 }
 
 void TrainingJobReconciler::ObservePeerLossNodes(Observed& observed) const {

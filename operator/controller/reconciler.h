@@ -82,6 +82,8 @@ class TrainingJobReconciler {
   void AskLaunchers(const CachedJob& job, const Observed& observed, const Plan& plan);
   // Observed::peer_loss_nodes: the nodes of the pods the launchers reported lost.
   void ObservePeerLossNodes(Observed& observed) const;
+  // Observed::spare_domain: the gang's topology domain, from the node caches (spare_plan.h).
+  void ObserveSpareDomain(const CachedJob& job, Observed& observed) const;
   // Logs each lost report's verdict once, and counts it in lockstep_peer_loss_reports_total.
   void NotePeerLoss(const CachedJob& job, const Plan& plan);
 

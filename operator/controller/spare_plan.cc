@@ -29,6 +29,10 @@ int32_t IndexOf(const kube::Pod& pod) {
   return value;
 }
 
+std::string RequiredTopologyKey(const api::TrainingJob& job) {
+  return job.spec.placement ? job.spec.placement->required_topology_key.value_or("") : "";
+}
+
 bool IsSparePod(const kube::Pod& pod) { return Label(pod, api::kLabelRole) == api::kSpareRole; }
 
 // The recorded status.spares when it belongs to the current attempt.
@@ -214,6 +218,22 @@ void SpareCreateOptions(const Pass& p, api::ChildrenOptions* options) {
   for (const api::SpareServing& s : p.spares->serving) {
     options->served_node_ranks.insert(s.node_rank);
   }
+  const std::string key = RequiredTopologyKey(p.job);
+  if (key.empty() || !p.observed.spare_domain) return;
+  // The workers' placement (a Kueue admission's), plus the gang's domain.
+  api::RolePlacement spare;
+  if (auto it = options->role_placement.find(std::string(api::kWorkerRole));
+      it != options->role_placement.end()) {
+    spare = it->second;
+  }
+  spare.node_selector[key] = *p.observed.spare_domain;
+  options->role_placement[std::string(api::kSpareRole)] = std::move(spare);
+}
+
+std::string SpareDomainNode(const api::TrainingJob& job, const std::vector<kube::Pod>& pods) {
+  if (job.spec.failure_policy.spare_replicas <= 0 || RequiredTopologyKey(job).empty()) return "";
+  const kube::Pod* rank0 = RendezvousPod(job, pods);
+  return rank0 != nullptr ? rank0->node_name : std::string();
 }
 
 }  // namespace lockstep::controller

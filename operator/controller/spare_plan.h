@@ -80,7 +80,15 @@ bool AwaitSparePromotion(Pass& p, std::optional<api::Time> failed_at);
 // Deletes the replaced pods and the standby spares that failed or were lost.
 void PlanSpareDeletes(Pass& p);
 // What PlanCreates builds besides the gang: the wanted standby spares, and no pod for a node-rank
-// a spare serves.
+// a spare serves. With a required topology key and the gang's domain known
+// (Observed::spare_domain), spare pods get a nodeSelector for that domain on top of the workers'
+// placement: a replacement spare is placed alone while the gang runs, and without it any domain
+// with room would do, so a promotion could pull a rank out of the gang's rack.
 void SpareCreateOptions(const Pass& p, api::ChildrenOptions* options);
+
+// The node whose label names the gang's topology domain: the one the rendezvous pod (node-rank 0,
+// never replaced by a spare) is bound to; empty for a job with no spares or no required key, or
+// before that pod is bound. Pure; the reconciler looks the label up in its node caches.
+std::string SpareDomainNode(const api::TrainingJob& job, const std::vector<kube::Pod>& pods);
 
 }  // namespace lockstep::controller

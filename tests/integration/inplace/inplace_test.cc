@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <map>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -197,14 +198,28 @@ TEST_F(InPlaceTest, AKilledRankIsAnInPlaceRestartInStatus) {
 // kwok pods; real launchers play worker 0, worker 1 and the standby spare. Node 1's launcher is
 // killed: the spare takes node-rank 1 in round 1 (children of ranks 2 and 3 in its launcher),
 // the operator records the promotion from node 0's answer, keeps attempt 0, deletes the replaced
-// pod and creates a replacement spare.
+// pod and creates a replacement spare. The job requires one rack: the replacement spare, placed
+// alone while the gang runs, is pinned to the gang's rack (a nodeSelector), not any rack with room.
 TEST_F(InPlaceTest, ASpareTakesALostNodeRankAndTheOperatorReplacesThePodNotTheGang) {
   const std::string name = "ip-spare";
-  CreateNodes(4);  // 8-GPU pods on 8-GPU nodes: one pod per node, one node left for the refill
+  const std::string rack_key = "test.lockstep.dev/rack";
+  // 8-GPU pods on 8-GPU nodes, one pod per node: rack a (3 nodes) is the only one that holds
+  // the gang and its spare; rack b (2 nodes) has more room for a lone refill.
+  const std::vector<std::string> nodes = CreateNodes(5);
+  std::map<std::string, std::string> rack_of;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    rack_of[nodes[i]] = i < 3 ? "a" : "b";
+    ASSERT_TRUE(client()
+                    .MergePatch(kube::resources::Nodes(), "", nodes[i],
+                                {{"metadata", {{"labels", {{rack_key, rack_of[nodes[i]]}}}}}})
+                    .ok());
+  }
   CreateJob(MakeJob(name, 2, [&](json& j) {
     j["spec"]["failurePolicy"]["restartMode"] = "InPlace";
     j["spec"]["failurePolicy"]["maxRestarts"] = 3;
     j["spec"]["failurePolicy"]["spareReplicas"] = 1;
+    j["spec"]["placement"]["topologyKeys"] = json::array({rack_key});
+    j["spec"]["placement"]["requiredTopologyKey"] = rack_key;
   }));
   ASSERT_TRUE(WaitRunningAttempt(name, 0, 3, seconds(30))) << "the gang and its spare never ran";
   ASSERT_TRUE(WaitFor([&] { return !PodIp(name + "-worker-0").empty(); }, seconds(20)));
@@ -260,6 +275,20 @@ TEST_F(InPlaceTest, ASpareTakesALostNodeRankAndTheOperatorReplacesThePodNotTheGa
   EXPECT_EQ(Attempt(*after), 0) << (*after)["status"].dump(2);
   EXPECT_EQ(State(*after), "Running") << (*after)["status"].dump(2);
   EXPECT_TRUE(PodUid(name + "-worker-1").empty()) << "worker 1 is never recreated";
+  StatusOr<json> refill = client().Get(kube::resources::Pods(), ns(), name + "-spare-1");
+  ASSERT_TRUE(refill.ok()) << refill.status();
+  EXPECT_EQ((*refill)["spec"]["nodeSelector"].value(rack_key, ""), "a")
+      << (*refill)["spec"].dump(2);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        StatusOr<json> p = client().Get(kube::resources::Pods(), ns(), name + "-spare-1");
+        return p.ok() && !(*p)["spec"].value("nodeName", "").empty();
+      },
+      seconds(30)))
+      << "the replacement spare was never placed";
+  StatusOr<json> placed = client().Get(kube::resources::Pods(), ns(), name + "-spare-1");
+  ASSERT_TRUE(placed.ok());
+  EXPECT_EQ(rack_of[(*placed)["spec"].value("nodeName", "")], "a") << (*placed)["spec"].dump(2);
 }
 
 TEST_F(InPlaceTest, TheRestartAnnotationRestartsInPlaceWithoutDeletingPods) {

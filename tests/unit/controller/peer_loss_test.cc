@@ -26,7 +26,8 @@ uint64_t UnixMs(api::Time t) {
       std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count());
 }
 
-// Node rank 1 (job-worker-1 on node-b) silent since T0 + 10 s, declared lost 5 s later.
+// Node rank 1 (job-worker-1 on node-b) silent since T0 + 10 s, declared lost one peer timeout
+// (the default, 3 s) later.
 protocol::LostMember Report(bool disconnected = false) {
   protocol::LostMember m;
   m.round = 0;
@@ -35,7 +36,8 @@ protocol::LostMember Report(bool disconnected = false) {
   m.pod_uid = "pod-uid-worker1";  // builders.h Pod("worker", 1, ...)
   m.node_name = "node-b";
   m.last_heard_unix_ms = UnixMs(T0() + seconds(10));
-  m.lost_unix_ms = UnixMs(T0() + seconds(disconnected ? 10 : 15));
+  m.lost_unix_ms = UnixMs(T0() + seconds(10) +
+                         (disconnected ? milliseconds(0) : protocol::contract::kDefaultPeerTimeout));
   m.disconnected = disconnected;
   m.why = disconnected ? "peer closed the connection" : "no heartbeat within the peer timeout";
   return m;
@@ -131,7 +133,7 @@ TEST(PeerLossTest, DecisionTable) {
       {"the pod runs on another node than reported: stale",
        [](LossEvidence&, kube::Pod& p) { p.node_name = "node-c"; }, Outcome::kStale, ""},
       {"silent member, corroborated before the fence: waiting",
-       [](LossEvidence& e, kube::Pod&) { e.now = T0() + seconds(16); }, Outcome::kWaiting,
+       [](LossEvidence& e, kube::Pod&) { e.now = T0() + seconds(13); }, Outcome::kWaiting,
        "LauncherUnreachable"},
       {"disconnected member: no fence beyond the skew",
        [](LossEvidence& e, kube::Pod&) {
@@ -165,12 +167,14 @@ TEST(PeerLossTest, TheFenceOfASilentMemberIsAPeerTimeoutAndAnIntervalAfterLastHe
   e.pod = &pod;
   e.node = Snapshot(T0() + seconds(5));
   e.probe = ProbeResult::kUnreachable;
-  e.now = T0() + seconds(15);
+  e.now = T0() + seconds(13);
   const LossVerdict v = CorroborateLoss(e);
   ASSERT_EQ(v.outcome, Outcome::kWaiting);
   ASSERT_TRUE(v.act_at.has_value());
-  // last heard T0+10 s + peer timeout 5 s + heartbeat interval 1 s + skew 1 s.
-  EXPECT_EQ(*v.act_at, T0() + seconds(17));
+  // last heard T0+10 s + peer timeout (3 s) + heartbeat interval (0.5 s) + skew 1 s.
+  EXPECT_EQ(*v.act_at, T0() + seconds(10) + protocol::contract::kDefaultPeerTimeout +
+                           protocol::contract::kDefaultHeartbeatInterval + seconds(1));
+  EXPECT_EQ(*v.act_at, T0() + milliseconds(14500));
 }
 
 TEST(PeerLossTest, TheEvidenceNamesTheReportTheSignalAndTheLeaseAge) {
@@ -280,7 +284,7 @@ TEST(PeerLossPlanTest, ACorroboratedReportRestartsAtOnceExcludingTheNodeWithForc
 TEST(PeerLossPlanTest, ARestartWaitsForTheFenceOfASilentMember) {
   PlanFixture f;
   f.Probe(ProbeResult::kUnreachable);
-  const Plan plan = f.Run(T0() + seconds(15) + milliseconds(200));
+  const Plan plan = f.Run(T0() + seconds(13) + milliseconds(200));
   EXPECT_FALSE(plan.restart.has_value());
   ASSERT_TRUE(plan.requeue_after.has_value());
   EXPECT_LE(*plan.requeue_after, seconds(2));
@@ -343,13 +347,13 @@ TEST(PeerLossPlanTest, TheFenceFollowsALongerPeerTimeoutTheTemplateSets) {
     spec.pod_template = {{"spec", {{"containers", {{{"name", "trainer"}, {"env", env}}}}}}};
     return spec;
   };
-  EXPECT_EQ(LauncherTimings(with_env({})).peer_timeout, std::chrono::milliseconds(5000));
+  EXPECT_EQ(LauncherTimings(with_env({})).peer_timeout, protocol::contract::kDefaultPeerTimeout);
   EXPECT_EQ(LauncherTimings(with_env({{"LOCKSTEP_PEER_TIMEOUT", "20"}})).peer_timeout,
             std::chrono::milliseconds(20000));
   EXPECT_EQ(LauncherTimings(with_env({{"LOCKSTEP_PEER_TIMEOUT", "2.5"}})).peer_timeout,
-            std::chrono::milliseconds(5000));
+            protocol::contract::kDefaultPeerTimeout);
   EXPECT_EQ(LauncherTimings(with_env({{"LOCKSTEP_PEER_TIMEOUT", "soon"}})).peer_timeout,
-            std::chrono::milliseconds(5000));
+            protocol::contract::kDefaultPeerTimeout);
   EXPECT_EQ(LauncherTimings(with_env({{"LOCKSTEP_HEARTBEAT_INTERVAL", "3"}})).heartbeat_interval,
             std::chrono::milliseconds(3000));
   api::TrainingJobSpec roles = with_env({});

@@ -285,5 +285,51 @@ TEST(SparePlanTest, AFailedStandbySpareIsDeletedAndMadeAgainWithoutARestart) {
   EXPECT_EQ(plan.pod_deletes[0].name, "job-spare-0");
 }
 
+CachedJob RackJob() {
+  CachedJob job = RunningSpareJob();
+  job.job.spec.placement = api::Placement{{"rack"}, std::string("rack")};
+  return job;
+}
+
+TEST(SparePlanTest, SpareDomainNodeIsNodeZerosNodeOnlyWithSparesAndARequiredKey) {
+  const std::vector<kube::Pod> gang = {Pod("worker", 0, "Running", "node-a"),
+                                       Pod("worker", 1, "Running", "node-b")};
+  EXPECT_EQ(SpareDomainNode(RackJob().job, gang), "node-a");
+  std::vector<kube::Pod> unbound = gang;
+  unbound[0].node_name = "";
+  EXPECT_EQ(SpareDomainNode(RackJob().job, unbound), "") << "node 0 not bound yet";
+  EXPECT_EQ(SpareDomainNode(RackJob().job, {gang[1]}), "") << "no node 0";
+  EXPECT_EQ(SpareDomainNode(RunningSpareJob().job, gang), "") << "no required key";
+  CachedJob no_spares = RackJob();
+  no_spares.job.spec.failure_policy.spare_replicas = 0;
+  EXPECT_EQ(SpareDomainNode(no_spares.job, gang), "") << "no spares";
+}
+
+// A promoted spare's replacement is placed alone while the gang runs: it carries the gang's
+// domain as a nodeSelector, so no scheduler can put it in another rack.
+TEST(SparePlanTest, AReplacementSpareStaysInTheGangsRequiredDomain) {
+  const CachedJob job = RackJob();
+  std::map<std::string, NodeVerdict> lost = {
+      {"node-lost", LostNode("NodeLeaseExpired", "node node-lost: lease not renewed for 21s")}};
+  lost["node-lost"].failed_at = T0() + seconds(10);
+  const auto promote = [&](std::optional<std::string> domain) {
+    Observed observed{Gang("node-lost"), true, true, lost, Answer(0, 1, {{2, 0, 1, "h"}})};
+    observed.spare_domain = std::move(domain);
+    return ComputePlan(job, observed, T0() + seconds(32), true,
+                       PlanOptions{"launcher:test", seconds(300)});
+  };
+  const Plan plan = promote("rack-7");
+  ASSERT_EQ(CreatedNames(plan), (std::vector<std::string>{"job-spare-1"}))
+      << plan.status.reason << ": " << plan.status.message;
+  EXPECT_EQ(plan.pod_creates[0]["spec"]["nodeSelector"].value("rack", ""), "rack-7")
+      << plan.pod_creates[0]["spec"].dump(2);
+
+  // The domain unknown (node 0's node not in the caches): no selector rather than a wrong one.
+  const Plan unknown = promote(std::nullopt);
+  ASSERT_EQ(CreatedNames(unknown), (std::vector<std::string>{"job-spare-1"}));
+  EXPECT_FALSE(unknown.pod_creates[0]["spec"].value("nodeSelector", nlohmann::json::object())
+                   .contains("rack"));
+}
+
 }  // namespace
 }  // namespace lockstep::controller

@@ -35,7 +35,8 @@ TEST(ConfigTest, DefaultsFromTheContract) {
   EXPECT_EQ(c->framework, "generic");
   EXPECT_EQ(c->min_nodes, 1u);
   EXPECT_EQ(c->rdzv_endpoint.port, 29400);
-  EXPECT_EQ(c->peer_timeout.count(), 5000);
+  EXPECT_EQ(c->peer_timeout, protocol::contract::kDefaultPeerTimeout);
+  EXPECT_EQ(c->heartbeat_interval, protocol::contract::kDefaultHeartbeatInterval);
   EXPECT_EQ(c->termination_log, "/dev/termination-log");
   EXPECT_EQ(c->command, (std::vector<std::string>{"python", "train.py"}));
   EXPECT_TRUE(c->has_token);
