@@ -77,6 +77,13 @@ void GangScheduler::AddHandlers() {
   pods_.AddEventHandler({trigger, trigger, trigger});
   jobs_.AddEventHandler({trigger, trigger, [this](const JobPtr& job, bool) {
                            conditions_.Forget(job->meta.uid);
+                           {
+                             std::lock_guard<std::mutex> lock(mu_);
+                             const std::string prefix = job->meta.uid + "|";
+                             std::erase_if(bind_only_, [&](const std::string& key) {
+                               return key.rfind(prefix, 0) == 0;
+                             });
+                           }
                            Trigger();
                          }});
   priority_classes_.AddEventHandler({trigger, trigger, trigger});
@@ -167,6 +174,7 @@ void GangScheduler::Loop() {
 }
 
 void GangScheduler::RunCycle() {
+  std::lock_guard<std::mutex> decide(decide_mu_);
   const Steady start = clock_.Now();
   // Phase 1: pending gangs whose every pod exists.
   const std::vector<PodPtr> pods = pods_.store().List();
