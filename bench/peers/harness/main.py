@@ -12,7 +12,7 @@ from . import charts, report, runs, workload as wl
 from .cluster import Cluster, log
 from .systems.jobset_kueue import JobSetKueue
 from .systems.kuberay import KubeRay
-from .systems.lockstep import Lockstep
+from .systems.lockstep import Lockstep, LockstepBound
 from .systems.trainer import Trainer
 from .systems.training_operator import TrainingOperator
 
@@ -47,6 +47,8 @@ def parse():
 def make(key, cluster, out, args, tuned=False):
     if key == "L":
         return Lockstep(cluster, out, args.lockstep_build)
+    if key == "LB":  # L with --create-placed=false (issue 16's comparison)
+        return LockstepBound(cluster, out, args.lockstep_build)
     if key == "TO":
         return TrainingOperator(cluster, out)
     if key == "KU":

@@ -18,6 +18,8 @@ class Lockstep(base.System):
     title = "Lockstep (operator + gang scheduler)"
     label = "lockstep.dev/job-name"
     tuned_note = "defaults only (--node-lease-grace 20s)"
+    # Extra Helm values (--set) the chart is installed with.
+    helm_sets = ()
 
     def __init__(self, cluster, out_dir, build_dir):
         super().__init__(cluster, out_dir)
@@ -29,7 +31,8 @@ class Lockstep(base.System):
                   os.path.join(clusterlib.REPO, "crds"))
         subprocess.run(["helm", "upgrade", "--install", RELEASE,
                         os.path.join(clusterlib.REPO, "helm/lockstep"), "-n", NS,
-                        "--create-namespace", "--set", "crds.install=false"],
+                        "--create-namespace", "--set", "crds.install=false",
+                        *[a for v in self.helm_sets for a in ("--set", v)]],
                        env=c.env, check=True, capture_output=True)
         c.kubectl("-n", NS, "scale", "deployment", RELEASE, "--replicas", "0")
         args = c.kubectl("-n", NS, "get", "deployment", RELEASE, "-o",
@@ -92,3 +95,11 @@ class Lockstep(base.System):
                                                   "topology.lockstep.dev/rack"]}
         return {"apiVersion": "lockstep.dev/v1alpha1", "kind": "TrainingJob",
                 "metadata": {"name": job.name, "namespace": ns}, "spec": spec}
+
+
+class LockstepBound(Lockstep):
+    """LB: Lockstep with gangs created unplaced and then bound (operator.createPlaced=false, the
+    path before issue 16), to compare with L in the same run."""
+    key = "LB"
+    title = "Lockstep, created then bound (--create-placed=false)"
+    helm_sets = ("operator.createPlaced=false",)
