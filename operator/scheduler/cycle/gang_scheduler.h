@@ -150,6 +150,7 @@ class GangScheduler {
   Steady QueuedSince(const std::string& gang_key, Steady now);
   void ForgetStaleQueueEntries(const GangCollection& gangs);
   StatusOr<CreateGrant> DecideForCreate(std::vector<PodPtr> pods);
+  void WaitForJobCache(const kube::Pod& pod);
   void EvaluateCapacity(const Snapshot& snapshot, const std::vector<PodPtr>& pods,
                         const std::set<std::string>& waiting_jobs, Steady now);
 

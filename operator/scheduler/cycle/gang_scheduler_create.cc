@@ -2,6 +2,7 @@
 // controller in this process is about to create is placed now, on a cycle's snapshot and under
 // the cycle's lock, and assumed before the answer is returned.
 #include <algorithm>
+#include <thread>
 
 #include "common/log.h"
 #include "operator/api/children.h"
@@ -12,6 +13,9 @@
 
 namespace lockstep::scheduler {
 namespace {
+
+// How long PlaceForCreate waits for this scheduler's job cache to show the job's attempt.
+constexpr std::chrono::milliseconds kJobCacheWait{500};
 
 // The apiserver's defaulting of a container's requests (SetDefaults_Pod): a resource with a
 // limit and no request is requested at its limit. The stored pod is what the binding path would
@@ -61,9 +65,28 @@ StatusOr<GangScheduler::CreateGrant> GangScheduler::PlaceForCreate(
     }
     pods.push_back(std::make_shared<const kube::Pod>(std::move(*pod)));
   }
+  if (!pods.empty()) WaitForJobCache(*pods.front());
   StatusOr<CreateGrant> grant = DecideForCreate(std::move(pods));
   if (!grant.ok()) metrics_.create_fallback.Increment();
   return grant;
+}
+
+// The controller and this scheduler watch TrainingJobs on informers of their own: a new job's
+// first pass (or a restart's first create) may come before this scheduler's cache shows the job
+// at the pods' attempt, and the gang would not be complete for it. Waits a little for it, outside
+// the decision's lock; a cache still behind then makes the gang fall back.
+void GangScheduler::WaitForJobCache(const kube::Pod& pod) {
+  const kube::OwnerRef* owner = pod.meta.ControllerRef();
+  const std::optional<int32_t> attempt = PodAttempt(pod);
+  if (owner == nullptr || !attempt) return;
+  const std::string key = pod.meta.namespace_ + "/" + Label(pod, api::kLabelJobName);
+  const auto deadline = std::chrono::steady_clock::now() + kJobCacheWait;
+  while (true) {
+    JobPtr job = jobs_.store().Get(key);
+    if (job != nullptr && job->meta.uid == owner->uid && job->status_attempt >= *attempt) return;
+    if (std::chrono::steady_clock::now() >= deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 StatusOr<GangScheduler::CreateGrant> GangScheduler::DecideForCreate(std::vector<PodPtr> pods) {

@@ -6,6 +6,7 @@
 // tests tell the two paths apart on the stored objects.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -20,8 +21,28 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
+// The stored pod with its managedFields (which the operator's RestClient drops when it parses),
+// read with kubectl.
+json PodWithManagedFields(const std::string& ns, const std::string& name) {
+  const std::string command = "kubectl get pod -n " + ns + " " + name +
+                              " -o json --show-managed-fields 2>/dev/null";
+  std::string out;
+  if (FILE* pipe = ::popen(command.c_str(), "r")) {
+    char buffer[4096];
+    size_t n = 0;
+    while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+    ::pclose(pipe);
+  }
+  return json::parse(out, nullptr, /*allow_exceptions=*/false);
+}
+
 // Whether the pod's create wrote spec.nodeName (created placed), from its managedFields.
-bool CreatedWithNodeName(const json& pod) {
+bool CreatedWithNodeName(const std::string& ns, const json& listed) {
+  const json pod = PodWithManagedFields(ns, listed["metadata"]["name"]);
+  if (pod.is_discarded()) {
+    ADD_FAILURE() << "cannot read pod " << listed["metadata"]["name"];
+    return false;
+  }
   for (const json& entry : pod["metadata"].value("managedFields", json::array())) {
     const json& fields = entry.value("fieldsV1", json::object());
     if (fields.contains("f:spec") && fields["f:spec"].contains("f:nodeName")) return true;
@@ -94,6 +115,31 @@ class RefusePodCreates {
 
 class CreatePlacedTest : public FailuresTest {
  protected:
+  // Creates `count` 8-GPU nodes and waits until the operator's scheduler counts them (its
+  // lockstep_gpus gauge, refreshed once per 1 s tick, long after kwok marked them Ready): a job
+  // created before the scheduler's caches show its nodes does not fit there yet and is bound
+  // later instead, a fallback these tests do not look at.
+  std::vector<std::string> CreateNodesSeen(int count) {
+    std::vector<std::string> nodes = CreateNodes(count);
+    // Every node's GPUs as the API holds them now (other tests' nodes come and go meanwhile).
+    const auto api_gpus = [&] {
+      double sum = 0;
+      StatusOr<kube::ListResult> list = client().List(kube::resources::Nodes(), "", {});
+      if (!list.ok()) return 1e18;
+      for (const json& node : list->items) {
+        const json alloc = node["status"].value("allocatable", json::object());
+        if (alloc.contains("nvidia.com/gpu")) {
+          sum += std::stod(alloc["nvidia.com/gpu"].get<std::string>());
+        }
+      }
+      return sum;
+    };
+    EXPECT_TRUE(kube::testing::WaitFor(
+        [&] { return Metric("lockstep_gpus", {{"state", "allocatable"}}) >= api_gpus(); },
+        seconds(30), std::chrono::milliseconds(100)));
+    return nodes;
+  }
+
   // GPUs requested by live pods per node, over every pod of `jobs`.
   std::map<std::string, int64_t> GpusByNode(const std::vector<std::string>& jobs) {
     std::map<std::string, int64_t> out;
@@ -110,14 +156,14 @@ class CreatePlacedTest : public FailuresTest {
 };
 
 TEST_F(CreatePlacedTest, AWholeGangIsCreatedPlacedOnFeasibleNodes) {
-  const std::vector<std::string> nodes = CreateNodes(4);
+  const std::vector<std::string> nodes = CreateNodesSeen(4);
   const double placed_before = Metric("lockstep_create_placed_total", {{"result", "placed"}});
   CreateJob(MakeJob("placed", 3));
   ASSERT_TRUE(WaitRunningAttempt("placed", 0, 3, seconds(60)).has_value());
   std::set<std::string> used;
   for (const json& pod : Pods("placed")) {
     SCOPED_TRACE(pod["metadata"]["name"].get<std::string>());
-    EXPECT_TRUE(CreatedWithNodeName(pod)) << "bound afterwards, not created placed";
+    EXPECT_TRUE(CreatedWithNodeName(ns(), pod)) << "bound afterwards, not created placed";
     const std::string node = pod["spec"]["nodeName"];
     EXPECT_NE(std::find(nodes.begin(), nodes.end(), node), nodes.end()) << node;
     used.insert(node);
@@ -138,7 +184,7 @@ TEST_F(CreatePlacedTest, AWholeGangIsCreatedPlacedOnFeasibleNodes) {
 // The apiserver refuses the third pod's create while it carries spec.nodeName: the two created
 // are deleted (no partial gang), and the attempt is created unplaced and bound whole instead.
 TEST_F(CreatePlacedTest, AGangWhoseCreateFailsMidwayIsUndoneAndPlacedWhole) {
-  CreateNodes(3);
+  CreateNodesSeen(3);
   const std::string job_name = "undo-" + pool();
   RefusePodCreates refuse(
       ns(), "!(has(object.spec.nodeName) && object.metadata.name == '" + job_name + "-worker-2')",
@@ -149,7 +195,7 @@ TEST_F(CreatePlacedTest, AGangWhoseCreateFailsMidwayIsUndoneAndPlacedWhole) {
   CreateJob(MakeJob(job_name, 3));
   ASSERT_TRUE(WaitRunningAttempt(job_name, 0, 3, seconds(90)).has_value());
   for (const json& pod : Pods(job_name)) {
-    EXPECT_FALSE(CreatedWithNodeName(pod)) << "the attempt falls back to the binding path";
+    EXPECT_FALSE(CreatedWithNodeName(ns(), pod)) << "the attempt falls back to the binding path";
   }
   EXPECT_GE(Metric("lockstep_create_placed_total", {{"result", "undone"}}), undone_before + 1);
   EXPECT_FALSE(FindEvent(job_name, "CreatePlacedUndone").is_null());
@@ -160,7 +206,7 @@ TEST_F(CreatePlacedTest, AGangWhoseCreateFailsMidwayIsUndoneAndPlacedWhole) {
 // Two gangs, room for one: whichever is placed first, the other waits, and no node ever holds
 // more than its GPUs, sampled while both are being created and placed.
 TEST_F(CreatePlacedTest, TwoJobsRacingForTheLastCapacityNeverDoubleBook) {
-  CreateNodes(2);
+  CreateNodesSeen(2);
   const std::string a = "race-a-" + pool(), b = "race-b-" + pool();
   std::thread other([&] { CreateJob(MakeJob(b, 2)); });
   CreateJob(MakeJob(a, 2));
