@@ -187,7 +187,8 @@ Status PlanExecutor::CreatePods(const CachedJob& job, const Plan& plan) {
 std::optional<Status> PlanExecutor::CreatePlacedPods(const CachedJob& job, const Plan& plan) {
   StatusOr<GangPlacer::Grant> grant = placer_->PlaceForCreate(plan.pod_creates);
   if (!grant.ok()) {
-    log::Info("gang created unplaced", {{"job", job.meta.Key()}, {"why", grant.status().message()}});
+    log::Info("gang created unplaced",
+              {{"job", job.meta.Key()}, {"why", grant.status().message()}});
     return std::nullopt;
   }
   std::vector<nlohmann::json> pods = plan.pod_creates;

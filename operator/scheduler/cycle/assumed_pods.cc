@@ -38,6 +38,14 @@ void AssumedPods::Created(const std::string& pod_key, const std::string& uid, St
   it->second.confirmed_at = now;
 }
 
+void AssumedPods::Seen(const std::string& pod_key, const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(pod_key);
+  if (it != entries_.end() && it->second.at_create && it->second.uid == uid && !uid.empty()) {
+    entries_.erase(it);
+  }
+}
+
 void AssumedPods::ApplyTo(const std::unordered_map<std::string, PodPtr>& pods_by_key,
                           std::map<std::string, NodeInfo>& nodes, Steady now) {
   std::lock_guard<std::mutex> lock(mu_);

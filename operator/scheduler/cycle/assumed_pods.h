@@ -9,8 +9,8 @@
 // Pods placed at create (create_placement.h) are assumed before they exist: such an entry
 // (AssumeCreate) counts while the pod list does not show the pod, since the pod list cannot
 // count a pod it has not seen; once the create succeeded (Created, with the new pod's uid) it is
-// dropped when the pod list shows that uid, or `ttl` after the create (a pod deleted before its
-// watch event arrived never shows).
+// dropped when the informer delivers that uid (Seen) or the pod list shows it, or `ttl` after the
+// create (should a watch event be lost).
 // Thread-safe: bind workers confirm and forget, the cycle thread applies.
 
 #include <chrono>
@@ -40,6 +40,10 @@ class AssumedPods {
   void AssumeCreate(const std::string& pod_key, const std::string& node,
                     const Resources& requests);
   void Created(const std::string& pod_key, const std::string& uid, Steady now);
+  // The informer delivered this pod (added, updated or deleted): an entry placed at create for
+  // this uid is done, whatever the next pod list shows (a pod deleted before any cycle listed
+  // it would otherwise count until the TTL).
+  void Seen(const std::string& pod_key, const std::string& uid);
 
   // Counts every still-assumed pod on its node in `nodes` (by name) and drops the entries the
   // cycle's pod list (`pods_by_key`) has caught up with.

@@ -74,7 +74,20 @@ void GangScheduler::AddHandlers() {
   // Handlers run on reflector threads: they only mark the cluster dirty.
   auto trigger = [this](auto&&...) { Trigger(); };
   nodes_.AddEventHandler({trigger, trigger, trigger});
-  pods_.AddEventHandler({trigger, trigger, trigger});
+  // A pod created placed is counted by the informer from its first event on.
+  auto seen = [this](const PodPtr& pod) { assumed_.Seen(pod->meta.Key(), pod->meta.uid); };
+  pods_.AddEventHandler({[this, seen](const PodPtr& pod) {
+                           seen(pod);
+                           Trigger();
+                         },
+                         [this, seen](const PodPtr&, const PodPtr& pod) {
+                           seen(pod);
+                           Trigger();
+                         },
+                         [this, seen](const PodPtr& pod, bool) {
+                           seen(pod);
+                           Trigger();
+                         }});
   jobs_.AddEventHandler({trigger, trigger, [this](const JobPtr& job, bool) {
                            conditions_.Forget(job->meta.uid);
                            {

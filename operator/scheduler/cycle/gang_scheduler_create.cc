@@ -184,6 +184,9 @@ Status GangScheduler::FinishCreate(const std::string& gang_key,
     const std::string key = pod->meta.Key();
     created_keys.insert(key);
     assumed_.Created(key, pod->meta.uid, clock_.Now());
+    // Its watch event may have come before this answer: then the informer counts it already.
+    const PodPtr cached = pods_.store().Get(key);
+    if (cached != nullptr && cached->meta.uid == pod->meta.uid) assumed_.Seen(key, pod->meta.uid);
     auto placed = record.requests.find(key);
     auto node = record.node_of.find(key);
     if (placed == record.requests.end() || node == record.node_of.end() ||
@@ -209,7 +212,7 @@ Status GangScheduler::FinishCreate(const std::string& gang_key,
     JobPtr target = record.gang.job;
     // Under mu_: Stop() sets stopping_ under it before the pool goes.
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_) pool_->Submit([this, target, message = record.placed_message, cycle = record.cycle] {
+    auto write = [this, target, message = record.placed_message, cycle = record.cycle] {
       Status written =
           conditions_.Write(*target, {true, std::string(kReasonGangPlaced), message}, cycle);
       if (!written.ok()) {
@@ -221,7 +224,8 @@ Status GangScheduler::FinishCreate(const std::string& gang_key,
         log::Warning("cannot write Preempted condition",
                      {{"job", target->meta.Key()}, {"error", written.ToString()}});
       }
-    });
+    };
+    if (!stopping_) pool_->Submit(std::move(write));
   } else {
     metrics_.create_undone.Increment();
     const std::string message =

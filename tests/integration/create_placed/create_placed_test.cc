@@ -84,8 +84,9 @@ class RefusePodCreates {
           0;
   }
   ~RefusePodCreates() {
-    controller::testing::Kubectl("delete validatingadmissionpolicybinding,validatingadmissionpolicy " +
-                                 name_ + " --ignore-not-found >/dev/null 2>&1");
+    controller::testing::Kubectl(
+        "delete validatingadmissionpolicybinding,validatingadmissionpolicy " + name_ +
+        " --ignore-not-found >/dev/null 2>&1");
   }
   bool ok() const { return ok_; }
   // The policy applies once the apiserver's admission plugin has seen it: a server-side dry run
@@ -137,6 +138,10 @@ class CreatePlacedTest : public FailuresTest {
     EXPECT_TRUE(kube::testing::WaitFor(
         [&] { return Metric("lockstep_gpus", {{"state", "allocatable"}}) >= api_gpus(); },
         seconds(30), std::chrono::milliseconds(100)));
+    // The gauge counts a node whatever its Ready condition, and other tests' deleted nodes may
+    // still be in it; kwok's Ready update follows a node's creation by milliseconds. Two ticks
+    // more for the scheduler's node cache to hold them Ready, even on a loaded machine.
+    std::this_thread::sleep_for(seconds(2));
     return nodes;
   }
 

@@ -86,6 +86,26 @@ TEST(AssumedPodsTest, APodPlacedAtCreateCountsUntilThePodListShowsIt) {
   EXPECT_EQ(assumed.size(), 0u);
 }
 
+// Created placed, delivered by the informer and deleted before any cycle listed it: the entry is
+// gone with the watch event, not after the TTL (found by the failure tests: a restart waited
+// 30 s for capacity its deleted pods still held).
+TEST(AssumedPodsTest, APodPlacedAtCreateIsDoneOnceTheInformerDeliversIt) {
+  AssumedPods assumed(std::chrono::seconds(30));
+  const auto now = std::chrono::steady_clock::now();
+  assumed.AssumeCreate("ns/p", "n0", Resources{{std::string(kGpu), 8}});
+  assumed.Seen("ns/p", "");  // no uid yet: not this create's pod
+  assumed.Seen("ns/p", "uid-other");
+  EXPECT_EQ(assumed.size(), 1u);
+  assumed.Created("ns/p", "uid-p", now);
+  assumed.Seen("ns/p", "uid-old");  // a predecessor of the same name
+  EXPECT_EQ(assumed.size(), 1u);
+  assumed.Seen("ns/p", "uid-p");
+  EXPECT_EQ(assumed.size(), 0u);
+  std::map<std::string, NodeInfo> nodes = {{"n0", GpuNode("n0", 8)}};
+  assumed.ApplyTo({}, nodes, now);  // deleted before any cycle: nothing counted
+  EXPECT_EQ(nodes.at("n0").requested.Get(kGpu), 0);
+}
+
 TEST(AssumedPodsTest, APodPlacedAtCreateAndNeverSeenExpires) {
   AssumedPods assumed(std::chrono::seconds(30));
   assumed.AssumeCreate("ns/p", "n0", Resources{{std::string(kGpu), 8}});
