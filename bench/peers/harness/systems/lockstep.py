@@ -21,9 +21,10 @@ class Lockstep(base.System):
     # Extra Helm values (--set) the chart is installed with.
     helm_sets = ()
 
-    def __init__(self, cluster, out_dir, build_dir):
+    def __init__(self, cluster, out_dir, build_dir, helm_sets=()):
         super().__init__(cluster, out_dir)
         self.build_dir = build_dir
+        self.helm_sets = tuple(self.helm_sets) + tuple(helm_sets)
 
     def install(self):
         c = self.cluster
@@ -70,7 +71,7 @@ class Lockstep(base.System):
             text = urllib.request.urlopen(f"http://{self.metrics}/metrics", timeout=5).read()
         except OSError:
             return
-        with open(os.path.join(self.out_dir, f"L-{name}.metrics"), "wb") as f:
+        with open(os.path.join(self.out_dir, f"{self.key}-{name}.metrics"), "wb") as f:
             f.write(text)
 
     def uninstall(self):
