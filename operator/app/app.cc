@@ -35,12 +35,31 @@ struct OperatorApp::Parts {
   std::unique_ptr<controller::TrainingJobController> controller;
   std::unique_ptr<kube::RestClient> scheduler_client;   // same transport, own rate limit
   std::unique_ptr<scheduler::GangScheduler> scheduler;  // null with --gang-scheduler=false
+  std::unique_ptr<controller::GangPlacer> placer;       // null with --create-placed=false
   std::thread elector_thread;
   HttpServer metrics_server;
   HttpServer health_server;
 };
 
 namespace {
+
+// The controller's view of the scheduler for gangs created placed (controller/create_placed.h).
+class SchedulerPlacer final : public controller::GangPlacer {
+ public:
+  explicit SchedulerPlacer(scheduler::GangScheduler& scheduler) : scheduler_(scheduler) {}
+  StatusOr<Grant> PlaceForCreate(const std::vector<nlohmann::json>& pods) override {
+    StatusOr<scheduler::GangScheduler::CreateGrant> grant = scheduler_.PlaceForCreate(pods);
+    if (!grant.ok()) return grant.status();
+    return Grant{std::move(grant->gang_key), std::move(grant->node_of)};
+  }
+  Status FinishCreate(const std::string& gang_key, const std::vector<nlohmann::json>& created,
+                      bool whole) override {
+    return scheduler_.FinishCreate(gang_key, created, whole);
+  }
+
+ private:
+  scheduler::GangScheduler& scheduler_;
+};
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
@@ -145,6 +164,10 @@ Status OperatorApp::Start() {
         std::make_unique<kube::RestClient>(p.transport, srest, p.kube_metrics.get());
     p.scheduler =
         std::make_unique<scheduler::GangScheduler>(*p.scheduler_client, *p.registry, sopts);
+    if (options_.create_placed) {
+      p.placer = std::make_unique<SchedulerPlacer>(*p.scheduler);
+      p.controller->SetGangPlacer(p.placer.get());
+    }
   }
 
   if (options_.metrics_bind_address != "0") {

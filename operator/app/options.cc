@@ -109,6 +109,9 @@ const std::map<std::string, Setter>& Setters() {
          o->namespaces.push_back(v);
          return Status::Ok();
        }},
+      {"create-placed", [](const std::string& v, OperatorOptions* o) {
+         return ParseBool("create-placed", v, &o->create_placed);
+       }},
       {"gang-scheduler", [](const std::string& v, OperatorOptions* o) {
          return ParseBool("gang-scheduler", v, &o->gang_scheduler);
        }},
@@ -178,7 +181,8 @@ const std::map<std::string, Setter>& Setters() {
 }
 
 bool IsBoolFlag(const std::string& name) {
-  return name == "leader-elect" || name == "gang-scheduler" || name == "kueue";
+  return name == "leader-elect" || name == "gang-scheduler" || name == "kueue" ||
+         name == "create-placed";
 }
 
 }  // namespace
@@ -235,6 +239,8 @@ Flags:
   --log-format json|text             log format (default text)
   --launcher-image IMAGE             image holding /lockstep-launcher (default lockstep/launcher:0.1.0)
   --gang-scheduler=true|false        bind pods of schedulerName lockstep, whole gangs at once (default true)
+  --create-placed=true|false         with the gang scheduler: create a job's whole gang already placed
+                                     (spec.nodeName at create, no bind; default true)
   --kueue=true|false                 jobs labelled kueue.x-k8s.io/queue-name wait for Kueue's admission of a
                                      Workload the operator owns (default false; docs/queues.md)
   --scheduler-qps N                  the scheduler's client-side requests per second (default 500)

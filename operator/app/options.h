@@ -29,6 +29,10 @@ struct OperatorOptions {
   // The built-in gang scheduler binds pods with schedulerName lockstep (on the leader only).
   // Off: something else binds them (tests that drive binding themselves).
   bool gang_scheduler = true;
+  // With the gang scheduler: a job's whole gang is placed before its pods are created and
+  // created with spec.nodeName set (one write per pod, no bind; docs/scheduler-cycle.md
+  // "Created placed"). Off: created unplaced, then bound.
+  bool create_placed = true;
   // The scheduler's own client-side limit: binding whole gangs needs hundreds of requests per
   // second, far above what reconciles need.
   double scheduler_qps = 500;

@@ -58,6 +58,9 @@ class TrainingJobController {
   bool CachesSynced() const { return caches_.HasSynced() && node_health_.HasSynced(); }
   // Starts the workers; they begin once the caches have synced.
   void StartWorkers();
+  // Before StartWorkers: the gang scheduler in this process creates whole gangs placed
+  // (create_placed.h). Null or never called: every pod is created unplaced.
+  void SetGangPlacer(GangPlacer* placer) { reconciler_.SetGangPlacer(placer); }
   // Asks every watch to end without waiting (Stop() waits); lets a caller wind several
   // components down together.
   void RequestStop();

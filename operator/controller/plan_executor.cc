@@ -24,10 +24,16 @@ kube::InvolvedObject InvolvedJob(const CachedJob& job) {
           job.meta.name, job.meta.uid, job.meta.resource_version};
 }
 
-Status PlanExecutor::Act(const CachedJob& job, const Plan& plan) {
+Status PlanExecutor::Act(const CachedJob& job, const Plan& plan, CreatePath path) {
   if (plan.delete_job) return DeleteJob(job);
   LS_RETURN_IF_ERROR(CreateSharedChildren(job, plan));
-  LS_RETURN_IF_ERROR(CreatePods(job, plan));
+  std::optional<Status> placed;
+  if (path == CreatePath::kPlaced && placer_ != nullptr) placed = CreatePlacedPods(job, plan);
+  if (placed) {
+    LS_RETURN_IF_ERROR(*placed);
+  } else {
+    LS_RETURN_IF_ERROR(CreatePods(job, plan));
+  }
   LS_RETURN_IF_ERROR(DeletePods(job, plan));
   return WriteWorkloads(job, plan);
 }
@@ -136,27 +142,27 @@ Status PlanExecutor::CheckSecretOwner(const CachedJob& job) {
   return FailedPreconditionError(message);
 }
 
-Status PlanExecutor::CreatePods(const CachedJob& job, const Plan& plan) {
+Status PlanExecutor::CreateInBatches(const CachedJob& job, const std::vector<nlohmann::json>& pods,
+                                    std::vector<nlohmann::json>* created) {
   const std::string key = job.meta.Key();
-  const size_t total = std::min<size_t>(plan.pod_creates.size(), kMaxCreatesPerPass);
-  size_t created = 0;
+  const size_t total = std::min<size_t>(pods.size(), kMaxCreatesPerPass);
   Status first_error;
   for (size_t start = 0, batch = kFirstCreateBatch; start < total && first_error.ok();
        start += batch, batch *= 2) {
     const size_t end = std::min(total, start + batch);
     std::vector<std::string> names;
-    for (size_t i = start; i < end; ++i) names.push_back(PodName(plan.pod_creates[i]));
+    for (size_t i = start; i < end; ++i) names.push_back(PodName(pods[i]));
     expectations_.ExpectCreations(key, names);
     std::vector<std::future<StatusOr<nlohmann::json>>> calls;
     for (size_t i = start; i < end; ++i) {
-      calls.push_back(std::async(std::launch::async, [this, &job, &plan, i] {
-        return client_.Create(kube::resources::Pods(), job.meta.namespace_, plan.pod_creates[i]);
+      calls.push_back(std::async(std::launch::async, [this, &job, &pods, i] {
+        return client_.Create(kube::resources::Pods(), job.meta.namespace_, pods[i]);
       }));
     }
     for (size_t i = 0; i < calls.size(); ++i) {
       StatusOr<nlohmann::json> r = calls[i].get();
       if (r.ok()) {
-        ++created;
+        created->push_back(std::move(*r));
         continue;
       }
       // This create will never be observed as ours: stop waiting for it.
@@ -164,13 +170,70 @@ Status PlanExecutor::CreatePods(const CachedJob& job, const Plan& plan) {
       if (first_error.ok()) first_error = r.status().WithContext("create pod " + names[i]);
     }
   }
-  if (created > 0) {
-    log::Info("created pods", {{"job", key}, {"count", std::to_string(created)}});
+  if (!created->empty()) {
+    log::Info("created pods", {{"job", key}, {"count", std::to_string(created->size())}});
   }
   if (!first_error.ok() && !IsAlreadyExists(first_error)) {
     events_.Record(InvolvedJob(job), "Warning", "FailedCreate", first_error.message());
   }
   return first_error;
+}
+
+Status PlanExecutor::CreatePods(const CachedJob& job, const Plan& plan) {
+  std::vector<nlohmann::json> created;
+  return CreateInBatches(job, plan.pod_creates, &created);
+}
+
+std::optional<Status> PlanExecutor::CreatePlacedPods(const CachedJob& job, const Plan& plan) {
+  StatusOr<GangPlacer::Grant> grant = placer_->PlaceForCreate(plan.pod_creates);
+  if (!grant.ok()) {
+    log::Info("gang created unplaced",
+              {{"job", job.meta.Key()}, {"why", grant.status().message()}});
+    return std::nullopt;
+  }
+  std::vector<nlohmann::json> pods = plan.pod_creates;
+  for (nlohmann::json& pod : pods) {
+    auto node = grant->node_of.find(PodName(pod));
+    if (node == grant->node_of.end()) {  // not the gang that was placed: give it back
+      (void)placer_->FinishCreate(grant->gang_key, {}, false);
+      return std::nullopt;
+    }
+    pod["spec"]["nodeName"] = node->second;
+  }
+  std::vector<nlohmann::json> created;
+  const Status first_error = CreateInBatches(job, pods, &created);
+  const bool whole = first_error.ok() && created.size() == pods.size();
+  Status finished = placer_->FinishCreate(grant->gang_key, created, whole);
+  if (whole && finished.ok()) return Status::Ok();
+  // All or nothing: no part of the gang stays bound.
+  DeleteCreated(job, created);
+  if (!first_error.ok()) return first_error;
+  if (!finished.ok()) return finished.WithContext("gang created placed, undone");
+  return AbortedError("gang created placed only in part, undone");
+}
+
+void PlanExecutor::DeleteCreated(const CachedJob& job, const std::vector<nlohmann::json>& created) {
+  const std::string key = job.meta.Key();
+  for (const nlohmann::json& pod : created) {
+    const std::string name = PodName(pod);
+    const std::string uid = pod["metadata"].value("uid", "");
+    expectations_.ExpectDeletions(key, {uid});
+    kube::DeleteOptions opts;
+    opts.precondition_uid = uid;
+    opts.propagation_policy = "Background";
+    StatusOr<nlohmann::json> r =
+        client_.Delete(kube::resources::Pods(), job.meta.namespace_, name, opts);
+    if (r.ok()) continue;
+    expectations_.DeletionObserved(key, uid);
+    if (IsNotFound(r.status()) || kube::IsConflict(r.status())) continue;
+    // The next passes see a partial gang of the current attempt: unplaced creates fill it and
+    // the scheduler undoes its bound members (a leftover, gangs.h), so it is still placed whole.
+    log::Error("cannot delete a pod of a gang created placed",
+               {{"pod", job.meta.namespace_ + "/" + name}, {"error", r.status().ToString()}});
+  }
+  events_.Record(InvolvedJob(job), "Warning", "CreatePlacedUndone",
+                 "deleted the " + std::to_string(created.size()) +
+                     " pods created placed so no partial gang holds capacity; placed again");
 }
 
 Status PlanExecutor::DeletePods(const CachedJob& job, const Plan& plan) {

@@ -8,15 +8,23 @@
 // for each write that failed, so a pod that will never be observed does not hold the job back.
 // A failed create is reported as a FailedCreate event. Then the writes to the job's Kueue
 // Workload. The TTL deletion of a finished job replaces all of it.
+// Placed at create (create_placed.h): when the pass's path is kPlaced and a GangPlacer is set,
+// the gang's placement is asked for first and every pod is created with spec.nodeName; if any
+// create fails (or the placer refuses what was stored), every pod created is deleted (uid
+// precondition, expectations raised) and the error returned, so the next pass decides again. A
+// placer that says no leaves the pods to be created unplaced, as without one.
 //
 // Thread-compatible: one pass at a time per job (the work queue's guarantee); creates within a
 // batch run on their own threads.
 
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "common/status.h"
 #include "operator/api/network_policy.h"
 #include "operator/controller/cached_job.h"
+#include "operator/controller/create_placed.h"
 #include "operator/controller/expectations.h"
 #include "operator/controller/plan_types.h"
 #include "operator/kube/event_recorder.h"
@@ -39,12 +47,24 @@ class PlanExecutor {
         events_(events),
         operator_peer_(std::move(operator_peer)) {}
 
+  // The scheduler in this process, for gangs created placed; null (the default): never.
+  void SetGangPlacer(GangPlacer* placer) { placer_ = placer; }
+
   // The plan's writes; the first error stops them and is returned (what was done stays done).
-  Status Act(const CachedJob& job, const Plan& plan);
+  // `path`: whether the pods may be created placed (ChooseCreatePath).
+  Status Act(const CachedJob& job, const Plan& plan, CreatePath path = CreatePath::kUnplaced);
 
  private:
   Status CreateSharedChildren(const CachedJob& job, const Plan& plan);
   Status CreatePods(const CachedJob& job, const Plan& plan);
+  // Placed at create: nullopt when the placer said no (create unplaced), else the result.
+  std::optional<Status> CreatePlacedPods(const CachedJob& job, const Plan& plan);
+  // Creates `pods` in slow-start batches, stopping after a batch with an error; the answers of
+  // the creates that succeeded go to `created`. Returns the first error.
+  Status CreateInBatches(const CachedJob& job, const std::vector<nlohmann::json>& pods,
+                         std::vector<nlohmann::json>* created);
+  // Deletes the pods of a gang created placed that is undone (uid preconditions).
+  void DeleteCreated(const CachedJob& job, const std::vector<nlohmann::json>& created);
   Status DeletePods(const CachedJob& job, const Plan& plan);
   Status DeleteJob(const CachedJob& job);
   // The Kueue Workload writes, in order; the first error stops them. An AlreadyExists create
@@ -58,6 +78,7 @@ class PlanExecutor {
   Expectations& expectations_;
   kube::EventRecorder& events_;
   const api::OperatorPeer operator_peer_;
+  GangPlacer* placer_ = nullptr;
 };
 
 // The job as an event's involved object.

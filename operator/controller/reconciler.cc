@@ -77,6 +77,9 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
   }
   const Plan plan = ComputePlan(job, observed, clock_.WallNow(), settled, options_);
   NotePeerLoss(job, plan);
+  const CreatePath path = placer_ == nullptr
+                              ? CreatePath::kUnplaced
+                              : ChooseCreatePath(job.job, observed.pods, plan.pod_creates).path;
   if (RecordsFirst(job, plan)) {
     // A restart or the job's end is recorded before its pods are deleted: if the write lost a
     // race, nothing was done and the next pass decides again from the same evidence. Acting
@@ -85,10 +88,10 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
     // pods cleanPodPolicy deleted). A finished job's later passes clean its pods again.
     LS_RETURN_IF_ERROR(PersistStatus(job, plan));
     AskLaunchers(job, observed, plan);
-    LS_RETURN_IF_ERROR(executor_.Act(job, plan));
+    LS_RETURN_IF_ERROR(executor_.Act(job, plan, path));
     return ReconcileResult{plan.requeue_after};
   }
-  Status acted = executor_.Act(job, plan);
+  Status acted = executor_.Act(job, plan, path);
   if (plan.delete_job) return ReconcileResult{};
   LS_RETURN_IF_ERROR(PersistStatus(job, plan));
   AskLaunchers(job, observed, plan);

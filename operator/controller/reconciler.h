@@ -63,6 +63,11 @@ class TrainingJobReconciler {
   // Before the first Reconcile; may stay unset (then the plan never hears from the launchers and
   // sends them nothing). Not owned; must outlive this.
   void SetLauncherMonitor(LauncherMonitor* launchers) { launchers_ = launchers; }
+  // The gang scheduler in this process (create_placed.h); null: pods are always created unplaced.
+  void SetGangPlacer(GangPlacer* placer) {
+    placer_ = placer;
+    executor_.SetGangPlacer(placer);
+  }
   // Before the first Reconcile; unset: no job is managed through Kueue (the operator runs
   // without --kueue). Not owned; must outlive this.
   void SetKueueCaches(const KueueCaches* kueue) { kueue_ = kueue; }
@@ -102,6 +107,7 @@ class TrainingJobReconciler {
   const PlanOptions options_;
   const Clock& clock_;
   LauncherMonitor* launchers_ = nullptr;
+  GangPlacer* placer_ = nullptr;
   const KueueCaches* kueue_ = nullptr;
   std::mutex peer_loss_mu_;
   // job key -> "pod|report|verdict" already logged; guarded by peer_loss_mu_.

@@ -12,7 +12,7 @@ from . import charts, report, runs, workload as wl
 from .cluster import Cluster, log
 from .systems.jobset_kueue import JobSetKueue
 from .systems.kuberay import KubeRay
-from .systems.lockstep import Lockstep
+from .systems.lockstep import Lockstep, LockstepBound
 from .systems.trainer import Trainer
 from .systems.training_operator import TrainingOperator
 
@@ -35,6 +35,8 @@ def parse():
     p.add_argument("--cluster", default="i16-peers")
     p.add_argument("--keep-cluster", action="store_true")
     p.add_argument("--lockstep-build", required=True)
+    p.add_argument("--lockstep-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Helm value for L and LB (e.g. operator.qps=500); repeatable")
     p.add_argument("--out", required=True)
     p.add_argument("--charts-dir", default="", help="also write the PNG charts here")
     a = p.parse_args()
@@ -46,7 +48,9 @@ def parse():
 
 def make(key, cluster, out, args, tuned=False):
     if key == "L":
-        return Lockstep(cluster, out, args.lockstep_build)
+        return Lockstep(cluster, out, args.lockstep_build, args.lockstep_set)
+    if key == "LB":  # L with --create-placed=false (issue 16's comparison)
+        return LockstepBound(cluster, out, args.lockstep_build, args.lockstep_set)
     if key == "TO":
         return TrainingOperator(cluster, out)
     if key == "KU":

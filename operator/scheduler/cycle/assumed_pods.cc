@@ -21,11 +21,51 @@ void AssumedPods::Forget(const std::string& pod_key) {
   entries_.erase(pod_key);
 }
 
+void AssumedPods::AssumeCreate(const std::string& pod_key, const std::string& node,
+                               const Resources& requests) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry entry{"", node, requests, false, {}};
+  entry.at_create = true;
+  entries_[pod_key] = std::move(entry);
+}
+
+void AssumedPods::Created(const std::string& pod_key, const std::string& uid, Steady now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(pod_key);
+  if (it == entries_.end() || !it->second.at_create) return;
+  it->second.uid = uid;
+  it->second.confirmed = true;
+  it->second.confirmed_at = now;
+}
+
+void AssumedPods::Seen(const std::string& pod_key, const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(pod_key);
+  if (it != entries_.end() && it->second.at_create && it->second.uid == uid && !uid.empty()) {
+    entries_.erase(it);
+  }
+}
+
 void AssumedPods::ApplyTo(const std::unordered_map<std::string, PodPtr>& pods_by_key,
                           std::map<std::string, NodeInfo>& nodes, Steady now) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
     auto pod = pods_by_key.find(it->first);
+    if (it->second.at_create) {
+      // Not yet created (no uid) or created and not yet seen: the pod list does not count it.
+      const bool seen = !it->second.uid.empty() && pod != pods_by_key.end() &&
+                        pod->second->meta.uid == it->second.uid;
+      const bool expired = it->second.confirmed && now - it->second.confirmed_at > ttl_;
+      if (seen || expired) {
+        it = entries_.erase(it);
+        continue;
+      }
+      if (auto node = nodes.find(it->second.node); node != nodes.end()) {
+        AddBoundPod(node->second, it->second.requests);
+      }
+      ++it;
+      continue;
+    }
     // Gone, bound, or replaced by a new pod of the same name (then the assumed one is gone).
     const bool caught_up = pod == pods_by_key.end() || !pod->second->node_name.empty() ||
                            pod->second->meta.uid != it->second.uid;

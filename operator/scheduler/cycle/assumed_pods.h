@@ -6,6 +6,11 @@
 // (a safety net should a watch event be lost; the informer's re-list repairs the cache). A pod
 // recreated under the same name (a restart reuses pod names) is a different pod: entries carry
 // the uid, and a pod with another uid neither is assumed nor keeps the old entry alive.
+// Pods placed at create (create_placement.h) are assumed before they exist: such an entry
+// (AssumeCreate) counts while the pod list does not show the pod, since the pod list cannot
+// count a pod it has not seen; once the create succeeded (Created, with the new pod's uid) it is
+// dropped when the informer delivers that uid (Seen) or the pod list shows it, or `ttl` after the
+// create (should a watch event be lost).
 // Thread-safe: bind workers confirm and forget, the cycle thread applies.
 
 #include <chrono>
@@ -31,6 +36,14 @@ class AssumedPods {
               const Resources& requests);
   void Confirm(const std::string& pod_key, Steady now);
   void Forget(const std::string& pod_key);
+  // A pod about to be created already bound to `node` (no uid yet), and its successful create.
+  void AssumeCreate(const std::string& pod_key, const std::string& node,
+                    const Resources& requests);
+  void Created(const std::string& pod_key, const std::string& uid, Steady now);
+  // The informer delivered this pod (added, updated or deleted): an entry placed at create for
+  // this uid is done, whatever the next pod list shows (a pod deleted before any cycle listed
+  // it would otherwise count until the TTL).
+  void Seen(const std::string& pod_key, const std::string& uid);
 
   // Counts every still-assumed pod on its node in `nodes` (by name) and drops the entries the
   // cycle's pod list (`pods_by_key`) has caught up with.
@@ -48,6 +61,7 @@ class AssumedPods {
     Resources requests;
     bool confirmed = false;
     Steady confirmed_at{};
+    bool at_create = false;  // AssumeCreate: counts until the pod list shows the pod
   };
 
   const std::chrono::steady_clock::duration ttl_;

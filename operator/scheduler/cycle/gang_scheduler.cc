@@ -74,9 +74,29 @@ void GangScheduler::AddHandlers() {
   // Handlers run on reflector threads: they only mark the cluster dirty.
   auto trigger = [this](auto&&...) { Trigger(); };
   nodes_.AddEventHandler({trigger, trigger, trigger});
-  pods_.AddEventHandler({trigger, trigger, trigger});
+  // A pod created placed is counted by the informer from its first event on.
+  auto seen = [this](const PodPtr& pod) { assumed_.Seen(pod->meta.Key(), pod->meta.uid); };
+  pods_.AddEventHandler({[this, seen](const PodPtr& pod) {
+                           seen(pod);
+                           Trigger();
+                         },
+                         [this, seen](const PodPtr&, const PodPtr& pod) {
+                           seen(pod);
+                           Trigger();
+                         },
+                         [this, seen](const PodPtr& pod, bool) {
+                           seen(pod);
+                           Trigger();
+                         }});
   jobs_.AddEventHandler({trigger, trigger, [this](const JobPtr& job, bool) {
                            conditions_.Forget(job->meta.uid);
+                           {
+                             std::lock_guard<std::mutex> lock(mu_);
+                             const std::string prefix = job->meta.uid + "|";
+                             std::erase_if(bind_only_, [&](const std::string& key) {
+                               return key.rfind(prefix, 0) == 0;
+                             });
+                           }
                            Trigger();
                          }});
   priority_classes_.AddEventHandler({trigger, trigger, trigger});
@@ -167,6 +187,7 @@ void GangScheduler::Loop() {
 }
 
 void GangScheduler::RunCycle() {
+  std::lock_guard<std::mutex> decide(decide_mu_);
   const Steady start = clock_.Now();
   // Phase 1: pending gangs whose every pod exists.
   const std::vector<PodPtr> pods = pods_.store().List();

@@ -13,6 +13,12 @@
 // triggered by informer events (at most once per `debounce`) and by a periodic `tick`; binds
 // run on a pool and overlap the next cycles (their pods stay assumed).
 //
+// Placed at create (PlaceForCreate/FinishCreate, create_placement.h): the controller in the same
+// process may ask for the placement of a gang it is about to create; the answer is decided under
+// the same lock as a cycle, on the snapshot a cycle would use, and assumed before it is returned,
+// so no cycle and no other PlaceForCreate hands the same capacity out (docs/scheduler-cycle.md,
+// "Created placed").
+//
 // Lifecycle: construct, Start(), wait for HasSynced(), Stop() (also in the destructor).
 // Thread-safe. The RestClient and registry must outlive the scheduler.
 
@@ -31,6 +37,7 @@
 #include <prometheus/registry.h>
 
 #include "common/clock.h"
+#include "common/status.h"
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/objects.h"
@@ -89,10 +96,29 @@ class GangScheduler {
   bool HasSynced() const;
   bool WaitForSync(std::chrono::milliseconds timeout) const;
 
+  // A gang the controller may create with these nodes (pod name -> node); the gang's key names
+  // it in FinishCreate. An error means "create it unplaced, the binding path decides": caches
+  // not synced, not one complete gang of the job's current attempt as this scheduler's caches
+  // hold it, a gang of higher or equal priority waiting, no fit (this path never preempts), or
+  // this job's pods were changed at admission before. `pods`: the Pod objects to be created.
+  struct CreateGrant {
+    std::string gang_key;                       // "namespace/job/attempt"
+    std::map<std::string, std::string> node_of;  // pod name -> node
+  };
+  StatusOr<CreateGrant> PlaceForCreate(const std::vector<nlohmann::json>& pods);
+  // The creates of a granted gang are over: `created` holds the apiserver's answers for the pods
+  // that were created, `whole` whether every pod was. Records the placement (Scheduled
+  // condition, metrics) when whole and every stored pod still fits where it was placed
+  // (PlacedRequestHolds); otherwise returns an error and the caller deletes the pods it created.
+  // Capacity of created pods stays assumed until the pod list shows them; of the others, freed.
+  Status FinishCreate(const std::string& gang_key, const std::vector<nlohmann::json>& created,
+                      bool whole);
+
   // Counters for tests and logs.
   int64_t cycles() const { return cycles_.load(); }
   int64_t gangs_bound() const { return gangs_bound_.load(); }
   int64_t gangs_preempted() const { return gangs_preempted_.load(); }
+  int64_t gangs_created_placed() const { return gangs_created_placed_.load(); }
 
  private:
   using Steady = Clock::Steady;
@@ -123,6 +149,8 @@ class GangScheduler {
   bool DeleteUnlessReplaced(const kube::Pod& pod);
   Steady QueuedSince(const std::string& gang_key, Steady now);
   void ForgetStaleQueueEntries(const GangCollection& gangs);
+  StatusOr<CreateGrant> DecideForCreate(std::vector<PodPtr> pods);
+  void WaitForJobCache(const kube::Pod& pod);
   void EvaluateCapacity(const Snapshot& snapshot, const std::vector<PodPtr>& pods,
                         const std::set<std::string>& waiting_jobs, Steady now);
 
@@ -143,8 +171,25 @@ class GangScheduler {
   kube::Informer<PriorityClassInfo> priority_classes_;
 
   AssumedPods assumed_;
+  // One decision at a time: a cycle (phases 1-7) or a PlaceForCreate. Taken before mu_.
+  std::mutex decide_mu_;
   std::mutex mu_;
   std::condition_variable cv_;
+  // Gangs granted by PlaceForCreate whose creates are not over; guarded by mu_ (their keys are
+  // in in_flight_ meanwhile).
+  struct CreatePlaced {
+    CollectedGang gang;
+    std::map<std::string, std::string> node_of;  // pod key -> node
+    std::map<std::string, PodRequest> requests;  // pod key -> what was placed
+    Steady granted{};
+    std::string placed_message;
+    int64_t cycle = 0;
+  };
+  std::map<std::string, CreatePlaced> creating_;
+  // Attempts (BindOnlyKey) created placed once and undone (a create failed, or admission changed
+  // a pod): created unplaced and bound from then on. Dropped with the job; guarded by mu_.
+  std::set<std::string> bind_only_;
+  static std::string BindOnlyKey(const std::string& job_uid, const std::string& gang_key);
   bool dirty_ = false;                                // guarded by mu_
   bool stopping_ = false;                             // guarded by mu_
   std::set<std::string> in_flight_;                   // gang keys being bound; guarded by mu_
@@ -166,6 +211,7 @@ class GangScheduler {
   std::atomic<int64_t> cycles_{0};
   std::atomic<int64_t> gangs_bound_{0};
   std::atomic<int64_t> gangs_preempted_{0};
+  std::atomic<int64_t> gangs_created_placed_{0};
   std::unique_ptr<ThreadPool> pool_;  // binds and status writes
   std::unique_ptr<Binder> binder_;
   std::thread loop_;

@@ -68,6 +68,15 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
                      .Help("From the first cycle that saw the gang complete to the cycle that "
                            "placed it (binding not included).")
                      .Register(registry)
-                     .Add({}, GangBuckets())) {}
+                     .Add({}, GangBuckets())),
+      create_placed_family(prometheus::BuildCounter()
+                               .Name("lockstep_create_placed_total")
+                               .Help("Gangs offered to be created already placed, by result: "
+                                     "placed, fallback (to the binding path), undone (a create "
+                                     "failed and the gang was deleted whole).")
+                               .Register(registry)),
+      create_placed(create_placed_family.Add({{"result", "placed"}})),
+      create_fallback(create_placed_family.Add({{"result", "fallback"}})),
+      create_undone(create_placed_family.Add({{"result", "undone"}})) {}
 
 }  // namespace lockstep::scheduler

@@ -9,6 +9,10 @@
 //                                               common per-pod GPU request
 //   lockstep_preemptions_total                  gangs evicted for a higher-priority gang
 //   lockstep_queue_wait_seconds                 first seen complete -> placed (no bind)
+//   lockstep_create_placed_total{result="placed|fallback|undone"}
+//                                               gangs offered to be placed at create
+//                                               (create_placement.h): created placed, left to
+//                                               the binding path, or whose create was undone
 // Thread-safe (prometheus-cpp metrics are).
 
 #include <prometheus/counter.h>
@@ -36,6 +40,10 @@ struct SchedulerMetrics {
   prometheus::Gauge& gpus_fragmented;
   prometheus::Counter& preemptions;
   prometheus::Histogram& queue_wait;
+  prometheus::Family<prometheus::Counter>& create_placed_family;
+  prometheus::Counter& create_placed;
+  prometheus::Counter& create_fallback;
+  prometheus::Counter& create_undone;
 };
 
 }  // namespace lockstep::scheduler

@@ -164,9 +164,13 @@ class RefusedBinding {
              json::array({{{"apiGroups", {""}},
                            {"apiVersions", {"v1"}},
                            {"operations", {"CREATE"}},
-                           {"resources", {"pods/binding"}}}})}}},
+                           {"resources", {"pods/binding", "pods"}}}})}}},
+          // The pod's create with spec.nodeName too (a gang created placed, issue 16): the
+          // placed create is undone, and the binding path, the one this test is about, refused.
           {"validations",
-           json::array({{{"expression", "object.metadata.name != '" + pod + "'"},
+           json::array({{{"expression", "object.metadata.name != '" + pod +
+                                            "' || (object.kind == 'Pod' && "
+                                            "!has(object.spec.nodeName))"},
                          {"message", "binding refused by the test (issue 18, hole 7)"},
                          {"reason", "Invalid"}}})}}}};
     const nlohmann::json binding = {

@@ -17,6 +17,19 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(o->workers, 16);
   EXPECT_EQ(o->node_lease_grace, std::chrono::seconds(20));
   EXPECT_FALSE(o->restart_on_node_cordon);
+  EXPECT_TRUE(o->create_placed);
+}
+
+TEST(OptionsTest, CreatePlacedFlag) {
+  for (const auto& [args, want] : std::vector<std::pair<std::vector<std::string>, bool>>{
+           {{"--create-placed=false"}, false},
+           {{"--create-placed=true"}, true},
+           {{"--create-placed"}, true},
+       }) {
+    auto o = ParseFlags(args);
+    ASSERT_TRUE(o.ok()) << args[0] << ": " << o.status();
+    EXPECT_EQ(o->create_placed, want) << args[0];
+  }
 }
 
 TEST(OptionsTest, NodeHealthFlags) {

@@ -208,3 +208,100 @@ TEST_F(PlanExecutorTest, AnExpiredTtlDeletesTheJobAndNothingElse) {
 
 }  // namespace
 }  // namespace lockstep::controller
+
+namespace lockstep::controller {
+namespace {
+
+// A GangPlacer that grants every pod a node and records what the executor told it: the
+// executor's side of the contract (create_placed.h), with the real scheduler's side tested in
+// tests/integration/create_placed.
+class RecordingPlacer : public GangPlacer {
+ public:
+  StatusOr<Grant> PlaceForCreate(const std::vector<nlohmann::json>& pods) override {
+    if (refuse) return FailedPreconditionError("does_not_fit");
+    Grant grant{"ns/job/0", {}};
+    for (const nlohmann::json& pod : pods) {
+      const std::string name = pod["metadata"]["name"];
+      grant.node_of[name] = "node-" + name;
+    }
+    return grant;
+  }
+  Status FinishCreate(const std::string&, const std::vector<nlohmann::json>& created,
+                      bool w) override {
+    finished = true;
+    whole = w;
+    created_count = created.size();
+    return Status::Ok();
+  }
+  bool refuse = false;
+  bool finished = false;
+  bool whole = false;
+  size_t created_count = 0;
+};
+
+class PlacedPlanExecutorTest : public PlanExecutorTest {
+ protected:
+  void SetUp() override { executor_.SetGangPlacer(&placer_); }
+  // Pod creates answered with the pod and a uid; `refused` pods get a 422.
+  void Answer(std::set<std::string> refused) {
+    transport_->SetHandler([refused](const kube::Request& r) -> StatusOr<kube::Response> {
+      if (r.method == "POST" && r.path == kPods) {
+        json pod = json::parse(r.body);
+        if (refused.count(pod["metadata"]["name"]) > 0) {
+          return ApiStatus(422, "Invalid", "refused by a policy");
+        }
+        pod["metadata"]["uid"] = "uid-" + pod["metadata"]["name"].get<std::string>();
+        return kube::Response{201, pod.dump(), ""};
+      }
+      return kube::Response{200, "{}", ""};
+    });
+  }
+  RecordingPlacer placer_;
+};
+
+TEST_F(PlacedPlanExecutorTest, EveryPodIsCreatedWithItsNode) {
+  Answer({});
+  ASSERT_TRUE(executor_.Act(job_, CreatePlan(3), CreatePath::kPlaced).ok());
+  const std::vector<json> bodies = transport_->BodiesTo("POST", kPods);
+  ASSERT_EQ(bodies.size(), 3u);
+  for (const json& pod : bodies) {
+    EXPECT_EQ(pod["spec"]["nodeName"], "node-" + pod["metadata"]["name"].get<std::string>());
+  }
+  EXPECT_TRUE(placer_.finished);
+  EXPECT_TRUE(placer_.whole);
+  EXPECT_EQ(placer_.created_count, 3u);
+  EXPECT_TRUE(transport_->RequestsTo("DELETE", kPods + std::string("/job-worker-0")).empty());
+}
+
+// All or nothing: one refused create, and every pod that was created is deleted by uid.
+TEST_F(PlacedPlanExecutorTest, ACreateThatFailsUndoesTheGang) {
+  Answer({"job-worker-2"});
+  const Status s = executor_.Act(job_, CreatePlan(3), CreatePath::kPlaced);
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(placer_.finished);
+  EXPECT_FALSE(placer_.whole);
+  EXPECT_EQ(placer_.created_count, 2u);
+  for (const char* name : {"job-worker-0", "job-worker-1"}) {
+    const std::vector<kube::Request> deletes =
+        transport_->RequestsTo("DELETE", kPods + std::string("/") + name);
+    ASSERT_EQ(deletes.size(), 1u) << name;
+    EXPECT_EQ(json::parse(deletes[0].body)["preconditions"]["uid"], std::string("uid-") + name);
+  }
+  EXPECT_TRUE(transport_->RequestsTo("DELETE", kPods + std::string("/job-worker-2")).empty());
+}
+
+// The placer says no, or the pass's path is unplaced: the pods are created without a node.
+TEST_F(PlacedPlanExecutorTest, WithoutAGrantPodsAreCreatedUnplaced) {
+  Answer({});
+  placer_.refuse = true;
+  ASSERT_TRUE(executor_.Act(job_, CreatePlan(2), CreatePath::kPlaced).ok());
+  placer_.refuse = false;
+  ASSERT_TRUE(executor_.Act(job_, CreatePlan(2), CreatePath::kUnplaced).ok());
+  for (const json& pod : transport_->BodiesTo("POST", kPods)) {
+    EXPECT_FALSE(pod["spec"].contains("nodeName"));
+  }
+  EXPECT_FALSE(placer_.finished);
+}
+
+}  // namespace
+}  // namespace lockstep::controller

@@ -277,6 +277,21 @@ TEST(HelmChart, NamespaceScopeUsesRolesAndNamespaceFlags) {
                        std::string("--namespace=") + kNamespace));
 }
 
+// Gangs are created placed by default; operator.createPlaced=false turns it off.
+TEST(HelmChart, CreatePlacedValueBecomesTheFlag) {
+  const auto args = [](const RenderedChart& chart) {
+    const auto deployment = chart.Find("Deployment", kFullname);
+    return deployment ? StringList(OperatorContainer(*deployment)["args"])
+                      : std::vector<std::string>{};
+  };
+  const RenderedChart on = RenderChart();
+  ASSERT_EQ(on.error, "");
+  EXPECT_TRUE(Contains(args(on), "--create-placed=true"));
+  const RenderedChart off = RenderChart({"--set", "operator.createPlaced=false"});
+  ASSERT_EQ(off.error, "");
+  EXPECT_TRUE(Contains(args(off), "--create-placed=false"));
+}
+
 // Off by default (the exact-grant tests above render the defaults and would see any Kueue rule);
 // on, in both scopes, the operator gets --kueue and exactly the Kueue grants, nothing else.
 TEST(HelmChart, KueueValueAddsItsGrantsAndFlagOnlyWhenOn) {

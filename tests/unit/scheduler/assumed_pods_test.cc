@@ -52,5 +52,74 @@ TEST(AssumedPodsTest, CountedUntilThePodListShowsItBound) {
   EXPECT_EQ(assumed.size(), 0u);
 }
 
+// Placed at create: the pod does not exist yet, so its absence from the pod list must not drop
+// the entry (a bind's entry would be dropped as "gone"); it counts until the list shows the
+// created uid, or the TTL after the create.
+TEST(AssumedPodsTest, APodPlacedAtCreateCountsUntilThePodListShowsIt) {
+  AssumedPods assumed(std::chrono::seconds(30));
+  const Resources gpus{{std::string(kGpu), 8}};
+  const PodPtr created = PodOf("worker", 0, 0, 8, "n0");  // as stored: bound, uid pod-worker0-0
+  const std::string key = created->meta.Key();
+  assumed.AssumeCreate(key, "n0", gpus);
+  const auto now = std::chrono::steady_clock::now();
+  std::map<std::string, NodeInfo> nodes = {{"n0", GpuNode("n0", 8)}};
+  assumed.ApplyTo({}, nodes, now);  // not created yet
+  EXPECT_EQ(nodes.at("n0").requested.Get(kGpu), 8);
+  EXPECT_EQ(assumed.size(), 1u);
+
+  assumed.Created(key, created->meta.uid, now);
+  nodes = {{"n0", GpuNode("n0", 8)}};
+  assumed.ApplyTo({}, nodes, now + std::chrono::seconds(1));  // created, not yet watched
+  EXPECT_EQ(nodes.at("n0").requested.Get(kGpu), 8);
+
+  // An older pod of the same name (a restart's leftover) is not the created one.
+  auto older = std::make_shared<kube::Pod>(*created);
+  older->meta.uid = "pod-worker0-old";
+  nodes = {{"n0", GpuNode("n0", 8)}};
+  assumed.ApplyTo({{key, older}}, nodes, now + std::chrono::seconds(1));
+  EXPECT_EQ(nodes.at("n0").requested.Get(kGpu), 8);
+  EXPECT_EQ(assumed.size(), 1u);
+
+  nodes = {{"n0", GpuNode("n0", 8)}};
+  assumed.ApplyTo({{key, created}}, nodes, now + std::chrono::seconds(2));
+  EXPECT_EQ(nodes.at("n0").requested.Get(kGpu), 0);  // the pod list counts it now
+  EXPECT_EQ(assumed.size(), 0u);
+}
+
+// Created placed, delivered by the informer and deleted before any cycle listed it: the entry is
+// gone with the watch event, not after the TTL (found by the failure tests: a restart waited
+// 30 s for capacity its deleted pods still held).
+TEST(AssumedPodsTest, APodPlacedAtCreateIsDoneOnceTheInformerDeliversIt) {
+  AssumedPods assumed(std::chrono::seconds(30));
+  const auto now = std::chrono::steady_clock::now();
+  assumed.AssumeCreate("ns/p", "n0", Resources{{std::string(kGpu), 8}});
+  assumed.Seen("ns/p", "");  // no uid yet: not this create's pod
+  assumed.Seen("ns/p", "uid-other");
+  EXPECT_EQ(assumed.size(), 1u);
+  assumed.Created("ns/p", "uid-p", now);
+  assumed.Seen("ns/p", "uid-old");  // a predecessor of the same name
+  EXPECT_EQ(assumed.size(), 1u);
+  assumed.Seen("ns/p", "uid-p");
+  EXPECT_EQ(assumed.size(), 0u);
+  std::map<std::string, NodeInfo> nodes = {{"n0", GpuNode("n0", 8)}};
+  assumed.ApplyTo({}, nodes, now);  // deleted before any cycle: nothing counted
+  EXPECT_EQ(nodes.at("n0").requested.Get(kGpu), 0);
+}
+
+TEST(AssumedPodsTest, APodPlacedAtCreateAndNeverSeenExpires) {
+  AssumedPods assumed(std::chrono::seconds(30));
+  assumed.AssumeCreate("ns/p", "n0", Resources{{std::string(kGpu), 8}});
+  const auto now = std::chrono::steady_clock::now();
+  assumed.Created("ns/p", "uid-p", now);
+  std::map<std::string, NodeInfo> nodes = {{"n0", GpuNode("n0", 8)}};
+  assumed.ApplyTo({}, nodes, now + std::chrono::seconds(31));
+  EXPECT_EQ(nodes.at("n0").requested.Get(kGpu), 0);
+  EXPECT_EQ(assumed.size(), 0u);
+  // Forget (a create that failed) drops an entry not yet created.
+  assumed.AssumeCreate("ns/q", "n0", Resources{{std::string(kGpu), 8}});
+  assumed.Forget("ns/q");
+  EXPECT_EQ(assumed.size(), 0u);
+}
+
 }  // namespace
 }  // namespace lockstep::scheduler

@@ -18,10 +18,13 @@ class Lockstep(base.System):
     title = "Lockstep (operator + gang scheduler)"
     label = "lockstep.dev/job-name"
     tuned_note = "defaults only (--node-lease-grace 20s)"
+    # Extra Helm values (--set) the chart is installed with.
+    helm_sets = ()
 
-    def __init__(self, cluster, out_dir, build_dir):
+    def __init__(self, cluster, out_dir, build_dir, helm_sets=()):
         super().__init__(cluster, out_dir)
         self.build_dir = build_dir
+        self.helm_sets = tuple(self.helm_sets) + tuple(helm_sets)
 
     def install(self):
         c = self.cluster
@@ -29,7 +32,8 @@ class Lockstep(base.System):
                   os.path.join(clusterlib.REPO, "crds"))
         subprocess.run(["helm", "upgrade", "--install", RELEASE,
                         os.path.join(clusterlib.REPO, "helm/lockstep"), "-n", NS,
-                        "--create-namespace", "--set", "crds.install=false"],
+                        "--create-namespace", "--set", "crds.install=false",
+                        *[a for v in self.helm_sets for a in ("--set", v)]],
                        env=c.env, check=True, capture_output=True)
         c.kubectl("-n", NS, "scale", "deployment", RELEASE, "--replicas", "0")
         args = c.kubectl("-n", NS, "get", "deployment", RELEASE, "-o",
@@ -67,7 +71,7 @@ class Lockstep(base.System):
             text = urllib.request.urlopen(f"http://{self.metrics}/metrics", timeout=5).read()
         except OSError:
             return
-        with open(os.path.join(self.out_dir, f"L-{name}.metrics"), "wb") as f:
+        with open(os.path.join(self.out_dir, f"{self.key}-{name}.metrics"), "wb") as f:
             f.write(text)
 
     def uninstall(self):
@@ -92,3 +96,11 @@ class Lockstep(base.System):
                                                   "topology.lockstep.dev/rack"]}
         return {"apiVersion": "lockstep.dev/v1alpha1", "kind": "TrainingJob",
                 "metadata": {"name": job.name, "namespace": ns}, "spec": spec}
+
+
+class LockstepBound(Lockstep):
+    """LB: Lockstep with gangs created unplaced and then bound (operator.createPlaced=false, the
+    path before issue 16), to compare with L in the same run."""
+    key = "LB"
+    title = "Lockstep, created then bound (--create-placed=false)"
+    helm_sets = ("operator.createPlaced=false",)
