@@ -266,30 +266,40 @@ std::string ConditionReason(const json& job, const std::string& type) {
   return "";
 }
 
-RefuseStatusWrites::RefuseStatusWrites(const std::string& ns, const std::string& expression,
-                                       const std::string& message)
-    : name_("lockstep-refuse-status-" + ns) {
+bool ApplyDenyPolicy(const std::string& name, const std::string& ns, const AdmissionMatch& match,
+                     const std::string& expression, const std::string& message) {
   const std::string manifest = R"({"apiVersion": "v1", "kind": "List", "items": [
     {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-     "metadata": {"name": ")" + name_ + R"("},
+     "metadata": {"name": ")" + name + R"("},
      "spec": {"failurePolicy": "Fail",
-              "matchConstraints": {"resourceRules": [{"apiGroups": ["lockstep.dev"],
-                "apiVersions": ["*"], "operations": ["UPDATE"],
-                "resources": ["trainingjobs/status"]}]},
+              "matchConstraints": {"resourceRules": [{"apiGroups": [)" +
+                               json(match.group).dump() + R"(],
+                "apiVersions": [)" + json(match.version).dump() + R"(], "operations": [)" +
+                               json(match.operation).dump() + R"(],
+                "resources": [)" + json(match.resource).dump() + R"(]}]},
               "validations": [{"expression": )" + json(expression).dump() +
                                R"(, "message": )" + json(message).dump() + R"(}]}},
     {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-     "metadata": {"name": ")" + name_ + R"("},
-     "spec": {"policyName": ")" + name_ + R"(", "validationActions": ["Deny"],
+     "metadata": {"name": ")" + name + R"("},
+     "spec": {"policyName": ")" + name + R"(", "validationActions": ["Deny"],
               "matchResources": {"namespaceSelector": {"matchLabels":
                 {"kubernetes.io/metadata.name": ")" + ns + R"("}}}}}]})";
-  ok_ = Kubectl("apply -f - >/dev/null <<'EOF'\n" + manifest + "\nEOF") == 0;
+  return Kubectl("apply -f - >/dev/null <<'EOF'\n" + manifest + "\nEOF") == 0;
 }
 
-void RefuseStatusWrites::Remove() {
-  Kubectl("delete validatingadmissionpolicybinding,validatingadmissionpolicy " + name_ +
+void DeleteDenyPolicy(const std::string& name) {
+  Kubectl("delete validatingadmissionpolicybinding,validatingadmissionpolicy " + name +
           " --ignore-not-found >/dev/null 2>&1");
 }
+
+RefuseStatusWrites::RefuseStatusWrites(const std::string& ns, const std::string& expression,
+                                       const std::string& message)
+    : name_("lockstep-refuse-status-" + ns) {
+  ok_ = ApplyDenyPolicy(name_, ns, {"lockstep.dev", "*", "UPDATE", "trainingjobs/status"},
+                        expression, message);
+}
+
+void RefuseStatusWrites::Remove() { DeleteDenyPolicy(name_); }
 
 std::vector<std::string> EventReasons(kube::RestClient& client, const std::string& ns,
                                       const std::string& name) {

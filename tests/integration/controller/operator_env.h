@@ -65,6 +65,23 @@ class OperatorProcess {
   std::string log_path_;
 };
 
+// What a deny policy matches: one operation on one resource of one API group and version.
+struct AdmissionMatch {
+  std::string group;      // "" for the core group
+  std::string version;    // "v1", or "*"
+  std::string operation;  // "CREATE", "UPDATE", ...
+  std::string resource;   // "pods", "trainingjobs/status", ...
+};
+
+// A ValidatingAdmissionPolicy and its binding, both named `name`, that deny in namespace `ns`
+// every `match` request whose object fails the CEL `expression`, with `message`: a write the
+// apiserver refuses every time, without a mock. True when kubectl applied both. The apiserver
+// enforces it only once its admission plugin has seen it (probe with a server-side dry run).
+// DeleteDenyPolicy removes both (absent ones are fine).
+bool ApplyDenyPolicy(const std::string& name, const std::string& ns, const AdmissionMatch& match,
+                     const std::string& expression, const std::string& message);
+void DeleteDenyPolicy(const std::string& name);
+
 // A ValidatingAdmissionPolicy (CEL, in the apiserver) that refuses, in namespace `ns` only, every
 // TrainingJob status write whose new object fails `expression` (422 Invalid, with `message`);
 // removed with this object. A status write the apiserver refuses every time, without a mock.

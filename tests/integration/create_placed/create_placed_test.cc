@@ -67,27 +67,10 @@ class RefusePodCreates {
   RefusePodCreates(const std::string& ns, const std::string& expression,
                    const std::string& message)
       : ns_(ns), name_("lockstep-refuse-pods-" + kube::testing::RandomSuffix()) {
-    const std::string manifest = R"({"apiVersion": "v1", "kind": "List", "items": [
-      {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-       "metadata": {"name": ")" + name_ + R"("},
-       "spec": {"failurePolicy": "Fail",
-                "matchConstraints": {"resourceRules": [{"apiGroups": [""],
-                  "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
-                "validations": [{"expression": )" + json(expression).dump() +
-                                 R"(, "message": )" + json(message).dump() + R"(}]}},
-      {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-       "metadata": {"name": ")" + name_ + R"("},
-       "spec": {"policyName": ")" + name_ + R"(", "validationActions": ["Deny"],
-                "matchResources": {"namespaceSelector": {"matchLabels":
-                  {"kubernetes.io/metadata.name": ")" + ns + R"("}}}}}]})";
-    ok_ = controller::testing::Kubectl("apply -f - >/dev/null <<'EOF'\n" + manifest + "\nEOF") ==
-          0;
+    ok_ = controller::testing::ApplyDenyPolicy(name_, ns, {"", "v1", "CREATE", "pods"}, expression,
+                                               message);
   }
-  ~RefusePodCreates() {
-    controller::testing::Kubectl(
-        "delete validatingadmissionpolicybinding,validatingadmissionpolicy " + name_ +
-        " --ignore-not-found >/dev/null 2>&1");
-  }
+  ~RefusePodCreates() { controller::testing::DeleteDenyPolicy(name_); }
   bool ok() const { return ok_; }
   // The policy applies once the apiserver's admission plugin has seen it: a server-side dry run
   // of a placed pod named `pod` is refused.
