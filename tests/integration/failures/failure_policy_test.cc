@@ -113,6 +113,14 @@ TEST_F(FailurePolicyTest, DisruptionsDoNotConsumeMaxRestarts) {
   CreateJob(MakeJob("disrupt", kWorkers, [](json& j) {
     j["spec"]["failurePolicy"]["maxRestarts"] = 0;  // any failure of the job's own is fatal
     j["spec"]["failurePolicy"]["maxDisruptions"] = 3;
+    // The pods tolerate the test's NoExecute taint for a while, so the taint-eviction controller
+    // does not delete the tainted node's pod in the same instant the operator sees the node lost:
+    // a pod already gone when its pass runs is no evidence of a lost node, and that attempt is
+    // refilled rather than restarted (CI saw it once with gangs created placed, which run
+    // sooner). This test counts disruptions; the operator's verdict ignores tolerations.
+    j["spec"]["template"]["spec"]["tolerations"] = json::array(
+        {{{"key", "lockstep.dev/test-fault"}, {"operator", "Exists"}, {"effect", "NoExecute"},
+          {"tolerationSeconds", 60}}});
   }));
   // Two evictions (DisruptionTarget=True) and one lost node (NoExecute taint): three restarts.
   for (int attempt = 0; attempt < 3; ++attempt) {
