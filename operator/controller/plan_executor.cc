@@ -213,23 +213,14 @@ std::optional<Status> PlanExecutor::CreatePlacedPods(const CachedJob& job, const
 }
 
 void PlanExecutor::DeleteCreated(const CachedJob& job, const std::vector<nlohmann::json>& created) {
-  const std::string key = job.meta.Key();
   for (const nlohmann::json& pod : created) {
     const std::string name = PodName(pod);
-    const std::string uid = pod["metadata"].value("uid", "");
-    expectations_.ExpectDeletions(key, {uid});
-    kube::DeleteOptions opts;
-    opts.precondition_uid = uid;
-    opts.propagation_policy = "Background";
-    StatusOr<nlohmann::json> r =
-        client_.Delete(kube::resources::Pods(), job.meta.namespace_, name, opts);
-    if (r.ok()) continue;
-    expectations_.DeletionObserved(key, uid);
-    if (IsNotFound(r.status()) || kube::IsConflict(r.status())) continue;
+    const Status deleted = DeletePod(job, name, pod["metadata"].value("uid", ""), std::nullopt);
+    if (deleted.ok()) continue;
     // The next passes see a partial gang of the current attempt: unplaced creates fill it and
     // the scheduler undoes its bound members (a leftover, gangs.h), so it is still placed whole.
     log::Error("cannot delete a pod of a gang created placed",
-               {{"pod", job.meta.namespace_ + "/" + name}, {"error", r.status().ToString()}});
+               {{"pod", job.meta.namespace_ + "/" + name}, {"error", deleted.ToString()}});
   }
   events_.Record(InvolvedJob(job), "Warning", "CreatePlacedUndone",
                  "deleted the " + std::to_string(created.size()) +
@@ -237,25 +228,33 @@ void PlanExecutor::DeleteCreated(const CachedJob& job, const std::vector<nlohman
 }
 
 Status PlanExecutor::DeletePods(const CachedJob& job, const Plan& plan) {
-  const std::string key = job.meta.Key();
   Status first_error;
   int issued = 0;
   for (const PodDeletion& d : plan.pod_deletes) {
     if (issued++ >= kMaxDeletesPerPass) break;
-    expectations_.ExpectDeletions(key, {d.uid});
-    kube::DeleteOptions opts;
-    opts.precondition_uid = d.uid;
-    opts.propagation_policy = "Background";
-    opts.grace_period_seconds = d.grace_period_seconds;
-    StatusOr<nlohmann::json> r =
-        client_.Delete(kube::resources::Pods(), job.meta.namespace_, d.name, opts);
-    if (r.ok()) continue;
-    expectations_.DeletionObserved(key, d.uid);
-    if (IsNotFound(r.status()) || kube::IsConflict(r.status())) continue;  // already gone
-    first_error = r.status().WithContext("delete pod " + d.name);
+    const Status deleted = DeletePod(job, d.name, d.uid, d.grace_period_seconds);
+    if (deleted.ok()) continue;
+    first_error = deleted.WithContext("delete pod " + d.name);
     break;
   }
   return first_error;
+}
+
+Status PlanExecutor::DeletePod(const CachedJob& job, const std::string& name,
+                               const std::string& uid,
+                               std::optional<int64_t> grace_period_seconds) {
+  const std::string key = job.meta.Key();
+  expectations_.ExpectDeletions(key, {uid});
+  kube::DeleteOptions opts;
+  opts.precondition_uid = uid;
+  opts.propagation_policy = "Background";
+  opts.grace_period_seconds = grace_period_seconds;
+  StatusOr<nlohmann::json> r =
+      client_.Delete(kube::resources::Pods(), job.meta.namespace_, name, opts);
+  if (r.ok()) return Status::Ok();
+  expectations_.DeletionObserved(key, uid);
+  if (IsNotFound(r.status()) || kube::IsConflict(r.status())) return Status::Ok();  // already gone
+  return r.status();
 }
 
 Status PlanExecutor::DeleteJob(const CachedJob& job) {

@@ -66,6 +66,10 @@ class PlanExecutor {
   // Deletes the pods of a gang created placed that is undone (uid preconditions).
   void DeleteCreated(const CachedJob& job, const std::vector<nlohmann::json>& created);
   Status DeletePods(const CachedJob& job, const Plan& plan);
+  // One pod of the job, by name with its uid as precondition, expectations raised first; Ok when
+  // deleted or already gone (404, or 409: a newer pod holds the name), else the error.
+  Status DeletePod(const CachedJob& job, const std::string& name, const std::string& uid,
+                   std::optional<int64_t> grace_period_seconds);
   Status DeleteJob(const CachedJob& job);
   // The Kueue Workload writes, in order; the first error stops them. An AlreadyExists create
   // and a NotFound delete are done already.

@@ -131,8 +131,7 @@ void TrainingJobReconciler::ObserveSpareDomain(const CachedJob& job, Observed& o
   if (node.empty()) return;
   std::optional<NodeSnapshot> facts = caches_.NodeFacts(node);
   if (!facts || !facts->node) return;
-  const std::string key = job.job.spec.placement->required_topology_key.value_or("");
-  auto it = facts->node->meta.labels.find(key);
+  auto it = facts->node->meta.labels.find(RequiredTopologyKey(job.job));
   if (it != facts->node->meta.labels.end()) observed.spare_domain = it->second;
 }
 

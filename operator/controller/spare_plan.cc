@@ -29,10 +29,6 @@ int32_t IndexOf(const kube::Pod& pod) {
   return value;
 }
 
-std::string RequiredTopologyKey(const api::TrainingJob& job) {
-  return job.spec.placement ? job.spec.placement->required_topology_key.value_or("") : "";
-}
-
 bool IsSparePod(const kube::Pod& pod) { return Label(pod, api::kLabelRole) == api::kSpareRole; }
 
 // The recorded status.spares when it belongs to the current attempt.
@@ -228,6 +224,10 @@ void SpareCreateOptions(const Pass& p, api::ChildrenOptions* options) {
   }
   spare.node_selector[key] = *p.observed.spare_domain;
   options->role_placement[std::string(api::kSpareRole)] = std::move(spare);
+}
+
+std::string RequiredTopologyKey(const api::TrainingJob& job) {
+  return job.spec.placement ? job.spec.placement->required_topology_key.value_or("") : "";
 }
 
 std::string SpareDomainNode(const api::TrainingJob& job, const std::vector<kube::Pod>& pods) {

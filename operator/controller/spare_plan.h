@@ -90,5 +90,8 @@ void SpareCreateOptions(const Pass& p, api::ChildrenOptions* options);
 // never replaced by a spare) is bound to; empty for a job with no spares or no required key, or
 // before that pod is bound. Pure; the reconciler looks the label up in its node caches.
 std::string SpareDomainNode(const api::TrainingJob& job, const std::vector<kube::Pod>& pods);
+// spec.placement.requiredTopologyKey, or "" when the job has none: the label SpareDomainNode's
+// node is read by.
+std::string RequiredTopologyKey(const api::TrainingJob& job);
 
 }  // namespace lockstep::controller
