@@ -186,7 +186,7 @@ TEST_F(CreatePlacedTest, AGangWhoseCreateFailsMidwayIsUndoneAndPlacedWhole) {
     EXPECT_FALSE(CreatedWithNodeName(ns(), pod)) << "the attempt falls back to the binding path";
   }
   EXPECT_GE(Metric("lockstep_create_placed_total", {{"result", "undone"}}), undone_before + 1);
-  EXPECT_FALSE(FindEvent(job_name, "CreatePlacedUndone").is_null());
+  EXPECT_FALSE(WaitEvent(job_name, "CreatePlacedUndone").is_null());
   std::map<std::string, int64_t> gpus = GpusByNode({job_name});
   for (const auto& [node, used] : gpus) EXPECT_LE(used, 8) << node;
 }

@@ -59,7 +59,7 @@ TEST_F(FailuresTest, ElasticJobShrinksTo6WhenTwoNodesAreLostAndGrowsBackTo8) {
   for (const std::string& node : lost) {
     EXPECT_FALSE(Excluded(*shrunk, node).is_null()) << node << " not excluded";
   }
-  EXPECT_FALSE(FindEvent("elastic", "ElasticScaleDown").is_null())
+  EXPECT_FALSE(WaitEvent("elastic", "ElasticScaleDown").is_null())
       << json(JobEvents("elastic")).dump().substr(0, 2000);
   EXPECT_EQ((*shrunk)["status"].value("/restarts/failures"_json_pointer, -1), 0);
 
@@ -89,7 +89,7 @@ TEST_F(FailuresTest, ElasticJobShrinksTo6WhenTwoNodesAreLostAndGrowsBackTo8) {
   std::cout << "[elastic] running at 8 again " << SecondsBetween(joined_at, Clock::now())
             << " s after two nodes joined\n";
   EXPECT_GT(Attempt(*grown), shrunk_attempt);
-  EXPECT_FALSE(FindEvent("elastic", "ElasticScaleUp").is_null())
+  EXPECT_FALSE(WaitEvent("elastic", "ElasticScaleUp").is_null())
       << json(JobEvents("elastic")).dump().substr(0, 2000);
   for (const json& pod : Pods("elastic")) {
     EXPECT_EQ(lost.count(pod["spec"]["nodeName"].get<std::string>()), 0u)

@@ -328,6 +328,13 @@ json FailuresTest::FindEvent(const std::string& job, const std::string& reason) 
   return nullptr;
 }
 
+json FailuresTest::WaitEvent(const std::string& job, const std::string& reason,
+                             std::chrono::milliseconds timeout) {
+  json found;
+  kube::testing::WaitFor([&] { return !(found = FindEvent(job, reason)).is_null(); }, timeout);
+  return found;
+}
+
 double FailuresTest::Metric(const std::string& name,
                             const std::vector<std::pair<std::string, std::string>>& labels) {
   StatusOr<std::string> body = HttpGet(op_->metrics_port(), "/metrics");

@@ -87,6 +87,11 @@ class FailuresTest : public ::testing::Test {
   std::vector<nlohmann::json> JobEvents(const std::string& job);
   // The first event with `reason`, or null.
   nlohmann::json FindEvent(const std::string& job, const std::string& reason);
+  // FindEvent until the event is stored or `timeout` passes (then null). Events go through the
+  // operator's asynchronous recorder, so one can land after the status write a test waited for:
+  // every check that an event exists waits for it; a check that one does not exist uses FindEvent.
+  nlohmann::json WaitEvent(const std::string& job, const std::string& reason,
+                           std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // Sum of the operator's /metrics samples of `name` whose labels include every `labels` pair;
   // 0 when none, -1 when /metrics cannot be read.
   double Metric(const std::string& name,

@@ -179,7 +179,7 @@ TEST_F(InPlaceTest, AKilledRankIsAnInPlaceRestartInStatus) {
     EXPECT_NE(message.find(part), std::string::npos) << part << " in " << message;
   }
   EXPECT_EQ(st["rendezvous"]["round"], 1);
-  EXPECT_FALSE(FindEvent("ip-killed", "RankFailed").is_null());
+  EXPECT_FALSE(WaitEvent("ip-killed", "RankFailed").is_null());
   EXPECT_TRUE(WaitFor(
       [&] { return Metric("lockstep_restarts_total", {{"mode", "InPlace"}}) >= before + 1; },
       seconds(5)));
@@ -260,7 +260,7 @@ TEST_F(InPlaceTest, ASpareTakesALostNodeRankAndTheOperatorReplacesThePodNotTheGa
   ASSERT_EQ(st["spares"]["serving"].size(), 1u) << st.dump(2);
   EXPECT_EQ(st["spares"]["serving"][0]["nodeRank"], 1);
   EXPECT_EQ(st["spares"]["serving"][0]["pod"], name + "-spare-0");
-  EXPECT_FALSE(FindEvent(name, "SparePromoted").is_null());
+  EXPECT_FALSE(WaitEvent(name, "SparePromoted").is_null());
   EXPECT_TRUE(WaitFor(
       [&] { return Metric("lockstep_spare_promotions_total") >= before + 1; }, seconds(5)));
   // The replaced pod goes, a replacement spare comes; worker 0 and the promoted spare stay.
@@ -331,7 +331,7 @@ TEST_F(InPlaceTest, TheRestartAnnotationRestartsInPlaceWithoutDeletingPods) {
   }
   EXPECT_EQ(PodUid("ip-request-worker-0"), pod0);
   EXPECT_EQ(PodUid("ip-request-worker-1"), pod1);
-  EXPECT_FALSE(FindEvent("ip-request", "RestartRequested").is_null());
+  EXPECT_FALSE(WaitEvent("ip-request", "RestartRequested").is_null());
   for (const auto& l : launchers_) EXPECT_FALSE(l->Wait(milliseconds(1)).has_value());
 
   // The job's progress series go with it.
@@ -366,7 +366,7 @@ TEST_F(InPlaceTest, LaunchersThatNeverFormTheNewRoundAreRecreatedAfterTheBound) 
   EXPECT_EQ(st["lastRestart"]["reason"], "InPlaceRestartTimeout");
   EXPECT_EQ(st["restarts"]["failures"], 0);
   EXPECT_NE(LauncherLogs().find("restart requested"), std::string::npos);
-  EXPECT_FALSE(FindEvent("ip-stuck", "InPlaceRestartTimeout").is_null());
+  EXPECT_FALSE(WaitEvent("ip-stuck", "InPlaceRestartTimeout").is_null());
   EXPECT_TRUE(WaitRunningAttempt("ip-stuck", 1, 2, seconds(30))) << "attempt 1 never ran";
 }
 

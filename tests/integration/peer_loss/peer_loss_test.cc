@@ -126,7 +126,7 @@ TEST_F(PeerLossTest, ADeadNodeIsReplacedOnPeerEvidenceLongBeforeTheLeaseGrace) {
         std::string("LauncherUnreachable"), std::string("its Lease was last renewed")}) {
     EXPECT_NE(message.find(part), std::string::npos) << part << " in " << message;
   }
-  const json event = FindEvent("pl-dead", "PeerReportedLost");
+  const json event = WaitEvent("pl-dead", "PeerReportedLost");
   ASSERT_FALSE(event.is_null());
   EXPECT_NE(event["message"].get<std::string>().find("LauncherUnreachable"), std::string::npos);
   EXPECT_TRUE(WaitFor(
@@ -172,7 +172,7 @@ TEST_F(PeerLossTest, APartitionedLiveNodeCostsOneRestartAndItsRanksStopFirst) {
   for (const char* part : {"silent", "LauncherUnreachable", "timed out"}) {
     EXPECT_NE(message.find(part), std::string::npos) << part << " in " << message;
   }
-  EXPECT_FALSE(FindEvent("pl-part", "PeerReportedLost").is_null());
+  EXPECT_FALSE(WaitEvent("pl-part", "PeerReportedLost").is_null());
   RestoreHeartbeat(node);
 }
 
