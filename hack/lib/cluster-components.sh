@@ -46,7 +46,13 @@ component_args() {
         --kube-api-qps 200 --kube-api-burst 400 --concurrent-gc-syncs 20 --v 0 ;;
     kwok)
       {
-        printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n'
+        # Workers (kwok's default is 4 each): kwok stands in for every node's kubelet, and a
+        # kubelet renews its own Lease whatever the others do. With 4 Lease workers, 1,000 nodes
+        # and an apiserver busy with a burst of pods, renewals fell 20 s behind and nodes looked
+        # dead (bench/peers, 2026-12-02).
+        printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\n'
+        printf 'options:\n  nodeLeaseParallelism: 32\n  podPlayStageParallelism: 16\n'
+        printf '  nodePlayStageParallelism: 8\n'
         # `up --kwok-stages`: Stage documents replacing kwok's default pod stages.
         [[ ! -f "$STATE/run/kwok-stages.yaml" ]] || { echo "---"; cat "$STATE/run/kwok-stages.yaml"; }
       } >"$STATE/run/kwok.yaml"

@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "operator/api/enums.h"
+#include "operator/controller/pod_wake.h"
 #include "operator/kueue/workload.h"
 
 namespace lockstep::controller {
@@ -41,7 +42,13 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
   h.pod_updated = [this](const std::string& key, const kube::Pod& pod) {
     // A pod marked for deletion counts as deleted, like the Job controller's rule.
     if (pod.meta.deletion_timestamp) expectations_.DeletionObserved(key, pod.meta.uid);
-    queue_.Add(key);
+    // Progress (bound, started, Running) waits out the batch period, so a gang's pods coming
+    // up fold into a reconcile or two; possible bad news does not wait (pod_wake.h).
+    if (PodChangeIsUrgent(pod)) {
+      queue_.Add(key);
+    } else {
+      queue_.AddAfter(key, kPodBatchPeriod);
+    }
   };
   h.pod_deleted = [this](const std::string& key, const kube::Pod& pod) {
     expectations_.DeletionObserved(key, pod.meta.uid);

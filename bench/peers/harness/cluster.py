@@ -209,6 +209,42 @@ class Cluster:
             time.sleep(1)
         return False
 
+    def settle(self, max_age=15.0, timeout=60.0):
+        """Waits until every live kwok node's Lease was renewed within max_age s and no node is
+        tainted, so that each measured window starts on a healthy cluster. Deleting thousands of
+        pods (the namespace of the run before) can starve kwok's Lease renewals for tens of
+        seconds, and a system started then sees nodes lost (Lockstep's 20 s grace) or NotReady
+        (the peers' node lifecycle); kwok may not come back to a Lease it backed off from, so
+        after `timeout` kwok is restarted once."""
+        t0 = time.time()
+        for attempt in range(2):
+            deadline = time.time() + (timeout if attempt == 0 else 180)
+            while time.time() < deadline:
+                bad = self._unsettled_nodes(max_age)
+                if not bad:
+                    if time.time() - t0 > 1:
+                        log(f"cluster settled in {time.time() - t0:.0f} s")
+                    return
+                time.sleep(2)
+            if attempt == 0:
+                log(f"{len(bad)} nodes unsettled after {timeout:.0f} s (e.g. {bad[0]}): "
+                    "restarting kwok")
+                subprocess.run([os.path.join(REPO, "hack/cluster.sh"), "restart", "kwok",
+                                "--name", self.name], check=True, capture_output=True)
+        log(f"warning: {len(bad)} nodes still unsettled (e.g. {bad[0]}); going on")
+
+    def _unsettled_nodes(self, max_age):
+        dead = set((self.api.get(DEAD_NODES).get("data") or {}).keys())
+        leases, _ = self.api.list("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+        now = time.time()
+        fresh = {l["metadata"]["name"] for l in leases
+                 if l["spec"].get("renewTime")
+                 and now - kubelib.rfc3339(l["spec"]["renewTime"]) <= max_age}
+        nodes, _ = self.api.list("/api/v1/nodes", "type=kwok")
+        return [n["metadata"]["name"] for n in nodes
+                if n["metadata"]["name"] not in dead
+                and (n["metadata"]["name"] not in fresh or n["spec"].get("taints"))]
+
     # ---- namespaces -----------------------------------------------------------------------
 
     def create_namespace(self, ns, labels=None):

@@ -37,6 +37,8 @@ def parse():
     p.add_argument("--lockstep-build", required=True)
     p.add_argument("--lockstep-set", action="append", default=[], metavar="KEY=VALUE",
                    help="a Helm value for L and LB (e.g. operator.qps=500); repeatable")
+    p.add_argument("--lockstep-env", action="append", default=[], metavar="NAME=VALUE",
+                   help="an environment variable of L's and LB's operator process; repeatable")
     p.add_argument("--out", required=True)
     p.add_argument("--charts-dir", default="", help="also write the PNG charts here")
     a = p.parse_args()
@@ -48,9 +50,10 @@ def parse():
 
 def make(key, cluster, out, args, tuned=False):
     if key == "L":
-        return Lockstep(cluster, out, args.lockstep_build, args.lockstep_set)
+        return Lockstep(cluster, out, args.lockstep_build, args.lockstep_set, args.lockstep_env)
     if key == "LB":  # L with --create-placed=false (issue 16's comparison)
-        return LockstepBound(cluster, out, args.lockstep_build, args.lockstep_set)
+        return LockstepBound(cluster, out, args.lockstep_build, args.lockstep_set,
+                             args.lockstep_env)
     if key == "TO":
         return TrainingOperator(cluster, out)
     if key == "KU":
@@ -119,6 +122,7 @@ def run_system(cluster, key, args, works, burst, timeout):
     log(f"== {key}: {system.title}")
     t = time.time()
     try:
+        cluster.settle()
         system.install()
         out["install_s"] = round(time.time() - t, 1)
         if "burst" in works:

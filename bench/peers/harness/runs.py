@@ -53,6 +53,7 @@ def create_jobs(cluster, system, workload, ns, tuned=False):
 def burst(cluster, system, workload, timeout):
     """1 (and 4): every job created at once; per-job creation -> every pod Running; with the
     system's processes' CPU-seconds and peak RSS over the window."""
+    cluster.settle()
     ns = new_namespace(cluster, system.key, workload)
     system.prepare_namespace(ns, workload)
     tracker = Tracker(cluster.api, ns, system.job_of, workload.pods)
@@ -75,6 +76,7 @@ def burst(cluster, system, workload, timeout):
 
 def ceiling(cluster, workload, one_write, timeout):
     """The raw create(+bind) ceiling over burst's pods."""
+    cluster.settle()
     key = "RAW1" if one_write else "RAW"
     ns = new_namespace(cluster, key, workload)
     tracker = Tracker(cluster.api, ns, rawlib.job_of, workload.pods)
@@ -99,6 +101,7 @@ def contention(cluster, system, workload, stall_timeout, hard_timeout):
     """2: demand 2x capacity; a job finishes `finish_after` s after all its pods run (the harness
     marks its pods Succeeded, as a kubelet would). Samples every 0.5 s: partial gangs (some pods
     bound, not all) and the GPU-seconds they hold."""
+    cluster.settle()
     ns = new_namespace(cluster, system.key, workload)
     system.prepare_namespace(ns, workload)
     tracker = Tracker(cluster.api, ns, system.job_of, workload.pods)
@@ -162,6 +165,7 @@ def finish_job(cluster, tracker, ns, job):
 def node_loss(cluster, system, workload, tuned, timeout, restore=True):
     """3: one job running; one of its nodes stops heartbeating. Last Lease renewal -> every pod of
     the job Running again, none on that node (pods being deleted do not count)."""
+    cluster.settle()
     ns = new_namespace(cluster, system.key, workload)
     system.prepare_namespace(ns, workload)
     tracker = Tracker(cluster.api, ns, system.job_of, workload.pods)

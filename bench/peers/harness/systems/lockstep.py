@@ -21,10 +21,12 @@ class Lockstep(base.System):
     # Extra Helm values (--set) the chart is installed with.
     helm_sets = ()
 
-    def __init__(self, cluster, out_dir, build_dir, helm_sets=()):
+    def __init__(self, cluster, out_dir, build_dir, helm_sets=(), env=()):
         super().__init__(cluster, out_dir)
         self.build_dir = build_dir
         self.helm_sets = tuple(self.helm_sets) + tuple(helm_sets)
+        # Extra environment of the operator process (--lockstep-env), e.g. malloc tunables.
+        self.env = dict(v.split("=", 1) for v in env)
 
     def install(self):
         c = self.cluster
@@ -48,7 +50,7 @@ class Lockstep(base.System):
                  "--log-format=text"]
         kc = c.service_account_kubeconfig(NS, RELEASE, os.path.join(self.out_dir, "L.kubeconfig"))
         self.start("operator", [os.path.join(self.build_dir, "bin/lockstep-operator"),
-                                "--kubeconfig", kc, *args], env={"POD_NAMESPACE": NS})
+                                "--kubeconfig", kc, *args], env={"POD_NAMESPACE": NS, **self.env})
         self._wait_leader()
 
     def _wait_leader(self, timeout=90):
