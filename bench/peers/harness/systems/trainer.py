@@ -22,7 +22,8 @@ class Trainer(base.System):
         c.create_namespace(JOBSET_NS)
         jobset.start_jobset(self, clusterlib.peer_version("TRAINER_JOBSET_VERSION"), JOBSET_NS)
         mod = os.path.join(clusterlib.tool_dir("trainer-controller-manager"), "module/manifests/base")
-        c.kubectl("apply", "--server-side", "--force-conflicts", "-f", os.path.join(mod, "crds"))
+        # The folder's kustomization.yaml is no object: apply the files it lists.
+        c.apply(base.to_yaml(base.kustomize_resources(os.path.join(mod, "crds"))))
         c.create_namespace(NS)
         kc = base.install_identity(self, os.path.join(mod, "rbac"), "", NS)
         port, cert_dir = base.register_webhooks(
@@ -41,10 +42,17 @@ class Trainer(base.System):
         c.apply(os.path.join(mod, "runtimes/torch_distributed.yaml"))
 
     def uninstall(self):
+        # Before the controller stops: it removes the runtime's resource-in-use finalizer (once
+        # no TrainJob uses it); stopped first, the delete waited for it forever.
+        c = self.cluster
+        c.kubectl("delete", "clustertrainingruntimes.trainer.kubeflow.org", "--all",
+                  "--timeout=60s", check=False)
+        for name in c.kubectl("get", "clustertrainingruntimes.trainer.kubeflow.org", "-o", "name",
+                              check=False).split():
+            c.kubectl("patch", name, "--type=merge", "-p", '{"metadata":{"finalizers":null}}',
+                      check=False)
         self.stop_all()
         base.delete_webhooks(self)
-        self.cluster.kubectl("delete", "clustertrainingruntimes.trainer.kubeflow.org", "--all",
-                             check=False)
         self.cluster.delete_namespace(NS)
         self.cluster.delete_namespace(JOBSET_NS)
 
