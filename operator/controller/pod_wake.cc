@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "operator/controller/failure_policy.h"
+
 namespace lockstep::controller {
 namespace {
 
@@ -32,8 +34,8 @@ bool PodChangeIsUrgent(const kube::Pod& pod) {
   if (pod.meta.deletion_timestamp) return true;
   // "" is a pod the API server has not given a phase yet (Pending for every purpose here).
   if (!pod.phase.empty() && pod.phase != "Pending" && pod.phase != "Running") return true;
-  const kube::Condition* disruption = pod.FindCondition("DisruptionTarget");
-  if (disruption != nullptr && disruption->status == "True") return true;
+  // The failure policy's own test: what it counts as a disruption wakes the job at once.
+  if (IsDisrupted(pod)) return true;
   return AnyUrgent(pod.init_container_statuses, true) || AnyUrgent(pod.container_statuses, false);
 }
 

@@ -193,10 +193,14 @@ class Cluster:
         if not wait or self._wait_node_healthy(node, 20):
             return
         log(f"{node} not back 20 s after its heartbeat resumed: restarting kwok")
-        subprocess.run([os.path.join(REPO, "hack/cluster.sh"), "restart", "kwok", "--name",
-                        self.name], check=True, capture_output=True)
+        self._restart_kwok()
         if not self._wait_node_healthy(node, 180):
             log(f"warning: {node} still not Ready without taints; it stays out of use")
+
+    def _restart_kwok(self):
+        """kwok re-syncs every node it manages when it starts (its Leases too)."""
+        subprocess.run([os.path.join(REPO, "hack/cluster.sh"), "restart", "kwok", "--name",
+                        self.name], check=True, capture_output=True)
 
     def _wait_node_healthy(self, node, timeout):
         deadline = time.time() + timeout
@@ -229,8 +233,7 @@ class Cluster:
             if attempt == 0:
                 log(f"{len(bad)} nodes unsettled after {timeout:.0f} s (e.g. {bad[0]}): "
                     "restarting kwok")
-                subprocess.run([os.path.join(REPO, "hack/cluster.sh"), "restart", "kwok",
-                                "--name", self.name], check=True, capture_output=True)
+                self._restart_kwok()
         log(f"warning: {len(bad)} nodes still unsettled (e.g. {bad[0]}); going on")
 
     def _unsettled_nodes(self, max_age):
