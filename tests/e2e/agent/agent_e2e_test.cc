@@ -359,6 +359,41 @@ TEST_F(AgentE2eTest, EnvFromFieldRefsAndSecretsAsEnvAndVolumes) {
                                                        nodes_[0] + "|s3cr3t|s3cr3t|440");
 }
 
+// Each pod has its own /tmp, as a container's writable layer gives it: what one pod writes
+// there neither reaches the host's /tmp nor another pod's (two Ray jobs on one agent shared
+// /tmp/ray, and one job's internals connected to the other's cluster). Its containers share it,
+// and a volume mounted under /tmp still works, its source (the pod's state dir) being under the
+// host's /tmp.
+TEST_F(AgentE2eTest, EachPodHasItsOwnTmp) {
+  const std::string mark = "/tmp/ls-own-tmp-" + id_;
+  json first = ShellPod("tmp-a", 0,
+                        "echo a > " + mark + " && echo v > /tmp/vol/f && sleep 30");
+  first["spec"]["volumes"] = json::array({{{"name", "vol"}, {"emptyDir", json::object()}}});
+  first["spec"]["containers"][0]["volumeMounts"] =
+      json::array({{{"name", "vol"}, {"mountPath", "/tmp/vol"}}});
+  first["spec"]["containers"].push_back(
+      {{"name", "side"},
+       {"image", "lockstep/examples:dev"},
+       {"command", {"sh", "-c",
+                    "while [ ! -e /tmp/vol/f ]; do sleep 0.1; done; sleep 0.2; "
+                    "cat " + mark + " /tmp/vol/f > /dev/termination-log"}},
+       {"env", json::array({MarkerEnv()})},
+       {"volumeMounts", json::array({{{"name", "vol"}, {"mountPath", "/tmp/vol"}}})}});
+  Create(first);
+  WaitPhase("tmp-a", "Running");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        StatusOr<json> pod = client_->Get(kube::resources::Pods(), ns_, "tmp-a");
+        return pod.ok() && !Terminated(*pod, 1).empty();
+      },
+      seconds(30)));
+  const json a = client_->Get(kube::resources::Pods(), ns_, "tmp-a").value();
+  EXPECT_EQ(Terminated(a, 1).value("message", ""), "a\nv\n");  // shared by its containers
+  EXPECT_FALSE(fs::exists(mark)) << "a pod's /tmp reached the host";
+  Create(ShellPod("tmp-b", 0, "test ! -e " + mark + " && test -d /tmp && test -w /tmp"));
+  WaitPhase("tmp-b", "Succeeded");
+}
+
 TEST_F(AgentE2eTest, InitContainerSharesEmptyDirAndLauncherImageIsMapped) {
   // The operator's shape: an init container of the launcher image copies /lockstep-launcher
   // into an emptyDir that the main container mounts and runs.

@@ -57,4 +57,14 @@ StatusOr<ResolvedCommand> ImageMapper::Resolve(const std::string& image,
   return out;
 }
 
+std::vector<std::string> ImageMapper::HostPaths() const {
+  std::vector<std::string> paths;
+  for (const auto& rule : rules_) {
+    if (!rule.dir.empty()) paths.push_back(rule.dir);
+    for (const auto& [in_image, host] : rule.files) paths.push_back(host);
+  }
+  if (!venv_bin_.empty()) paths.push_back(fs::path(venv_bin_).parent_path().string());
+  return paths;
+}
+
 }  // namespace lockstep::e2e

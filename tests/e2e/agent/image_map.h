@@ -30,6 +30,10 @@ class ImageMapper {
                                     const std::vector<std::string>& command,
                                     const std::vector<std::string>& args) const;
 
+  // Every host path a resolved command may name: the image directories, the mapped files and
+  // the venv (the parent of --python's bin/). A pod must see them at their own paths.
+  std::vector<std::string> HostPaths() const;
+
  private:
   struct Rule {
     std::string prefix;

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -232,6 +233,44 @@ StatusOr<VolumeDirs> PodVolumes::Prepare() {
   return volume_dirs;
 }
 
+namespace {
+
+// Creates `rel` (starting with '/') under `root`: a mount target inside the pod's own /tmp,
+// which goes away with the pod's state dir.
+Status EnsurePathIn(const std::string& root, const std::string& rel, bool file) {
+  const fs::path target = fs::path(root + rel);
+  std::error_code ec;
+  fs::create_directories(file ? target.parent_path() : target, ec);
+  if (ec) return InternalError("mkdir " + target.string() + ": " + ec.message());
+  if (file && !fs::exists(target, ec)) {
+    std::ofstream create(target);
+    if (!create) return InternalError("create " + target.string());
+  }
+  return Status::Ok();
+}
+
+// The existing paths of `paths` under /tmp, without those inside another of them (the outer
+// bind carries them; a symlink inside it still points where it did).
+std::vector<std::string> KeptHostPaths(const std::vector<std::string>& paths) {
+  std::vector<std::string> under_tmp;
+  for (const std::string& raw : paths) {
+    const std::string path = fs::path(raw).lexically_normal().string();
+    std::error_code ec;
+    if (path.rfind("/tmp/", 0) == 0 && fs::exists(path, ec)) under_tmp.push_back(path);
+  }
+  std::vector<std::string> kept;
+  for (const std::string& path : under_tmp) {
+    bool inside = false;
+    for (const std::string& other : under_tmp) {
+      if (other != path && path.rfind(other + "/", 0) == 0) inside = true;
+    }
+    if (!inside && std::find(kept.begin(), kept.end(), path) == kept.end()) kept.push_back(path);
+  }
+  return kept;
+}
+
+}  // namespace
+
 StatusOr<std::vector<BindMount>> ContainerMounts(const json& container, const VolumeDirs& dirs) {
   std::vector<BindMount> mounts;
   for (const json& m : Array(container, "volumeMounts")) {
@@ -258,7 +297,8 @@ StatusOr<std::vector<BindMount>> ContainerMounts(const json& container, const Vo
 }
 
 StatusOr<std::vector<BindMount>> PodVolumes::Mounts(
-    const VolumeDirs& dirs, const std::function<bool(const json&)>& wanted) {
+    const VolumeDirs& dirs, const std::function<bool(const json&)>& wanted,
+    const std::vector<std::string>& host_paths) {
   // One filesystem view per pod: the union of its host-process containers' volumeMounts.
   const json& pod = pod_;
   const json spec = pod.value("spec", json::object());
@@ -279,10 +319,31 @@ StatusOr<std::vector<BindMount>> PodVolumes::Mounts(
       }
     }
   }
+  // Every pod has its own /tmp, as a container's writable layer gives it, unless a volume is
+  // mounted there. Pods sharing the host's /tmp saw each other's files: Ray keeps the address
+  // of the last cluster any process on the machine joined in /tmp/ray, and one Ray job's
+  // internals connected to another job's cluster.
+  const std::string own_tmp = dir_ + "/tmp";
+  const bool private_tmp = by_target.count("/tmp") == 0;
+  if (private_tmp) {
+    std::error_code ec;
+    fs::create_directories(own_tmp, ec);
+    fs::permissions(own_tmp, fs::perms::all | fs::perms::sticky_bit, ec);
+    if (ec) return InternalError("create the pod's /tmp " + own_tmp + ": " + ec.message());
+    by_target.emplace("/tmp", BindMount{own_tmp, "/tmp", false});
+    for (const std::string& path : KeptHostPaths(host_paths)) {
+      by_target.emplace(path, BindMount{path, path, false});  // a volume there wins
+    }
+  }
   std::vector<BindMount> mounts;
   for (auto& [target, mount] : by_target) {
     std::error_code ec;
-    LS_RETURN_IF_ERROR(state_.EnsurePath(target, !fs::is_directory(mount.source, ec)));
+    const bool file = !fs::is_directory(mount.source, ec);
+    if (private_tmp && target.rfind("/tmp/", 0) == 0) {
+      LS_RETURN_IF_ERROR(EnsurePathIn(own_tmp, target.substr(4), file));
+    } else if (target != "/tmp" || !private_tmp) {
+      LS_RETURN_IF_ERROR(state_.EnsurePath(target, file));
+    }
     mounts.push_back(mount);  // std::map order: a parent path sorts before its children
   }
   return mounts;

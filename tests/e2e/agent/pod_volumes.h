@@ -48,10 +48,15 @@ class PodVolumes {
   // Creates every volume and its content.
   StatusOr<VolumeDirs> Prepare();
   // The bind mounts for the pod's mount namespace, parents first, of the containers for which
-  // `wanted` holds (those run as host processes; a container from an image mounts its own);
-  // missing mount targets are created on the host through the state dir (which removes them).
+  // `wanted` holds (those run as host processes; a container from an image mounts its own):
+  // the pod's own /tmp (dir/tmp, mode 1777; unless a volume is mounted at /tmp), then the
+  // volumes, and each of `host_paths` under /tmp at its own path (the image directories and
+  // files commands name, as ImageMapper::HostPaths lists them; one inside another is covered by
+  // it). Missing mount targets are created: under /tmp in the pod's own /tmp, elsewhere on the
+  // host through the state dir (which removes them).
   StatusOr<std::vector<BindMount>> Mounts(const VolumeDirs& dirs,
-                                          const std::function<bool(const nlohmann::json&)>& wanted);
+                                          const std::function<bool(const nlohmann::json&)>& wanted,
+                                          const std::vector<std::string>& host_paths = {});
 
  private:
   Status PrepareVolume(const nlohmann::json& volume, const std::string& dir);

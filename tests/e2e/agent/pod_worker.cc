@@ -244,9 +244,13 @@ Status PodWorker::SetUpSandbox() {
                      PodRuntimeFields{record_.pod_ip, record_.host_ip});
   LS_ASSIGN_OR_RETURN(volume_dirs_, volumes.Prepare());
   LS_ASSIGN_OR_RETURN(std::vector<BindMount> mounts,
-                      volumes.Mounts(volume_dirs_, [this](const json& c) {
-                        return stored_images_.count(c.value("name", "")) == 0;
-                      }));
+                      volumes.Mounts(
+                          volume_dirs_,
+                          [this](const json& c) {
+                            return stored_images_.count(c.value("name", "")) == 0;
+                          },
+                          ctx_.images != nullptr ? ctx_.images->HostPaths()
+                                                 : std::vector<std::string>{}));
   LS_ASSIGN_OR_RETURN(PodNet net, ctx_.network->Create());
   net_ = net;
   record_.pod_ip = net.ip;

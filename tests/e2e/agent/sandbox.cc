@@ -63,15 +63,33 @@ Status ReadChildReport(int fd, pid_t pid, const char* what) {
   return InternalError(std::string(what) + ": " + step + ": " + strerror(err));
 }
 
-void BindAll(int report, const std::vector<BindMount>& mounts) {
-  for (const auto& m : mounts) {
-    if (mount(m.source.c_str(), m.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+// Clones every mount's source as a detached mount tree (open_tree) into `fds` (sized by the
+// parent, before the fork). Done before the child leaves the host's mount namespace: the pod has
+// its own /tmp, so a source under the host's /tmp (the agent's state dir: termination-message
+// files, /etc/hosts, volumes; hostPaths) is no longer reachable by path inside the pod, and a
+// plain bind mount cannot take its source from another namespace; a detached tree can be
+// attached in any namespace (move_mount).
+void OpenSources(int report, const std::vector<BindMount>& mounts, int* fds) {
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    fds[i] = open_tree(AT_FDCWD, mounts[i].source.c_str(),
+                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (fds[i] < 0) ChildFail(report, "clone mount source");
+  }
+}
+
+// Attaches each cloned source at its target, in order (a parent directory before what lies
+// under it), then closes the descriptors.
+void BindAll(int report, const std::vector<BindMount>& mounts, const int* fds) {
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    const BindMount& m = mounts[i];
+    if (move_mount(fds[i], "", AT_FDCWD, m.target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
       ChildFail(report, "bind mount");
     }
     if (m.read_only &&
         mount(nullptr, m.target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) != 0) {
       ChildFail(report, "read-only remount");
     }
+    close(fds[i]);
   }
 }
 
@@ -86,6 +104,7 @@ StatusOr<pid_t> StartPause(const PauseSpec& spec) {
     close(pipefd[1]);
     return InternalError("open " + spec.netns_path + ": " + strerror(errno));
   }
+  std::vector<int> source_fds(spec.mounts.size(), -1);  // filled by the child
   const pid_t pid = fork();
   if (pid < 0) {
     close(netns);
@@ -106,11 +125,12 @@ StatusOr<pid_t> StartPause(const PauseSpec& spec) {
       report = 3;
     }
     close_range(4, ~0U, 0);
+    OpenSources(report, spec.mounts, source_fds.data());
     if (unshare(CLONE_NEWNS | CLONE_NEWUTS) != 0) ChildFail(report, "unshare");
     if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
       ChildFail(report, "make / private");
     }
-    BindAll(report, spec.mounts);
+    BindAll(report, spec.mounts, source_fds.data());
     if (sethostname(spec.hostname.c_str(), spec.hostname.size()) != 0) {
       ChildFail(report, "sethostname");
     }
@@ -175,6 +195,7 @@ StatusOr<pid_t> StartContainer(const ContainerSpec& spec) {
   const std::string workdir = spec.working_dir.empty() ? "/" : spec.working_dir;
   const int log_fd = open(spec.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   const std::vector<BindMount> own_mounts = {spec.termination_log};
+  std::vector<int> own_fds(own_mounts.size(), -1);
   int pipefd[2];
   if (log_fd < 0 || pipe2(pipefd, O_CLOEXEC) != 0) {
     const int err = errno;
@@ -188,6 +209,7 @@ StatusOr<pid_t> StartContainer(const ContainerSpec& spec) {
     const int report = pipefd[1];
     ResetSignals();
     setpgid(0, 0);
+    if (spec.join_pod_mounts) OpenSources(report, own_mounts, own_fds.data());
     for (int i = 0; i < (spec.join_pod_mounts ? 3 : 1); ++i) {
       if (setns(fds[i], types[i]) != 0) ChildFail(report, "setns");
     }
@@ -197,7 +219,7 @@ StatusOr<pid_t> StartContainer(const ContainerSpec& spec) {
       if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
         ChildFail(report, "make / private");
       }
-      BindAll(report, own_mounts);
+      BindAll(report, own_mounts, own_fds.data());
     }
     if (chdir(workdir.c_str()) != 0) ChildFail(report, "chdir workingDir");
     const int devnull = open("/dev/null", O_RDONLY);

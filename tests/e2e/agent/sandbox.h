@@ -3,15 +3,17 @@
 //
 // StartPause forks the pod's "pause" process: it joins the pod's network namespace, unshares a
 // mount and a UTS namespace, makes every mount private (nothing propagates back to the host),
-// bind-mounts the pod's volumes and /etc/hosts, sets the hostname, and then sleeps. Every
+// bind-mounts the pod's own /tmp, its volumes and /etc/hosts, sets the hostname, and then sleeps. Every
 // container process enters those three namespaces (setns), so all containers of a pod share one
 // filesystem view, one hostname and one network stack, and the mounts vanish with the last
 // process of the pod. A container additionally gets its own mount namespace on top (a child of
 // the pod's) only to bind its termination-message file at its terminationMessagePath.
 //
-// Mount targets must exist before the fork (no allocation after fork in a threaded program):
-// EnsureMountTarget creates missing ones on the host and records them in the state dir so the
-// agent removes them on exit.
+// Mount sources are host paths, resolved in the host's mount namespace (cloned as detached trees
+// before the child enters the pod's), so a source under the host's /tmp still works once the
+// pod's /tmp covers it. Mount targets must exist before the fork (no allocation after fork in a
+// threaded program): PodVolumes::Mounts creates missing ones (on the host, recorded in the state
+// dir so the agent removes them on exit; under /tmp, in the pod's own /tmp).
 
 #include <sys/types.h>
 
