@@ -209,6 +209,7 @@ Observed JobCaches::ObserveChildren(const CachedJob& job) const {
       continue;
     }
     NodeVerdict verdict = node_health_->Assess(pod->node_name, now);
+    if (!verdict.lost) verdict = TaintEvictionVerdict(*pod);
     if (verdict.lost) out.lost_nodes.emplace(pod->node_name, std::move(verdict));
   }
   for (const auto& svc : n->services->store().ByIndex(kJobIndex, key)) {

@@ -119,6 +119,20 @@ NodeVerdict Judge(const std::string& name, const kube::Node* node, const kube::L
 
 }  // namespace
 
+NodeVerdict TaintEvictionVerdict(const kube::Pod& pod) {
+  const kube::Condition* c = pod.FindCondition("DisruptionTarget");
+  if (pod.node_name.empty() || c == nullptr || c->status != "True" ||
+      c->reason != "DeletionByTaintManager") {
+    return {};
+  }
+  NodeVerdict v;
+  v.lost = true;
+  v.reason = "NodeTainted";
+  v.message = "node " + pod.node_name + ": the taint manager is deleting pod " + pod.meta.name +
+              " for a NoExecute taint" + (c->message.empty() ? "" : " (" + c->message + ")");
+  return v;
+}
+
 std::optional<api::Time> LeaseDeadline(const kube::Lease& lease, const NodeHealthOptions& options) {
   std::optional<api::Time> renewed = ParseOptionalTime(lease.renew_time);
   if (!renewed) return std::nullopt;

@@ -57,6 +57,13 @@ NodeVerdict AssessNode(const std::string& name, const kube::Node* node, const ku
                        api::Time now, const NodeHealthOptions& options,
                        api::Time leases_fresh_since = api::Time{});
 
+// The verdict a pod's own evidence gives on its node: the taint-eviction controller marks a pod
+// it deletes for its node's NoExecute taint (DisruptionTarget=True, reason
+// DeletionByTaintManager), so the node is tainted even when this operator's Node cache has not
+// delivered the taint yet (two watches, no order between them). Without it a pass woken by the
+// pod saw a plain disruption and neither named nor excluded the node. Not lost otherwise.
+NodeVerdict TaintEvictionVerdict(const kube::Pod& pod);
+
 // A node as the monitor's caches hold it (peer_loss.h corroborates a launcher's report with it).
 struct NodeSnapshot {
   std::optional<kube::Node> node;    // nullopt: no Node object (deleted, or never seen)

@@ -203,7 +203,9 @@ nlohmann::json ConditionsPatch(const CachedJob& job, const api::TrainingJobStatu
           {"status", {{"conditions", std::move(after)}}}};
 }
 
-bool CacheShows(const StatusWrite& written, const api::TrainingJobStatus& cached) {
+bool CacheShows(const StatusWrite& written, const api::TrainingJobStatus& cached,
+                const std::string& cached_rv) {
+  if (!written.replaced_rv.empty() && cached_rv == written.replaced_rv) return false;
   return (!written.finished || IsFinished(cached)) && cached.attempt >= written.attempt;
 }
 
@@ -212,7 +214,7 @@ bool TrainingJobReconciler::StatusCacheBehind(const CachedJob& job) {
   auto it = status_writes_.find(job.meta.uid);
   if (it == status_writes_.end()) return false;
   // Once the cache shows the write, it has caught up with it for good.
-  if (CacheShows(it->second, job.job.status) ||
+  if (CacheShows(it->second, job.job.status, job.meta.resource_version) ||
       clock_.Now() - it->second.when > std::chrono::minutes(1)) {
     status_writes_.erase(it);
     return false;
@@ -220,12 +222,23 @@ bool TrainingJobReconciler::StatusCacheBehind(const CachedJob& job) {
   return true;
 }
 
-void TrainingJobReconciler::NoteStatusWrite(const CachedJob& job, const Plan& plan) {
-  const bool finishes = Finishes(job, plan);
+void TrainingJobReconciler::NoteStatusWrite(const CachedJob& job, const Plan& plan,
+                                            const nlohmann::json& response) {
+  StatusWrite written{clock_.Now(), Finishes(job, plan), plan.status.attempt, ""};
+  const nlohmann::json* meta = response.is_object() && response.contains("metadata")
+                                   ? &response["metadata"]
+                                   : nullptr;
+  const std::string new_rv = meta != nullptr && meta->contains("resourceVersion") &&
+                                     (*meta)["resourceVersion"].is_string()
+                                 ? (*meta)["resourceVersion"].get<std::string>()
+                                 : "";
+  if (!new_rv.empty() && new_rv != job.meta.resource_version) {
+    written.replaced_rv = job.meta.resource_version;
+  }
   const bool restarts = plan.status.attempt > job.job.status.attempt;
-  if (!finishes && !restarts) return;
+  if (!written.finished && !restarts && written.replaced_rv.empty()) return;
   std::lock_guard<std::mutex> lock(status_writes_mu_);
-  status_writes_[job.meta.uid] = {clock_.Now(), finishes, plan.status.attempt};
+  status_writes_[job.meta.uid] = std::move(written);
 }
 
 Status TrainingJobReconciler::PersistStatus(const CachedJob& job, const Plan& plan) {
@@ -240,7 +253,7 @@ Status TrainingJobReconciler::PersistStatus(const CachedJob& job, const Plan& pl
       if (kube::IsInvalid(r.status())) EmitStatusRejected(job, plan, r.status());
       return r.status().WithContext("update status");
     }
-    NoteStatusWrite(job, plan);
+    NoteStatusWrite(job, plan, *r);
   }
   for (const EventSpec& e : plan.events) Emit(job, e);
   RecordMetrics(job, plan);

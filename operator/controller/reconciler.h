@@ -39,12 +39,17 @@ namespace lockstep::controller {
 struct StatusWrite {
   Clock::Steady when{};
   bool finished = false;  // Succeeded or Failed
-  int32_t attempt = 0;    // the attempt written by a restart
+  int32_t attempt = 0;    // the attempt written (the job's attempt, or a restart's next one)
+  // The resourceVersion the write replaced (its precondition): a cached job still at it has not
+  // seen the write. Empty when the write changed nothing (the apiserver kept the version).
+  std::string replaced_rv;
 };
 
-// True when the cached status shows `written`: finished if it was, and the attempt written or a
-// later one (attempts only grow; a finished status is terminal).
-bool CacheShows(const StatusWrite& written, const api::TrainingJobStatus& cached);
+// True when the cached job shows `written`: a resourceVersion other than the one the write
+// replaced, finished if it was, and the attempt written or a later one (attempts only grow; a
+// finished status is terminal).
+bool CacheShows(const StatusWrite& written, const api::TrainingJobStatus& cached,
+                const std::string& cached_rv);
 
 struct ReconcileResult {
   std::optional<std::chrono::seconds> requeue_after;
@@ -92,10 +97,10 @@ class TrainingJobReconciler {
   // Logs each lost report's verdict once, and counts it in lockstep_peer_loss_reports_total.
   void NotePeerLoss(const CachedJob& job, const Plan& plan);
 
-  // The job's cache has not caught up with the finished status or the restart this controller
-  // wrote (see status_writes_). Forgets entries once the cache shows them, or after a minute.
+  // The job's cache has not caught up with the last status this controller wrote (see
+  // status_writes_). Forgets entries once the cache shows them, or after a minute.
   bool StatusCacheBehind(const CachedJob& job);
-  void NoteStatusWrite(const CachedJob& job, const Plan& plan);
+  void NoteStatusWrite(const CachedJob& job, const Plan& plan, const nlohmann::json& response);
 
   kube::RestClient& client_;
   const JobCaches& caches_;
@@ -117,8 +122,13 @@ class TrainingJobReconciler {
   //    the pod watch can report them gone before the job watch reports the finished status,
   //    and a pass on that stale job would create the attempt's pods again;
   //  - a restart (attempt N+1): a pass on the stale job (attempt N) sees the new attempt's pods
-  //    as stale and deletes them (issue 18: "attempt 3 never ran").
-  // Until the cache shows the write, passes wait for it.
+  //    as stale and deletes them (issue 18: "attempt 3 never ran");
+  //  - any other write: a pass on the job as it was before the write computes from a status
+  //    that is gone, and its own status write, preconditioned on the old resourceVersion, can
+  //    only be refused (409). Such passes were ~2 of a gang's ~4 status PATCHes in a burst (the
+  //    pod watch woke the job before the job watch delivered its previous write).
+  // Until the cache shows the write, passes wait for it (the job watch's event for the write
+  // wakes the job; a requeue after a second in case it does not).
   std::mutex status_writes_mu_;
   std::map<std::string, StatusWrite> status_writes_;
 };

@@ -49,12 +49,16 @@ bool EvictedAtOnce(const kube::Pod& pod, const std::vector<kube::Taint>& no_exec
   });
 }
 
-// Its DisruptionTarget condition and deletion: that controller's delete was accepted, and it
-// does nothing more for this pod.
-bool TaintEvictionDone(const kube::Pod& pod) {
+// That controller marked the pod (DisruptionTarget, before its delete): it deletes it next.
+bool MarkedByTaintEviction(const kube::Pod& pod) {
   const kube::Condition* c = pod.FindCondition("DisruptionTarget");
-  return pod.meta.deletion_timestamp && c != nullptr && c->status == "True" &&
-         c->reason == "DeletionByTaintManager";
+  return c != nullptr && c->status == "True" && c->reason == "DeletionByTaintManager";
+}
+
+// Marked and being deleted: that controller's delete was accepted, and it does nothing more for
+// this pod.
+bool TaintEvictionDone(const kube::Pod& pod) {
+  return pod.meta.deletion_timestamp && MarkedByTaintEviction(pod);
 }
 
 // The taint-eviction controller (kube-controller-manager) deletes by name: it reads the pod, adds
@@ -69,7 +73,10 @@ constexpr seconds kTaintEvictionWait{10};
 bool LeftToTaintEviction(Pass& p, const kube::Pod& pod) {
   if (pod.node_name.empty() || TaintEvictionDone(pod)) return false;
   auto it = p.observed.lost_nodes.find(pod.node_name);
-  if (it == p.observed.lost_nodes.end() || !EvictedAtOnce(pod, it->second.no_execute_taints)) {
+  // A pod it marked is its to delete even when the node's taint is not in this operator's cache
+  // yet (the verdict then came from the mark: node_health.h TaintEvictionVerdict).
+  if (it == p.observed.lost_nodes.end() ||
+      !(EvictedAtOnce(pod, it->second.no_execute_taints) || MarkedByTaintEviction(pod))) {
     return false;
   }
   const std::optional<api::LastRestart>& last = p.status().last_restart;

@@ -212,6 +212,30 @@ TEST(AssessNodeTaintsTest, ALostNodesVerdictCarriesItsNoExecuteTaints) {
   EXPECT_TRUE(AssessNode("gpu-node-1", &healthy, &kFresh, kNow, options).no_execute_taints.empty());
 }
 
+// A pod the taint-eviction controller marked names its node tainted before the Node cache shows
+// the taint; any other pod, or a mark with another reason, says nothing about its node.
+TEST(TaintEvictionVerdictTest, OnlyTheTaintManagersMarkNamesTheNode) {
+  kube::Pod pod;
+  pod.meta.name = "job-worker-0";
+  pod.node_name = "gpu-node-1";
+  EXPECT_FALSE(TaintEvictionVerdict(pod).lost);
+  pod.conditions.push_back({"DisruptionTarget", "True", "DeletionByTaintManager",
+                            "Taint manager: deleting due to NoExecute taint", "", ""});
+  const NodeVerdict v = TaintEvictionVerdict(pod);
+  EXPECT_TRUE(v.lost);
+  EXPECT_EQ(v.reason, "NodeTainted");
+  EXPECT_NE(v.message.find("node gpu-node-1"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("job-worker-0"), std::string::npos) << v.message;
+  pod.conditions[0].reason = "EvictionByEvictionAPI";
+  EXPECT_FALSE(TaintEvictionVerdict(pod).lost);
+  pod.conditions[0].reason = "DeletionByTaintManager";
+  pod.conditions[0].status = "False";
+  EXPECT_FALSE(TaintEvictionVerdict(pod).lost);
+  pod.conditions[0].status = "True";
+  pod.node_name.clear();
+  EXPECT_FALSE(TaintEvictionVerdict(pod).lost);
+}
+
 TEST(LeaseDeadlineTest, RenewTimePlusGrace) {
   NodeHealthOptions options;
   options.lease_grace = seconds(3);

@@ -247,6 +247,27 @@ TEST(RestartPlanTest, APodTheTaintManagerEvictsIsLeftToItUntilItsDeleteIsAccepte
   EXPECT_EQ(plan.pod_deletes[0].grace_period_seconds, 0);
 }
 
+// The node's taint not in the cache yet, the loss known from the taint manager's mark on the pod
+// (TaintEvictionVerdict, no taints in the verdict): the marked pod is still that controller's to
+// delete, and the restart names the node and excludes it.
+TEST(RestartPlanTest, APodMarkedByTheTaintManagerIsLeftToItWhenTheTaintIsNotCachedYet) {
+  kube::Pod w0 = Pod("worker", 0, "Running", "node-bad");
+  w0.conditions.push_back(kube::Condition{"DisruptionTarget", "True", "DeletionByTaintManager",
+                                          "Taint manager: deleting due to NoExecute taint", "",
+                                          ""});
+  const kube::Pod w1 = Pod("worker", 1, "Running", "node-ok");
+  const NodeVerdict from_mark = TaintEvictionVerdict(w0);
+  ASSERT_TRUE(from_mark.lost);
+  const Plan plan = RunPass(Started(), {w0, w1}, T0(), {{"node-bad", from_mark}});
+  ASSERT_EQ(plan.status.attempt, 1);
+  ASSERT_TRUE(plan.status.last_restart.has_value());
+  EXPECT_EQ(plan.status.last_restart->reason, "NodeTainted");
+  ASSERT_EQ(plan.status.excluded_nodes.size(), 1u);
+  EXPECT_EQ(plan.status.excluded_nodes[0].name, "node-bad");
+  ASSERT_EQ(plan.pod_deletes.size(), 1u);
+  EXPECT_EQ(plan.pod_deletes[0].name, "job-worker-1");
+}
+
 TEST(RestartPlanTest, APodThatToleratesTheTaintForAWhileIsDeletedAtOnce) {
   NodeVerdict tainted = LostNode("NodeTainted", "node node-bad: tainted hw=xid:NoExecute");
   tainted.no_execute_taints = {kube::Taint{"hw", "xid", "NoExecute", ""}};

@@ -33,16 +33,30 @@ TEST(StatusPatchTest, CarriesTheResourceVersionAndNullsRemovedFields) {
 TEST(CacheShowsTest, TheAttemptAndTheFinishedStatusThisControllerWrote) {
   api::TrainingJobStatus cached;
   cached.attempt = 2;
-  EXPECT_FALSE(CacheShows({{}, false, 3}, cached));
+  EXPECT_FALSE(CacheShows({{}, false, 3, ""}, cached, "7"));
   cached.attempt = 3;
-  EXPECT_TRUE(CacheShows({{}, false, 3}, cached));
+  EXPECT_TRUE(CacheShows({{}, false, 3, ""}, cached, "7"));
   cached.attempt = 4;
-  EXPECT_TRUE(CacheShows({{}, false, 3}, cached));
-  EXPECT_FALSE(CacheShows({{}, true, 3}, cached));  // the finished status not seen yet
+  EXPECT_TRUE(CacheShows({{}, false, 3, ""}, cached, "7"));
+  EXPECT_FALSE(CacheShows({{}, true, 3, ""}, cached, "7"));  // the finished status not seen yet
   cached.state = api::JobState::kFailed;
   cached.conditions.push_back({std::string(api::kConditionFailed), api::ConditionStatus::kTrue,
                                0, testing::T0(), "MaxRestartsExceeded", "m"});
-  EXPECT_TRUE(CacheShows({{}, true, 3}, cached));
+  EXPECT_TRUE(CacheShows({{}, true, 3, ""}, cached, "7"));
+}
+
+// A cached job still at the resourceVersion this controller's last status write replaced has
+// not seen that write, whatever it wrote: a pass on it would compute from a status that is gone
+// and its write could only be refused (409). Any other version has seen it (versions are
+// opaque: equality is all that is compared).
+TEST(CacheShowsTest, TheResourceVersionTheLastWriteReplaced) {
+  api::TrainingJobStatus cached;
+  cached.attempt = 1;
+  EXPECT_FALSE(CacheShows({{}, false, 1, "41"}, cached, "41"));
+  EXPECT_TRUE(CacheShows({{}, false, 1, "41"}, cached, "42"));
+  EXPECT_TRUE(CacheShows({{}, false, 1, "41"}, cached, "40000"));
+  EXPECT_TRUE(CacheShows({{}, false, 1, ""}, cached, "41"));  // the write changed nothing
+  EXPECT_FALSE(CacheShows({{}, false, 2, "41"}, cached, "42"));  // a newer version, same attempt
 }
 
 }  // namespace
