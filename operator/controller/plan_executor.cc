@@ -228,14 +228,25 @@ void PlanExecutor::DeleteCreated(const CachedJob& job, const std::vector<nlohman
 }
 
 Status PlanExecutor::DeletePods(const CachedJob& job, const Plan& plan) {
+  const size_t total =
+      std::min<size_t>(plan.pod_deletes.size(), static_cast<size_t>(kMaxDeletesPerPass));
   Status first_error;
-  int issued = 0;
-  for (const PodDeletion& d : plan.pod_deletes) {
-    if (issued++ >= kMaxDeletesPerPass) break;
-    const Status deleted = DeletePod(job, d.name, d.uid, d.grace_period_seconds);
-    if (deleted.ok()) continue;
-    first_error = deleted.WithContext("delete pod " + d.name);
-    break;
+  for (size_t start = 0; start < total && first_error.ok(); start += kDeleteBatch) {
+    const size_t end = std::min(total, start + kDeleteBatch);
+    std::vector<std::future<Status>> calls;
+    for (size_t i = start; i < end; ++i) {
+      calls.push_back(std::async(std::launch::async, [this, &job, &plan, i] {
+        const PodDeletion& d = plan.pod_deletes[i];
+        return DeletePod(job, d.name, d.uid, d.grace_period_seconds);
+      }));
+    }
+    // Every call is waited for (the futures' threads use `this`), then the first error kept.
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const Status deleted = calls[i].get();
+      if (!deleted.ok() && first_error.ok()) {
+        first_error = deleted.WithContext("delete pod " + plan.pod_deletes[start + i].name);
+      }
+    }
   }
   return first_error;
 }

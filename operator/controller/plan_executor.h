@@ -3,8 +3,8 @@
 // nothing else. Bounded: the Service, the rendezvous Secret and the NetworkPolicy (at once), then
 // pods in slow-start batches (kFirstCreateBatch, then doubling, at most kMaxCreatesPerPass,
 // parallel within a batch) that stop at the first error,
-// then deletes with a uid precondition (at most kMaxDeletesPerPass) that stop at the first error
-// other than "already gone". Expectations are raised before every create and delete and lowered
+// then deletes with a uid precondition (at most kMaxDeletesPerPass, kDeleteBatch at once) that
+// stop after the batch with the first error other than "already gone". Expectations are raised before every create and delete and lowered
 // for each write that failed, so a pod that will never be observed does not hold the job back.
 // A failed create is reported as a FailedCreate event. Then the writes to the job's Kueue
 // Workload. The TTL deletion of a finished job replaces all of it.
@@ -14,8 +14,8 @@
 // precondition, expectations raised) and the error returned, so the next pass decides again. A
 // placer that says no leaves the pods to be created unplaced, as without one.
 //
-// Thread-compatible: one pass at a time per job (the work queue's guarantee); creates within a
-// batch run on their own threads.
+// Thread-compatible: one pass at a time per job (the work queue's guarantee); creates and
+// deletes within a batch run on their own threads.
 
 #include <optional>
 #include <utility>
@@ -36,6 +36,13 @@ namespace lockstep::controller {
 // (a job's first pass is latency-bound: bench/peers); a failing webhook or quota still costs at
 // most 8 refused creates per pass, and the work queue backs the job off.
 inline constexpr size_t kFirstCreateBatch = 8;
+
+// Deletes issued at once. A gang's pods are deleted together so that every launcher gets its
+// SIGTERM at about the same time: deleted one after another, a slow DELETE of the first (2 s,
+// under load) let rank 0's launcher stop and close the rendezvous server before the next pod's
+// deletion was even sent, and that pod's launcher, never signalled, fenced its ranks with
+// SIGKILL instead of stopping them gracefully (framework_graceful_stop_e2e_test, suspend).
+inline constexpr size_t kDeleteBatch = 32;
 
 class PlanExecutor {
  public:

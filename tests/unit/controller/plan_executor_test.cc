@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <condition_variable>
 #include <set>
@@ -166,32 +167,60 @@ TEST_F(PlanExecutorTest, AtMostTheCapIsCreatedInOnePass) {
   EXPECT_EQ(Created().size(), static_cast<size_t>(kMaxCreatesPerPass));
 }
 
-// Deletes carry the pod's uid and its grace period; a pod already gone (NotFound) or replaced
-// (Conflict on the uid) is done; any other error stops the deletes.
-TEST_F(PlanExecutorTest, DeletesArePreconditionedAndStopAtARealError) {
+// Deletes carry the pod's uid and its grace period and go out together (a gang's launchers get
+// their SIGTERMs at about the same time); a pod already gone (NotFound) or replaced (Conflict on
+// the uid) is done; any other error is returned, naming the pod.
+TEST_F(PlanExecutorTest, DeletesArePreconditionedSentTogetherAndReportARealError) {
   Plan plan;
   plan.pod_deletes = {{"job-worker-0", "uid-0", 0},
                       {"job-worker-1", "uid-1", std::nullopt},
                       {"job-worker-2", "uid-2", std::nullopt},
                       {"job-worker-3", "uid-3", std::nullopt},
                       {"job-worker-4", "uid-4", std::nullopt}};
-  transport_->Push(kube::Response{200, "{}", ""});
-  transport_->Push(ApiStatus(404, "NotFound"));
-  transport_->Push(ApiStatus(409, "Conflict", "the uid precondition failed"));
-  transport_->Push(ApiStatus(500, "InternalError", "etcd"));
+  transport_->SetHandler([](const kube::Request& r) -> StatusOr<kube::Response> {
+    if (r.path == std::string(kPods) + "/job-worker-1") return ApiStatus(404, "NotFound");
+    if (r.path == std::string(kPods) + "/job-worker-2") {
+      return ApiStatus(409, "Conflict", "the uid precondition failed");
+    }
+    if (r.path == std::string(kPods) + "/job-worker-3") {
+      return ApiStatus(500, "InternalError", "etcd");
+    }
+    return kube::Response{200, "{}", ""};
+  });
   const Status s = executor_.Act(job_, plan);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("delete pod job-worker-3"), std::string::npos) << s;
-  const std::vector<kube::Request> deletes = transport_->RequestsTo("DELETE", kPods);
-  ASSERT_EQ(deletes.size(), 4u);  // job-worker-4 is left for the next pass
-  const json first = json::parse(deletes[0].body);
-  EXPECT_EQ(first["preconditions"]["uid"], "uid-0");
-  EXPECT_EQ(first["gracePeriodSeconds"], 0);  // a pod on a lost node is force-deleted
-  EXPECT_FALSE(json::parse(deletes[1].body).contains("gracePeriodSeconds"));
-  // Awaited: only the delete that succeeded (uid-0); the failed ones will never be observed.
+  std::map<std::string, json> bodies;
+  for (const kube::Request& r : transport_->RequestsTo("DELETE", kPods)) {
+    bodies[r.path.substr(r.path.rfind('/') + 1)] = json::parse(r.body);
+  }
+  ASSERT_EQ(bodies.size(), 5u);  // one batch: all sent
+  EXPECT_EQ(bodies["job-worker-0"]["preconditions"]["uid"], "uid-0");
+  EXPECT_EQ(bodies["job-worker-0"]["gracePeriodSeconds"], 0);  // a pod on a lost node
+  EXPECT_FALSE(bodies["job-worker-1"].contains("gracePeriodSeconds"));
+  // Awaited: only the deletes that succeeded; the failed ones will never be observed.
   EXPECT_FALSE(expectations_.Satisfied("ns/job"));
   expectations_.DeletionObserved("ns/job", "uid-0");
+  EXPECT_FALSE(expectations_.Satisfied("ns/job"));
+  expectations_.DeletionObserved("ns/job", "uid-4");
   EXPECT_TRUE(expectations_.Satisfied("ns/job"));
+}
+
+// More deletes than one batch: a real error in a batch leaves the later batches for the next pass.
+TEST_F(PlanExecutorTest, ARealDeleteErrorStopsTheLaterBatches) {
+  Plan plan;
+  for (size_t i = 0; i < kDeleteBatch + 8; ++i) {
+    plan.pod_deletes.push_back({"job-worker-" + std::to_string(i), "uid-" + std::to_string(i),
+                                std::nullopt});
+  }
+  transport_->SetHandler([](const kube::Request& r) -> StatusOr<kube::Response> {
+    if (r.path == std::string(kPods) + "/job-worker-1") {
+      return ApiStatus(500, "InternalError", "etcd");
+    }
+    return kube::Response{200, "{}", ""};
+  });
+  EXPECT_FALSE(executor_.Act(job_, plan).ok());
+  EXPECT_EQ(transport_->RequestsTo("DELETE", kPods).size(), kDeleteBatch);
 }
 
 TEST_F(PlanExecutorTest, AnExpiredTtlDeletesTheJobAndNothingElse) {
