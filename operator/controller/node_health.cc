@@ -119,12 +119,14 @@ NodeVerdict Judge(const std::string& name, const kube::Node* node, const kube::L
 
 }  // namespace
 
-NodeVerdict TaintEvictionVerdict(const kube::Pod& pod) {
+bool MarkedByTaintEviction(const kube::Pod& pod) {
   const kube::Condition* c = pod.FindCondition("DisruptionTarget");
-  if (pod.node_name.empty() || c == nullptr || c->status != "True" ||
-      c->reason != "DeletionByTaintManager") {
-    return {};
-  }
+  return c != nullptr && c->status == "True" && c->reason == "DeletionByTaintManager";
+}
+
+NodeVerdict TaintEvictionVerdict(const kube::Pod& pod) {
+  if (pod.node_name.empty() || !MarkedByTaintEviction(pod)) return {};
+  const kube::Condition* c = pod.FindCondition("DisruptionTarget");
   NodeVerdict v;
   v.lost = true;
   v.reason = "NodeTainted";

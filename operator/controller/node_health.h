@@ -57,6 +57,10 @@ NodeVerdict AssessNode(const std::string& name, const kube::Node* node, const ku
                        api::Time now, const NodeHealthOptions& options,
                        api::Time leases_fresh_since = api::Time{});
 
+// The taint-eviction controller marked the pod (DisruptionTarget=True, reason
+// DeletionByTaintManager) before deleting it for its node's NoExecute taint.
+bool MarkedByTaintEviction(const kube::Pod& pod);
+
 // The verdict a pod's own evidence gives on its node: the taint-eviction controller marks a pod
 // it deletes for its node's NoExecute taint (DisruptionTarget=True, reason
 // DeletionByTaintManager), so the node is tainted even when this operator's Node cache has not

@@ -225,14 +225,9 @@ bool TrainingJobReconciler::StatusCacheBehind(const CachedJob& job) {
 void TrainingJobReconciler::NoteStatusWrite(const CachedJob& job, const Plan& plan,
                                             const nlohmann::json& response) {
   StatusWrite written{clock_.Now(), Finishes(job, plan), plan.status.attempt, ""};
-  const nlohmann::json* meta = response.is_object() && response.contains("metadata")
-                                   ? &response["metadata"]
-                                   : nullptr;
-  const std::string new_rv = meta != nullptr && meta->contains("resourceVersion") &&
-                                     (*meta)["resourceVersion"].is_string()
-                                 ? (*meta)["resourceVersion"].get<std::string>()
-                                 : "";
-  if (!new_rv.empty() && new_rv != job.meta.resource_version) {
+  const StatusOr<kube::ObjectMeta> written_meta = kube::DecodeObjectMeta(response);
+  if (written_meta.ok() && !written_meta->resource_version.empty() &&
+      written_meta->resource_version != job.meta.resource_version) {
     written.replaced_rv = job.meta.resource_version;
   }
   const bool restarts = plan.status.attempt > job.job.status.attempt;

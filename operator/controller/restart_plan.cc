@@ -6,6 +6,7 @@
 #include "operator/api/children.h"
 #include "operator/api/enums.h"
 #include "operator/controller/inplace_policy.h"
+#include "operator/controller/node_health.h"
 #include "operator/controller/peer_loss.h"
 
 namespace lockstep::controller {
@@ -49,13 +50,7 @@ bool EvictedAtOnce(const kube::Pod& pod, const std::vector<kube::Taint>& no_exec
   });
 }
 
-// That controller marked the pod (DisruptionTarget, before its delete): it deletes it next.
-bool MarkedByTaintEviction(const kube::Pod& pod) {
-  const kube::Condition* c = pod.FindCondition("DisruptionTarget");
-  return c != nullptr && c->status == "True" && c->reason == "DeletionByTaintManager";
-}
-
-// Marked and being deleted: that controller's delete was accepted, and it does nothing more for
+// Marked (node_health.h MarkedByTaintEviction) and being deleted: that controller's delete was accepted, and it does nothing more for
 // this pod.
 bool TaintEvictionDone(const kube::Pod& pod) {
   return pod.meta.deletion_timestamp && MarkedByTaintEviction(pod);

@@ -341,8 +341,8 @@ StatusOr<std::vector<BindMount>> PodVolumes::Mounts(
     const bool file = !fs::is_directory(mount.source, ec);
     if (private_tmp && target.rfind("/tmp/", 0) == 0) {
       LS_RETURN_IF_ERROR(EnsurePathIn(own_tmp, target.substr(4), file));
-    } else if (target != "/tmp" || !private_tmp) {
-      LS_RETURN_IF_ERROR(state_.EnsurePath(target, file));
+    } else {
+      LS_RETURN_IF_ERROR(state_.EnsurePath(target, file));  // "/tmp" itself exists: a no-op
     }
     mounts.push_back(mount);  // std::map order: a parent path sorts before its children
   }
