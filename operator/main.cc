@@ -7,11 +7,14 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/malloc_arenas.h"
 #include "operator/app/app.h"
 #include "operator/app/options.h"
 
 int main(int argc, char** argv) {
   using lockstep::app::OperatorApp;
+  // Before any thread exists (common/malloc_arenas.h: why two).
+  const std::string arenas = lockstep::CapMallocArenas(2);
   std::vector<std::string> args(argv + 1, argv + argc);
   auto options = lockstep::app::ParseFlags(args);
   if (!options.ok()) {
@@ -25,6 +28,7 @@ int main(int argc, char** argv) {
   }
   lockstep::log::SetFormat(options->log_format);
   lockstep::log::SetComponent("operator");
+  lockstep::log::Info("malloc arenas", {{"max", arenas}});
 
   // Every thread inherits this mask, so SIGTERM/SIGINT reach only the sigwait below.
   sigset_t signals;

@@ -30,6 +30,8 @@ def draw(res, out, also_to=""):
         ax.grid(alpha=0.3)
         ax.legend()
         files.append(save(fig, out, "burst-cdf.png"))
+    if any("writes" in r.get("burst", {}) for r in systems.values()):
+        files.append(writes_chart(res, out))
     if any("contention" in r for r in systems.values()):
         fig, ax = plt.subplots(figsize=(7, 4.2))
         for k, r in systems.items():
@@ -47,6 +49,48 @@ def draw(res, out, also_to=""):
         for f in files:
             shutil.copy(f, also_to)
     return files
+
+
+# What each API write is for, so the bars read as the cost of a feature, not a list of resources.
+WRITE_GROUPS = [
+    ("pod creates", ("POST pods",)),
+    ("binds", ("POST pods/binding",)),
+    ("pod status (kwok, the kubelet's part)", ("PATCH pods/status", "PUT pods/status")),
+    ("Service endpoints (written by the cluster)", ("endpoints", "endpointslices")),
+    ("events", ("events",)),
+]
+
+
+def write_group(kind):
+    verb_resource = kind.split(" (")[0]
+    for name, keys in WRITE_GROUPS:
+        if verb_resource in keys or verb_resource.split(" ")[-1] in keys:
+            return name
+    return "the system's own objects and status"
+
+
+def writes_chart(res, out):
+    """Stacked bars: the API server's writes per job over each burst window, by purpose."""
+    rows = [(k, r["burst"]["writes"]) for k, r in res["systems"].items()
+            if "writes" in r.get("burst", {})]
+    rows += [(f"{k} ceiling", runs[0]["writes"]) for k, runs in res.get("ceiling", {}).items()
+             if runs and "writes" in runs[0]]
+    groups = [g for g, _ in WRITE_GROUPS] + ["the system's own objects and status"]
+    fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(rows) + 2.2))
+    left = [0.0] * len(rows)
+    for g in groups:
+        widths = [sum(n for kind, n in w["by"].items() if write_group(kind) == g) / w["jobs"]
+                  for _, w in rows]
+        ax.barh([name for name, _ in rows], widths, left=left, label=g)
+        left = [a + b for a, b in zip(left, widths)]
+    for i, (_, w) in enumerate(rows):
+        ax.text(left[i] + 0.5, i, f"{w['per_job']}", va="center", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("API server writes per job during the burst (node heartbeats apart)")
+    ax.set_title("What each system asks of the shared API server")
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize=7, loc="lower right")
+    return save(fig, out, "burst-writes.png")
 
 
 def save(fig, out, name):

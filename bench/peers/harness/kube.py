@@ -76,6 +76,19 @@ class Kube:
             raise ApiError(resp.status, raw.decode(errors="replace"))
         return json.loads(raw) if raw else None
 
+    def get_text(self, path):
+        """A GET whose answer is text (the API server's /metrics)."""
+        conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=60)
+        try:
+            conn.request("GET", path, headers={"Accept": "text/plain"})
+            resp = conn.getresponse()
+            raw = resp.read()
+        finally:
+            conn.close()
+        if resp.status != 200:
+            raise ApiError(resp.status, raw.decode(errors="replace"))
+        return raw.decode()
+
     def create(self, path, obj):
         return self.request("POST", path, obj)
 

@@ -21,6 +21,8 @@ def lines(res):
             cost = b.get("cost", {})
             parts.append("cost " + ", ".join(f"{n} {c['cpu_s']} CPU-s {c['peak_rss_mb']} MB"
                                              for n, c in cost.items()))
+            if "writes" in b:
+                parts.append(f"{b['writes']['per_job']} API writes per job")
         for v in ("nodeloss_default", "nodeloss_tuned"):
             if v in r and "recovery_s" in r[v]:
                 got = r[v]["recovery_s"]
@@ -44,6 +46,22 @@ def lines(res):
     if summary:
         out.append(("quick: " if res.get("quick") else "summary: ") + " ".join(summary))
     return "\n".join(out)
+
+
+def writes_table(res, top=8):
+    """The API server's writes over each burst window (census.py), per job, heartbeats apart."""
+    rows = [(k, r["burst"]["writes"]) for k, r in res["systems"].items()
+            if "writes" in r.get("burst", {})]
+    rows += [(f"{k} ceiling", runs[0]["writes"]) for k, runs in res.get("ceiling", {}).items()
+             if runs and "writes" in runs[0]]
+    if not rows:
+        return []
+    t = ["| system | API writes per job | the largest kinds, per job | heartbeats in the window |",
+         "|---|---:|---|---:|"]
+    for name, w in rows:
+        kinds = ", ".join(f"{kind} {n / w['jobs']:.1f}" for kind, n in list(w["by"].items())[:top])
+        t.append(f"| {name} | {w['per_job']} | {kinds} | {w['heartbeats']} |")
+    return t + [""]
 
 
 def tables(res):
@@ -70,6 +88,7 @@ def tables(res):
             for n, c in r.get("burst", {}).get("cost", {}).items():
                 t.append(f"| {k} | {n} | {c['cpu_s']} | {c['peak_rss_mb']} |")
         t.append("")
+        t += writes_table(res)
     if any("contention" in r for r in s.values()):
         t += ["| system | makespan s | finished | deadlocked | partial-gang GPU-s | peak partial gangs |"
               " makespan / L's |", "|---|---:|---:|---:|---:|---:|---:|"]

@@ -4,6 +4,7 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from . import census
 from . import cost as costlib
 from . import kube as kubelib
 from . import raw as rawlib
@@ -59,17 +60,20 @@ def burst(cluster, system, workload, timeout):
     tracker = Tracker(cluster.api, ns, system.job_of, workload.pods)
     tracker.start()
     sampler = costlib.CostSampler(system.pids())
+    writes_before = census.snapshot(cluster.api)
     t0 = time.time()
     sent = create_jobs(cluster, system, workload, ns)
     done = tracker.wait_all_running(list(sent), timeout)
+    writes = census.window(writes_before, census.snapshot(cluster.api), workload.jobs)
     cost = sampler.finish()
     tracker.close()
     system.evidence(f"burst-{workload.jobs}")
     ttr = [tracker.all_running[j] - sent[j] for j in sent if j in tracker.all_running]
     out = summarize(ttr, t0, done)
-    out.update(cost=cost, cost_series=sampler.series, jobs=workload.jobs)
+    out.update(cost=cost, cost_series=sampler.series, jobs=workload.jobs, writes=writes)
     log(f"{system.key} burst: p50 {fmt(out['p50'])} p95 {fmt(out['p95'])} max {fmt(out['max'])}"
-        f" all {fmt(out['all_running_s'])} ({len(ttr)}/{workload.jobs} jobs running)")
+        f" all {fmt(out['all_running_s'])} ({len(ttr)}/{workload.jobs} jobs running),"
+        f" {writes['per_job']} API writes per job")
     cluster.delete_namespace(ns)
     return out
 
@@ -82,14 +86,17 @@ def ceiling(cluster, workload, one_write, timeout):
     tracker = Tracker(cluster.api, ns, rawlib.job_of, workload.pods)
     tracker.start()
     nodes = cluster.node_names()
+    writes_before = census.snapshot(cluster.api)
     t0, procs = rawlib.create_and_bind(cluster.kubeconfig, ns, nodes, workload.jobs,
                                        workload.pods, workload.gpus, one_write)
     rawlib.join(procs)
     jobs = [f"raw-{j:04d}" for j in range(workload.jobs)]
     done = tracker.wait_all_running(jobs, timeout)
+    writes = census.window(writes_before, census.snapshot(cluster.api), workload.jobs)
     tracker.close()
     ttr = [tracker.all_running[j] - t0 for j in jobs if j in tracker.all_running]
     out = summarize(ttr, t0, done)
+    out["writes"] = writes
     out["pods_per_s"] = workload.jobs * workload.pods / out["all_running_s"] if done else None
     log(f"{key} ceiling: p50 {fmt(out['p50'])} all {fmt(out['all_running_s'])}"
         f" ({fmt(out['pods_per_s'])} pods/s)")
