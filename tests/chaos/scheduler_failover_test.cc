@@ -1,6 +1,11 @@
-// Two operators with leader election; the leader's gang scheduler is SIGKILLed while it binds
-// gangs (a low bind rate keeps it binding for seconds, and the kill waits until some gang is
-// partly bound). The standby takes over and every gang ends bound whole, no pod bound twice.
+// Two operators with leader election; the leader is SIGKILLed while it places a round of gangs,
+// as soon as some gang is seen partly placed. A gang gets its nodes one of two ways, one test each:
+//   - bound: pods created unplaced and bound by the gang scheduler (--create-placed=false), at 4
+//     binds a second, so the kill lands mid-bind;
+//   - created placed (the default): every pod created with spec.nodeName, at 4 requests a second
+//     (--qps=4), so the kill lands with part of a gang created. Without the low rate a gang's
+//     creates take milliseconds and the kill would only sometimes find one partly placed.
+// The standby takes over and every gang ends placed whole, no pod bound twice.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -35,18 +40,24 @@ Binding ReadBinding(kube::RestClient& client, const std::string& ns,
   return b;
 }
 
-class SchedulerFailoverChaosTest : public ChaosTest {};
+class SchedulerFailoverChaosTest : public ChaosTest {
+ protected:
+  // `figure`: the CHAOS-FIGURE's name (and the namespace's, after "chaos-"); `rate_flags`: what
+  // slows the placing down; `how`: the figure's words for the kill.
+  void KillLeadersWhilePlacing(const std::string& figure, const std::vector<std::string>& rate_flags,
+                               const std::string& how);
+};
 
-TEST_F(SchedulerFailoverChaosTest, KillingTheLeaderMidBindLeavesNoPodBoundTwiceAndNoPartialGang) {
+void SchedulerFailoverChaosTest::KillLeadersWhilePlacing(
+    const std::string& figure, const std::vector<std::string>& rate_flags, const std::string& how) {
   const Scale scale = ChaosScale();
   ASSERT_NO_FATAL_FAILURE(
-      Prepare("chaos-failover", (scale.failover_rounds * kGangsPerRound * kReplicas + 7) / 8));
+      Prepare("chaos-" + figure, (scale.failover_rounds * kGangsPerRound * kReplicas + 7) / 8));
   kube::RestClient& client = this->client();
 
-  // 4 binds a second: a round's 36 pods take about 9 s to bind.
-  const std::vector<std::string> args = {"--gang-scheduler=true", "--leader-elect",
-                                         "--leader-election-namespace=" + ns(), "--scheduler-qps=4",
-                                         "--scheduler-burst=1"};
+  std::vector<std::string> args = {"--gang-scheduler=true", "--leader-elect",
+                                   "--leader-election-namespace=" + ns()};
+  args.insert(args.end(), rate_flags.begin(), rate_flags.end());
   std::vector<std::unique_ptr<OperatorProcess>> ops;
   for (int i = 0; i < 2; ++i) {
     ops.push_back(std::make_unique<OperatorProcess>(std::vector<std::string>{ns()}, args));
@@ -68,11 +79,11 @@ TEST_F(SchedulerFailoverChaosTest, KillingTheLeaderMidBindLeavesNoPodBoundTwiceA
         seconds(60)));
     std::vector<std::string> round_jobs;
     for (int i = 0; i < kGangsPerRound; ++i) {
-      const std::string name = "r" + std::to_string(round) + "-gang-" + std::to_string(i);
+      const std::string job = "r" + std::to_string(round) + "-gang-" + std::to_string(i);
       ASSERT_TRUE(
-          client.Create(kube::resources::TrainingJobs(), ns(), ChaosJob(name, kReplicas, pool()))
+          client.Create(kube::resources::TrainingJobs(), ns(), ChaosJob(job, kReplicas, pool()))
               .ok());
-      round_jobs.push_back(name);
+      round_jobs.push_back(job);
     }
     Binding at_kill;
     ASSERT_TRUE(kube::testing::WaitFor(
@@ -81,7 +92,7 @@ TEST_F(SchedulerFailoverChaosTest, KillingTheLeaderMidBindLeavesNoPodBoundTwiceA
           return at_kill.partial > 0;
         },
         seconds(60), milliseconds(20)))
-        << "no gang was ever seen partly bound; log " << leader->log_path();
+        << "no gang was ever seen partly placed; log " << leader->log_path();
     leader->Kill(SIGKILL);
     partial_at_kills += at_kill.partial;
     bound_at_kills += at_kill.total;
@@ -102,8 +113,8 @@ TEST_F(SchedulerFailoverChaosTest, KillingTheLeaderMidBindLeavesNoPodBoundTwiceA
   const Binding end = ReadBinding(client, ns(), jobs);
   EXPECT_EQ(end.partial, 0);
   const PodCreations pods = CheckHistory();
-  Figure("failover",
-         std::to_string(scale.failover_rounds) + " scheduler leaders SIGKILLed mid-bind (" +
+  Figure(figure,
+         std::to_string(scale.failover_rounds) + " leaders SIGKILLed " + how + " (" +
              std::to_string(partial_at_kills) + " gangs partly bound, " +
              std::to_string(bound_at_kills) + " pods bound at the kills); " +
              std::to_string(jobs.size()) + " gangs of " + std::to_string(kReplicas) + ", " +
@@ -113,6 +124,20 @@ TEST_F(SchedulerFailoverChaosTest, KillingTheLeaderMidBindLeavesNoPodBoundTwiceA
     op->Kill(SIGTERM);
     EXPECT_EQ(op->last_exit(), 0) << op->log_path();
   }
+}
+
+// 4 binds a second: a round's 36 pods take about 9 s to bind.
+TEST_F(SchedulerFailoverChaosTest, KillingTheLeaderMidBindLeavesNoPodBoundTwiceAndNoPartialGang) {
+  KillLeadersWhilePlacing("failover",
+                          {"--create-placed=false", "--scheduler-qps=4", "--scheduler-burst=1"},
+                          "mid-bind");
+}
+
+// 4 requests a second for the controller's client (the leader's Lease has a client of its own):
+// a gang's 6 creates take about 1.5 s, and its Secret, Service and status writes queue with them.
+TEST_F(SchedulerFailoverChaosTest, KillingTheLeaderMidCreatePlacedLeavesNoPartialGang) {
+  KillLeadersWhilePlacing("failover-placed", {"--create-placed=true", "--qps=4", "--burst=1"},
+                          "with a gang partly created placed");
 }
 
 }  // namespace
