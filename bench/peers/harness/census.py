@@ -50,3 +50,12 @@ def window(before, after, jobs):
     return {"total": total, "jobs": jobs, "per_job": round(total / jobs, 1) if jobs else None,
             "heartbeats": background,
             "by": dict(sorted(by.items(), key=lambda kv: -kv[1]))}
+
+
+def rows(res):
+    """(name, window) of every system's burst and every ceiling run that has a census."""
+    out = [(k, r["burst"]["writes"]) for k, r in res["systems"].items()
+           if "writes" in r.get("burst", {})]
+    out += [(f"{k} ceiling", runs[0]["writes"]) for k, runs in res.get("ceiling", {}).items()
+            if runs and "writes" in runs[0]]
+    return out

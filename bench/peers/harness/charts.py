@@ -8,6 +8,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from . import census  # noqa: E402
+
 
 def draw(res, out, also_to=""):
     files = []
@@ -59,6 +61,7 @@ WRITE_GROUPS = [
     ("Service endpoints (written by the cluster)", ("endpoints", "endpointslices")),
     ("events", ("events",)),
 ]
+OWN_WRITES = "the system's own objects and status"
 
 
 def write_group(kind):
@@ -66,16 +69,13 @@ def write_group(kind):
     for name, keys in WRITE_GROUPS:
         if verb_resource in keys or verb_resource.split(" ")[-1] in keys:
             return name
-    return "the system's own objects and status"
+    return OWN_WRITES
 
 
 def writes_chart(res, out):
     """Stacked bars: the API server's writes per job over each burst window, by purpose."""
-    rows = [(k, r["burst"]["writes"]) for k, r in res["systems"].items()
-            if "writes" in r.get("burst", {})]
-    rows += [(f"{k} ceiling", runs[0]["writes"]) for k, runs in res.get("ceiling", {}).items()
-             if runs and "writes" in runs[0]]
-    groups = [g for g, _ in WRITE_GROUPS] + ["the system's own objects and status"]
+    rows = census.rows(res)
+    groups = [g for g, _ in WRITE_GROUPS] + [OWN_WRITES]
     fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(rows) + 2.2))
     left = [0.0] * len(rows)
     for g in groups:

@@ -56,6 +56,16 @@ class Kube:
         headers = {"Accept": "application/json"}
         if data is not None:
             headers["Content-Type"] = content_type
+        raw = self._exchange(method, path, data, headers, ok)
+        return json.loads(raw) if raw else None
+
+    def get_text(self, path):
+        """A GET whose answer is text (the API server's /metrics)."""
+        return self._exchange("GET", path, None, {"Accept": "text/plain"}, (200,)).decode()
+
+    def _exchange(self, method, path, data, headers, ok):
+        """One request on this thread's connection: reconnects on a broken one, waits out 429s
+        and 5xx (but 504), raises ApiError for any other status not in `ok`; the raw body."""
         for attempt in range(3):
             conn = self._conn()
             try:
@@ -71,23 +81,10 @@ class Kube:
                 time.sleep(0.2)
         if resp.status == 429 or resp.status >= 500 and resp.status != 504:
             time.sleep(0.5)
-            return self.request(method, path, body, content_type, ok)
+            return self._exchange(method, path, data, headers, ok)
         if resp.status not in ok:
             raise ApiError(resp.status, raw.decode(errors="replace"))
-        return json.loads(raw) if raw else None
-
-    def get_text(self, path):
-        """A GET whose answer is text (the API server's /metrics)."""
-        conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=60)
-        try:
-            conn.request("GET", path, headers={"Accept": "text/plain"})
-            resp = conn.getresponse()
-            raw = resp.read()
-        finally:
-            conn.close()
-        if resp.status != 200:
-            raise ApiError(resp.status, raw.decode(errors="replace"))
-        return raw.decode()
+        return raw
 
     def create(self, path, obj):
         return self.request("POST", path, obj)

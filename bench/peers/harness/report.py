@@ -1,5 +1,6 @@
 """The figures as text: one line per system (what `run` prints) and the markdown tables that go
 into bench/RESULTS.md."""
+from . import census
 from .runs import fmt, median
 
 
@@ -50,10 +51,7 @@ def lines(res):
 
 def writes_table(res, top=8):
     """The API server's writes over each burst window (census.py), per job, heartbeats apart."""
-    rows = [(k, r["burst"]["writes"]) for k, r in res["systems"].items()
-            if "writes" in r.get("burst", {})]
-    rows += [(f"{k} ceiling", runs[0]["writes"]) for k, runs in res.get("ceiling", {}).items()
-             if runs and "writes" in runs[0]]
+    rows = census.rows(res)
     if not rows:
         return []
     t = ["| system | API writes per job | the largest kinds, per job | heartbeats in the window |",
