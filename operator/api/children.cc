@@ -358,9 +358,9 @@ json BuildService(const TrainingJob& job) {
           {"spec",
            {{"clusterIP", "None"},
             // Peers must resolve each other before they are Ready: readiness comes after the
-            // rendezvous these names are needed for.
+            // rendezvous these names are needed for. No selector: the operator writes the
+            // Service's EndpointSlice itself (endpoint_slice.h), with the same addresses.
             {"publishNotReadyAddresses", true},
-            {"selector", JobLabels(job)},
             {"ports", json::array({{{"name", "rdzv"},
                                     {"port", kRdzvPort},
                                     {"targetPort", kRdzvPort},

@@ -1,9 +1,10 @@
 #pragma once
 // The desired children of a TrainingJob (architecture.md section 4), as a pure function of the job
-// and a few operator options: the headless Service `<job>`, the Secret `<job>-rdzv`, and one Pod
-// per (role, index) in node-rank order (ranks.h). The controller compares these with what exists
-// and creates what is missing; nothing here talks to the API. The job must have passed
-// Validate() (validation.h); a shape the builder cannot use is still an error, never a crash.
+// and a few operator options: the headless Service `<job>` (its EndpointSlice: endpoint_slice.h),
+// the Secret `<job>-rdzv`, and one Pod per (role, index) in node-rank order (ranks.h). The
+// controller compares these with what exists and creates what is missing; nothing here talks to
+// the API. The job must have passed Validate() (validation.h); a shape the builder cannot use is
+// still an error, never a crash.
 //
 // Pod anatomy (docs/api.md): the user's template, plus
 //   - labels lockstep.dev/{job-name, role, replica-index, attempt}; a controller ownerReference;
@@ -94,7 +95,7 @@ int64_t PodGracePeriodSeconds(const nlohmann::json& pod_spec);
 // launcher's SIGKILL of a trainer that ignores SIGTERM comes before the kubelet's of the pod.
 int64_t LauncherGracePeriodSeconds(int64_t pod_grace_seconds);
 
-// "lockstep.dev/job-name=<job>": status.selector and the Service's selector.
+// "lockstep.dev/job-name=<job>": status.selector (the Service has none: endpoint_slice.h).
 std::string JobSelector(std::string_view job_name);
 std::string RdzvSecretName(std::string_view job_name);
 nlohmann::json ControllerOwnerReference(const TrainingJob& job);

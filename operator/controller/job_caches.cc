@@ -3,6 +3,7 @@
 #include <set>
 
 #include "operator/api/children.h"
+#include "operator/api/endpoint_slice.h"
 
 namespace lockstep::controller {
 namespace {
@@ -56,6 +57,9 @@ JobCaches::JobCaches(kube::RestClient& client, const std::vector<std::string>& n
     n.network_policies = std::make_unique<kube::Informer<kube::MetaObject>>(
         client, kube::resources::NetworkPolicies(), ns, Decoder(&kube::DecodeMetaObject),
         ChildOptions());
+    n.endpoint_slices = std::make_unique<kube::Informer<kube::MetaObject>>(
+        client, kube::resources::EndpointSlices(), ns, Decoder(&kube::DecodeMetaObject),
+        ChildOptions());
     n.pods->AddIndexer(kJobIndex, [](const kube::Pod& p) { return IndexByJob(p.meta); });
     n.pods->AddIndexer(kNodeIndex, [](const kube::Pod& p) {
       return p.node_name.empty() ? std::vector<std::string>{}
@@ -67,6 +71,8 @@ JobCaches::JobCaches(kube::RestClient& client, const std::vector<std::string>& n
                           [](const kube::MetaObject& o) { return IndexByJob(o.meta); });
     n.network_policies->AddIndexer(kJobIndex,
                                    [](const kube::MetaObject& o) { return IndexByJob(o.meta); });
+    n.endpoint_slices->AddIndexer(kJobIndex,
+                                  [](const kube::MetaObject& o) { return IndexByJob(o.meta); });
   }
 }
 
@@ -107,6 +113,9 @@ void JobCaches::Wire(Namespace& n) {
   n.services->AddEventHandler(children);
   n.secrets->AddEventHandler(children);
   n.network_policies->AddEventHandler(children);
+  // A slice's own updates wake nobody: the operator wrote them, and the pod changes that call for
+  // the next one wake the job themselves.
+  n.endpoint_slices->AddEventHandler(children);
 }
 
 void JobCaches::Start() {
@@ -115,6 +124,7 @@ void JobCaches::Start() {
     n.services->Start();
     n.secrets->Start();
     n.network_policies->Start();
+    n.endpoint_slices->Start();
     n.jobs->Start();
   }
 }
@@ -122,7 +132,8 @@ void JobCaches::Start() {
 void JobCaches::RequestStop() {
   for (auto& [ns, n] : namespaces_) {
     kube::InformerBase* informers[] = {n.jobs.get(), n.pods.get(), n.services.get(),
-                                       n.secrets.get(), n.network_policies.get()};
+                                       n.secrets.get(), n.network_policies.get(),
+                                       n.endpoint_slices.get()};
     for (kube::InformerBase* informer : informers) informer->RequestStop();
   }
 }
@@ -135,13 +146,15 @@ void JobCaches::Stop() {
     n.services->Stop();
     n.secrets->Stop();
     n.network_policies->Stop();
+    n.endpoint_slices->Stop();
   }
 }
 
 bool JobCaches::HasSynced() const {
   for (const auto& [ns, n] : namespaces_) {
     if (!n.jobs->HasSynced() || !n.pods->HasSynced() || !n.services->HasSynced() ||
-        !n.secrets->HasSynced() || !n.network_policies->HasSynced()) {
+        !n.secrets->HasSynced() || !n.network_policies->HasSynced() ||
+        !n.endpoint_slices->HasSynced()) {
       return false;
     }
   }
@@ -160,7 +173,9 @@ bool JobCaches::WaitForSync(std::chrono::milliseconds timeout) const {
                       std::function<bool(std::chrono::milliseconds)>(
                           [&](auto t) { return n.secrets->WaitForSync(t); }),
                       std::function<bool(std::chrono::milliseconds)>(
-                          [&](auto t) { return n.network_policies->WaitForSync(t); })}) {
+                          [&](auto t) { return n.network_policies->WaitForSync(t); }),
+                      std::function<bool(std::chrono::milliseconds)>(
+                          [&](auto t) { return n.endpoint_slices->WaitForSync(t); })}) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       if (left.count() < 0 || !wait(left)) return false;
@@ -220,6 +235,12 @@ Observed JobCaches::ObserveChildren(const CachedJob& job) const {
   }
   for (const auto& policy : n->network_policies->store().ByIndex(kJobIndex, key)) {
     if (ControlledBy(policy->meta, job.meta.uid)) out.network_policy_exists = true;
+  }
+  for (const auto& slice : n->endpoint_slices->store().ByIndex(kJobIndex, key)) {
+    if (!ControlledBy(slice->meta, job.meta.uid)) continue;
+    const auto digest = slice->meta.annotations.find(std::string(api::kEndpointsDigestAnnotation));
+    out.endpoint_slices[slice->meta.name] =
+        digest == slice->meta.annotations.end() ? "" : digest->second;
   }
   return out;
 }

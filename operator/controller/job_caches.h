@@ -1,10 +1,10 @@
 #pragma once
-// The informer caches the job controller reads: TrainingJobs, and the Pods, Services and Secrets
-// that carry the lockstep.dev/job-name label (the only children it creates; the label selector
-// keeps unrelated objects out of memory), each indexed by job key (pods also by node name, for the
-// failure detector). One set of informers per
-// watched namespace ("" = all namespaces). Readers get shared immutable objects: copy before
-// changing anything.
+// The informer caches the job controller reads: TrainingJobs, and the Pods, Services, Secrets,
+// NetworkPolicies and EndpointSlices that carry the lockstep.dev/job-name label (the only
+// children it creates; the label selector keeps unrelated objects out of memory), each indexed by
+// job key (pods also by node name, for the failure detector). One set of informers per watched
+// namespace ("" = all namespaces). Readers get shared immutable objects: copy before changing
+// anything.
 
 #include <chrono>
 #include <functional>
@@ -32,7 +32,8 @@ struct CacheHandlers {
   std::function<void(const std::string& job_key, const kube::Pod& pod)> pod_added;
   std::function<void(const std::string& job_key, const kube::Pod& pod)> pod_deleted;
   std::function<void(const std::string& job_key, const kube::Pod& pod)> pod_updated;
-  std::function<void(const std::string& job_key)> child_changed;  // Service or Secret
+  // Service, Secret, NetworkPolicy or EndpointSlice added or deleted.
+  std::function<void(const std::string& job_key)> child_changed;
 };
 
 class JobCaches {
@@ -71,6 +72,7 @@ class JobCaches {
     std::unique_ptr<kube::Informer<kube::MetaObject>> services;
     std::unique_ptr<kube::Informer<kube::MetaObject>> secrets;
     std::unique_ptr<kube::Informer<kube::MetaObject>> network_policies;
+    std::unique_ptr<kube::Informer<kube::MetaObject>> endpoint_slices;
   };
   const Namespace* For(const std::string& ns) const;
   void Wire(Namespace& n);

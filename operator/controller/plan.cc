@@ -10,6 +10,7 @@
 #include "operator/api/validation.h"
 #include "operator/controller/clean_pod_policy.h"
 #include "operator/controller/elastic_policy.h"
+#include "operator/controller/endpoint_plan.h"
 #include "operator/controller/failure_policy.h"
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/inplace_policy.h"
@@ -386,6 +387,7 @@ Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time no
     if (queue) p.placements = &queue->placements;
     PlanActive(p);
   }
+  plan.endpoint_slices = PlanEndpointSlices(cached.job, observed.pods, observed.endpoint_slices);
   return plan;
 }
 

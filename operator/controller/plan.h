@@ -6,7 +6,8 @@
 //
 // Order of precedence in one pass: being deleted (nothing to do) > invalid spec (Stalled, never
 // act) > already finished (cleanPodPolicy, TTL) > suspended > deadline > pod failure > success >
-// create what is missing and report progress.
+// create what is missing and report progress. Every pass of a valid job also brings the
+// Service's EndpointSlices up to its pods' addresses (endpoint_plan.h).
 
 #include "operator/api/types.h"
 #include "operator/controller/cached_job.h"

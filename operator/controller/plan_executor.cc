@@ -35,7 +35,22 @@ Status PlanExecutor::Act(const CachedJob& job, const Plan& plan, CreatePath path
     LS_RETURN_IF_ERROR(CreatePods(job, plan));
   }
   LS_RETURN_IF_ERROR(DeletePods(job, plan));
-  return WriteWorkloads(job, plan);
+  LS_RETURN_IF_ERROR(WriteWorkloads(job, plan));
+  // Last: a slice that cannot be written only delays a rendezvous by name; written first, its
+  // failure would also hold back the Workload's writes.
+  return ApplyEndpointSlices(job, plan);
+}
+
+// Server-side apply, forced: the slice is the operator's alone (a field someone else set is taken
+// back), and one request creates or updates it whatever this pass's cache said about it.
+Status PlanExecutor::ApplyEndpointSlices(const CachedJob& job, const Plan& plan) {
+  for (const nlohmann::json& slice : plan.endpoint_slices) {
+    const std::string name = slice["metadata"]["name"].get<std::string>();
+    StatusOr<nlohmann::json> r = client_.Apply(kube::resources::EndpointSlices(),
+                                               job.meta.namespace_, name, slice, /*force=*/true);
+    if (!r.ok()) return r.status().WithContext("apply endpoint slice " + name);
+  }
+  return Status::Ok();
 }
 
 Status PlanExecutor::WriteWorkload(const CachedJob& job, const kueue::WorkloadWrite& w) {

@@ -2,12 +2,13 @@
 // PlanExecutor: the "act" of a reconcile pass (reconciler.h): it carries out a Plan's writes and
 // nothing else. Bounded: the Service, the rendezvous Secret and the NetworkPolicy (at once), then
 // pods in slow-start batches (kFirstCreateBatch, then doubling, at most kMaxCreatesPerPass,
-// parallel within a batch) that stop at the first error,
-// then deletes with a uid precondition (at most kMaxDeletesPerPass, kDeleteBatch at once) that
-// stop after the batch with the first error other than "already gone". Expectations are raised before every create and delete and lowered
+// parallel within a batch) that stop at the first error, then deletes with a uid precondition (at
+// most kMaxDeletesPerPass, kDeleteBatch at once) that stop after the batch with the first error
+// other than "already gone". Expectations are raised before every create and delete and lowered
 // for each write that failed, so a pod that will never be observed does not hold the job back.
 // A failed create is reported as a FailedCreate event. Then the writes to the job's Kueue
-// Workload. The TTL deletion of a finished job replaces all of it.
+// Workload, then the Service's EndpointSlices (server-side apply). The TTL deletion of a finished
+// job replaces all of it.
 // Placed at create (create_placed.h): when the pass's path is kPlaced and a GangPlacer is set,
 // the gang's placement is asked for first and every pod is created with spec.nodeName; if any
 // create fails (or the placer refuses what was stored), every pod created is deleted (uid
@@ -78,6 +79,8 @@ class PlanExecutor {
   Status DeletePod(const CachedJob& job, const std::string& name, const std::string& uid,
                    std::optional<int64_t> grace_period_seconds);
   Status DeleteJob(const CachedJob& job);
+  // The Service's EndpointSlices the plan carries, each applied whole; the first error stops them.
+  Status ApplyEndpointSlices(const CachedJob& job, const Plan& plan);
   // The Kueue Workload writes, in order; the first error stops them. An AlreadyExists create
   // and a NotFound delete are done already.
   Status WriteWorkloads(const CachedJob& job, const Plan& plan);

@@ -58,6 +58,8 @@ struct Observed {
   // Node 0's launcher of the current attempt, when the operator has heard from it.
   std::optional<LauncherObservation> launchers = std::nullopt;
   bool network_policy_exists = false;
+  // The job's EndpointSlices (endpoint_plan.h): name -> their endpoints digest annotation.
+  std::map<std::string, std::string> endpoint_slices = {};
   // Set only for a job Kueue manages (the label kueue.x-k8s.io/queue-name, operator run with
   // --kueue): its Workload and what the plan needs of Kueue's objects (kueue_plan.h).
   std::optional<kueue::KueueObservation> kueue = std::nullopt;
@@ -97,6 +99,8 @@ struct Plan {
   bool create_service = false;
   bool create_secret = false;
   bool create_network_policy = false;
+  // EndpointSlices of the job's Service to apply whole (endpoint_plan.h), after every other write.
+  std::vector<nlohmann::json> endpoint_slices;
   // Full Pod objects, in node-rank order: at most kMaxCreatesPerPass (only those built).
   std::vector<nlohmann::json> pod_creates;
   std::vector<PodDeletion> pod_deletes;

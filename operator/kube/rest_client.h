@@ -56,6 +56,9 @@ inline ResourceRef Secrets() { return {"", "v1", "secrets", true}; }
 inline ResourceRef NetworkPolicies() {
   return {"networking.k8s.io", "v1", "networkpolicies", true};
 }
+inline ResourceRef EndpointSlices() {
+  return {"discovery.k8s.io", "v1", "endpointslices", true};
+}
 inline ResourceRef ConfigMaps() { return {"", "v1", "configmaps", true}; }
 inline ResourceRef Namespaces() { return {"", "v1", "namespaces", false}; }
 inline ResourceRef ServiceAccounts() { return {"", "v1", "serviceaccounts", true}; }

@@ -101,6 +101,12 @@ them); tests/unit/helm checks this list exactly. Add a verb together with the co
 - apiGroups: [networking.k8s.io]
   resources: [networkpolicies]
   verbs: [list, watch, create]
+# Each job's EndpointSlice (its headless Service has no selector: the operator publishes the pods'
+# addresses itself): server-side applied (patch; create for the first apply) and watched for the
+# digest it was written with; deleted with the job by the garbage collector.
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch, create, patch]
 {{- if .Values.kueue.enabled }}
 # Kueue (--kueue, docs/queues.md): the operator owns one Workload per queued TrainingJob and
 # reports PodsReady and Finished on its status (and clears an evicted one's admission).

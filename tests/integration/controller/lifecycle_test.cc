@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -178,6 +179,71 @@ TEST_F(OperatorTest, SuccessfulJobRunsSucceedsAndMovesTheTimeToRunningHistogram)
   EXPECT_NE(metrics->find("workqueue_adds_total"), std::string::npos);
   EXPECT_NE(metrics->find("rest_client_requests_total"), std::string::npos);
   EXPECT_NE(metrics->find("controller_runtime_reconcile_total"), std::string::npos);
+}
+
+// The headless Service has no selector: the operator writes its EndpointSlice, each pod's address
+// under its hostname (what cluster DNS serves as <pod>.<job>.<ns>.svc), the endpoint controllers of
+// kube-controller-manager write none, and the slice follows the pods (emptied once they ended).
+TEST_F(OperatorTest, TheOperatorWritesTheServiceSliceWithEveryPodAddress) {
+  const std::string uid = CreateJob(MakeJob("dns", 2))["metadata"]["uid"];
+  ASSERT_TRUE(WaitForPods("dns", 2));
+  auto svc = client().Get(kube::resources::Services(), ns(), "dns");
+  ASSERT_TRUE(svc.ok()) << svc.status();
+  EXPECT_FALSE((*svc)["spec"].contains("selector"));
+  ASSERT_TRUE(BindJobPods(client(), ns(), "dns").ok());
+  ASSERT_TRUE(WaitForJob(client(), ns(), "dns", [](const json& j) { return StateIs(j, "Running"); })
+                  .ok());
+  std::map<std::string, std::string> addresses;  // hostname -> IP, as kwok set them
+  StatusOr<std::vector<json>> pods = ListJobPods(client(), ns(), "dns");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  for (const json& pod : *pods) {
+    addresses[pod["metadata"]["name"]] = pod["status"].value("podIP", "");
+    ASSERT_FALSE(addresses[pod["metadata"]["name"]].empty()) << pod["status"].dump();
+  }
+  kube::ListOptions by_service;
+  by_service.label_selector = "kubernetes.io/service-name=dns";
+  const auto slices = [&] {
+    StatusOr<kube::ListResult> list =
+        client().List(kube::resources::EndpointSlices(), ns(), by_service);
+    std::vector<json> out;
+    if (list.ok()) {
+      for (const json& item : list->items) out.push_back(item);
+    }
+    return out;
+  };
+  const auto published = [&](const json& slice) {
+    std::map<std::string, std::string> out;
+    for (const json& e : slice.value("endpoints", json::array())) {
+      out[e.value("hostname", "")] = e["addresses"][0];
+    }
+    return out;
+  };
+  ASSERT_TRUE(kube::testing::WaitFor(
+      [&] {
+        std::vector<json> items = slices();
+        return items.size() == 1 && published(items[0]) == addresses;
+      },
+      seconds(20)))
+      << "want one slice with " << json(addresses).dump() << "; have " << json(slices()).dump();
+  const json slice = slices()[0];
+  EXPECT_EQ(slice["metadata"]["name"], "dns");
+  EXPECT_EQ(slice["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"],
+            "lockstep-operator.lockstep.dev");
+  EXPECT_EQ(slice["metadata"]["ownerReferences"][0]["uid"], uid);
+  EXPECT_EQ(slice["endpoints"][0]["targetRef"]["kind"], "Pod");
+  EXPECT_EQ(slice["endpoints"][0]["conditions"]["ready"], true);
+  EXPECT_EQ(slice["ports"][0]["port"], 29400);
+
+  for (const char* pod : {"dns-worker-0", "dns-worker-1"}) {
+    ASSERT_TRUE(FinishPod(client(), ns(), pod, /*succeeded=*/true).ok());
+  }
+  EXPECT_TRUE(kube::testing::WaitFor(
+      [&] {
+        std::vector<json> items = slices();
+        return items.size() == 1 && items[0].value("endpoints", json::array()).empty();
+      },
+      seconds(20)))
+      << "the finished pods stay published: " << json(slices()).dump();
 }
 
 TEST_F(OperatorTest, FailedPodWithNoRestartsLeftFailsTheJobWithItsExitCode) {

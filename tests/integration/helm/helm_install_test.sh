@@ -115,6 +115,9 @@ yes create secrets @JOBS
 yes create events @JOBS
 yes watch networkpolicies.networking.k8s.io @JOBS
 yes create networkpolicies.networking.k8s.io @JOBS
+yes watch endpointslices.discovery.k8s.io @JOBS
+yes create endpointslices.discovery.k8s.io @JOBS
+yes patch endpointslices.discovery.k8s.io @JOBS
 yes list nodes @JOBS
 yes watch priorityclasses.scheduling.k8s.io @JOBS
 yes watch leases.coordination.k8s.io kube-node-lease
@@ -134,6 +137,8 @@ no get configmaps @JOBS
 no patch events @JOBS
 no update networkpolicies.networking.k8s.io @JOBS
 no delete networkpolicies.networking.k8s.io @JOBS
+no update endpointslices.discovery.k8s.io @JOBS
+no delete endpointslices.discovery.k8s.io @JOBS
 no update nodes @JOBS
 no delete nodes @JOBS
 no create priorityclasses.scheduling.k8s.io @JOBS

@@ -47,6 +47,10 @@ const std::set<Grant> kNamespacedGrants = {
     {"networking.k8s.io", "networkpolicies", "list"},
     {"networking.k8s.io", "networkpolicies", "watch"},
     {"networking.k8s.io", "networkpolicies", "create"},
+    {"discovery.k8s.io", "endpointslices", "list"},
+    {"discovery.k8s.io", "endpointslices", "watch"},
+    {"discovery.k8s.io", "endpointslices", "create"},
+    {"discovery.k8s.io", "endpointslices", "patch"},
 };
 const std::set<Grant> kClusterReadGrants = {
     {"", "nodes", "get"},
