@@ -58,7 +58,10 @@ WRITE_GROUPS = [
     ("pod creates", ("POST pods",)),
     ("binds", ("POST pods/binding",)),
     ("pod status (kwok, the kubelet's part)", ("PATCH pods/status", "PUT pods/status")),
-    ("Service endpoints (written by the cluster)", ("endpoints", "endpointslices")),
+    # The cluster's endpoint controllers for a Service with a selector; L's own slice since it
+    # writes it (operator/api/endpoint_slice.h).
+    ("Service endpoints", ("endpoints", "endpointslices")),
+    ("pod deletes (undone gangs, restarts)", ("DELETE pods",)),
     ("events", ("events",)),
 ]
 OWN_WRITES = "the system's own objects and status"
