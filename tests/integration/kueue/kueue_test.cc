@@ -203,8 +203,12 @@ TEST_F(KueueTest, AJobRunsOnlyOnceKueueAdmitsItAndItsEndFinishesTheWorkload) {
   EXPECT_TRUE(WaitFor([&] { return WorkloadCondition(WorkloadOf("train"), "PodsReady") == "True"; },
                       seconds(30)))
       << WorkloadOf("train").dump(2);
-  const json job = GetJob("train");
-  EXPECT_EQ(controller::testing::ConditionStatus(job, "Admitted"), "True") << job.dump(2);
+  // Waited for, not read once: a pass writes the Workload's PodsReady before the job's status
+  // (and its EndpointSlice between them), so the test can see the first before the second lands.
+  EXPECT_TRUE(WaitFor(
+      [&] { return controller::testing::ConditionStatus(GetJob("train"), "Admitted") == "True"; },
+      seconds(10)))
+      << GetJob("train").dump(2);
 
   for (const json& p : *pods) {
     ASSERT_TRUE(controller::testing::FinishPod(client(), ns(), p["metadata"]["name"], true).ok());
