@@ -47,11 +47,14 @@ component_args() {
     kwok)
       {
         # Workers (kwok's default is 4 each): kwok stands in for every node's kubelet, and a
-        # kubelet renews its own Lease whatever the others do. With 4 Lease workers, 1,000 nodes
-        # and an apiserver busy with a burst of pods, renewals fell 20 s behind and nodes looked
-        # dead (bench/peers, 2026-12-02).
+        # kubelet renews its own Lease whatever the others do. kwok's client has no rate limit,
+        # so its renewal rate is its Lease workers over the apiserver's latency for one update;
+        # 1,000 nodes need 100 a second. 4 workers let renewals fall 20 s behind in a burst of
+        # pods (bench/peers, 2026-12-02); 32 held 48 a second at 0.67 s latency (2026-12-03).
+        # 256 keep 100 a second up to 2.5 s of latency: each renewal waits for its own
+        # request only, as a kubelet's does.
         printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\n'
-        printf 'options:\n  nodeLeaseParallelism: 32\n  podPlayStageParallelism: 16\n'
+        printf 'options:\n  nodeLeaseParallelism: 256\n  podPlayStageParallelism: 16\n'
         printf '  nodePlayStageParallelism: 8\n'
         # `up --kwok-stages`: Stage documents replacing kwok's default pod stages.
         [[ ! -f "$STATE/run/kwok-stages.yaml" ]] || { echo "---"; cat "$STATE/run/kwok-stages.yaml"; }

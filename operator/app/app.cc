@@ -143,6 +143,7 @@ Status OperatorApp::Start() {
   copts.events.instance = identity;
   copts.node_health.lease_grace = options_.node_lease_grace;
   copts.node_health.restart_on_cordon = options_.restart_on_node_cordon;
+  copts.node_health.silence_hold_fraction = options_.node_silence_hold_fraction;
   copts.kueue = options_.kueue;
   p.controller = std::make_unique<controller::TrainingJobController>(
       *p.client, copts, p.kube_metrics.get(), p.metrics.get());

@@ -154,6 +154,17 @@ const std::map<std::string, Setter>& Setters() {
       {"node-lease-grace", [](const std::string& v, OperatorOptions* o) {
          return ParseSeconds("node-lease-grace", v, &o->node_lease_grace);
        }},
+      {"node-silence-hold-fraction", [](const std::string& v, OperatorOptions* o) {
+         double f = 0;
+         if (Status st = ParseDouble("node-silence-hold-fraction", v, &f); !st.ok()) return st;
+         // NaN fails both comparisons, so it is refused here too.
+         if (!(f >= 0 && f <= 1)) {
+           return InvalidArgumentError("--node-silence-hold-fraction: want 0 (off) to 1, got \"" +
+                                       v + "\"");
+         }
+         o->node_silence_hold_fraction = f;
+         return Status::Ok();
+       }},
       {"on-node-cordon", [](const std::string& v, OperatorOptions* o) {
          if (v != "ignore" && v != "restart") {
            return InvalidArgumentError("--on-node-cordon: want ignore or restart, got \"" + v +
@@ -247,6 +258,10 @@ Flags:
   --scheduler-burst N                the scheduler's client-side burst (default 1000)
   --node-lease-grace DURATION        a node whose kube-node-lease Lease is not renewed for this
                                      long is lost and its jobs restart (default 20s; e.g. 30s, 1m)
+  --node-silence-hold-fraction F     while at least this fraction of the nodes (and 3 or more)
+                                     are silent at once (Lease expired or Ready=Unknown), silence
+                                     makes no node lost: the control plane is the likelier fault
+                                     (default 0.55, as Kubernetes' node controller; 0 = off)
   --on-node-cordon ignore|restart    restart jobs off a cordoned node or not (default ignore)
   --operator-pod-labels K=V,...      this operator's pod labels: each job's NetworkPolicy lets
                                      pods with them, in $POD_NAMESPACE, reach the rendezvous

@@ -42,6 +42,8 @@ struct OperatorOptions {
   // The failure detector: a node whose kube-node-lease Lease is not renewed for this long is
   // lost (a kubelet renews every 10 s, kwok too with its default 40 s lease).
   std::chrono::seconds node_lease_grace{20};
+  // Most nodes silent at once is the control plane's problem, not theirs (silence_guard.h).
+  double node_silence_hold_fraction = 0.55;
   // --on-node-cordon=restart: a cordoned node counts as lost (default ignore).
   bool restart_on_node_cordon = false;
   // --kueue: jobs labelled kueue.x-k8s.io/queue-name are admitted by Kueue through a Workload

@@ -69,7 +69,19 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry)
                      .Name("lockstep_peer_loss_reports_total")
                      .Help("Members node 0's launcher reported lost, by the operator's verdict "
                            "(corroborated, waiting, not_corroborated, stale), each once")
-                     .Register(registry)) {}
+                     .Register(registry)),
+      nodes_silent_(prometheus::BuildGauge()
+                        .Name("lockstep_nodes_silent")
+                        .Help("Nodes whose Lease passed the grace or that read Ready=Unknown, "
+                              "at the node monitor's last tick")
+                        .Register(registry)
+                        .Add({})),
+      silence_held_(prometheus::BuildGauge()
+                        .Name("lockstep_node_silence_held")
+                        .Help("1 while so many nodes are silent at once that silence makes no "
+                              "node lost (a control-plane problem is likelier), else 0")
+                        .Register(registry)
+                        .Add({})) {}
 
 namespace {
 
@@ -126,6 +138,11 @@ void ControllerMetrics::ObservePeerLoss(const std::string& verdict) {
 
 void ControllerMetrics::ObserveNodeFailure(const std::string& reason) {
   node_failures_.Add({{"reason", reason}}).Increment();
+}
+
+void ControllerMetrics::SetNodeSilence(int silent, bool held) {
+  nodes_silent_.Set(silent);
+  silence_held_.Set(held ? 1 : 0);
 }
 
 void ControllerMetrics::ObserveDetectionDelay(const std::string& reason, double seconds) {

@@ -22,6 +22,12 @@
 //                                                           node-rank (controller/spare_plan.h)
 //   lockstep_peer_loss_reports_total{verdict}               members node 0's launcher reported
 //                                                           lost, by verdict (peer_loss.h)
+//   lockstep_nodes_silent                                   (gauge) nodes whose Lease passed the
+//                                                           grace or that read Ready=Unknown, at
+//                                                           the node monitor's last tick
+//   lockstep_node_silence_held                              (gauge) 1 while so many are silent
+//                                                           that silence makes no node lost
+//                                                           (silence_guard.h), else 0
 // Thread-safe.
 
 #include <map>
@@ -55,6 +61,7 @@ class ControllerMetrics {
   void ObserveDetectionDelay(const std::string& reason, double seconds);
   void ObserveRecovery(const std::string& ns, const std::string& mode, double seconds);
   void ObserveSparePromotions(const std::string& ns, int count);
+  void SetNodeSilence(int silent, bool held);
 
   using JobCounts = std::map<std::tuple<std::string, std::string, std::string>, int64_t>;
   // Replaces the lockstep_jobs gauge values: (namespace, framework, state) -> count. Label sets
@@ -87,6 +94,8 @@ class ControllerMetrics {
   prometheus::Counter& errors_;
   prometheus::Histogram& reconcile_seconds_;
   prometheus::Family<prometheus::Counter>& peer_loss_;
+  prometheus::Gauge& nodes_silent_;
+  prometheus::Gauge& silence_held_;
   std::mutex mu_;
   JobCounts last_counts_;  // guarded by mu_
   // The progress series that exist, by (namespace, name): what ForgetJobProgress removes.

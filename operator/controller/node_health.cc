@@ -1,6 +1,7 @@
 #include "operator/controller/node_health.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <iterator>
 #include <mutex>
@@ -11,6 +12,7 @@
 
 #include "common/log.h"
 #include "operator/controller/controller_metrics.h"
+#include "operator/controller/silence_guard.h"
 #include "operator/kube/informer.h"
 
 namespace lockstep::controller {
@@ -174,6 +176,33 @@ struct NodeHealthMonitor::State {
   bool watching = false;                              // guarded by mu
   std::unordered_map<std::string, std::string> lost;  // node -> reason; guarded by mu
   std::thread ticker;
+  // The silence guard as the last tick set it; read by Assess from any thread.
+  std::atomic<bool> silence_held{false};
+
+  // The verdict from the caches alone, before the silence guard.
+  NodeVerdict Judge(const std::string& node, api::Time now, const NodeHealthOptions& o) {
+    const auto n = nodes.store().Get(node);
+    const auto l = leases.store().Get(std::string(kNodeLeaseNamespace) + "/" + node);
+    return AssessNode(node, n.get(), l.get(), now, o, leases.reflector().FreshSince());
+  }
+
+  // Sets the guard from one tick's census; logs when it changes (only the tick thread writes).
+  void SetSilence(int silent, int total, double fraction) {
+    const bool held = HoldSilence(silent, total, fraction);
+    const bool was = silence_held.exchange(held);
+    if (metrics != nullptr) metrics->SetNodeSilence(silent, held);
+    if (held == was) return;
+    const log::Fields fields = {{"silent", std::to_string(silent)},
+                           {"nodes", std::to_string(total)},
+                           {"fraction", std::to_string(fraction)}};
+    if (held) {
+      log::Warning("most nodes are silent at once: holding lease-expired and unreachable "
+                   "verdicts (a control-plane problem is likelier than that many dead nodes)",
+                   fields);
+    } else {
+      log::Info("silence hold released: silent nodes are lost again", fields);
+    }
+  }
 
   // Outside `mu`: the handler takes the controller's locks. Metrics count a node once per loss,
   // not again when only the reason changes.
@@ -256,8 +285,16 @@ void NodeHealthMonitor::Start() {
             it = names.count(it->first) != 0 ? std::next(it) : st.lost.erase(it);
           }
         }
+        // The census first: whether silence counts this second depends on how many are silent.
+        std::vector<std::pair<std::string, NodeVerdict>> verdicts;
+        int silent = 0;
         for (const std::string& name : names) {
-          NodeVerdict v = Assess(name, now);
+          verdicts.emplace_back(name, st.Judge(name, now, options_));
+          if (IsSilenceVerdict(verdicts.back().second)) ++silent;
+        }
+        st.SetSilence(silent, static_cast<int>(names.size()), options_.silence_hold_fraction);
+        for (auto& [name, raw] : verdicts) {
+          NodeVerdict v = ApplySilenceHold(std::move(raw), st.silence_held.load());
           std::lock_guard<std::mutex> guard(st.mu);
           const Change change = Transition(st.lost, name, v);
           if (change != Change::kNone) news.emplace_back(name, std::move(v), change);
@@ -304,10 +341,10 @@ bool NodeHealthMonitor::WaitForSync(std::chrono::milliseconds timeout) const {
 
 NodeVerdict NodeHealthMonitor::Assess(const std::string& node, api::Time now) const {
   if (!HasSynced()) return NodeVerdict{};
-  const auto n = state_->nodes.store().Get(node);
-  const auto l = state_->leases.store().Get(std::string(kNodeLeaseNamespace) + "/" + node);
-  return AssessNode(node, n.get(), l.get(), now, options_, state_->leases.reflector().FreshSince());
+  return ApplySilenceHold(state_->Judge(node, now, options_), state_->silence_held.load());
 }
+
+bool NodeHealthMonitor::SilenceHeld() const { return state_->silence_held.load(); }
 
 std::optional<NodeSnapshot> NodeHealthMonitor::Snapshot(const std::string& node) const {
   if (!HasSynced()) return std::nullopt;

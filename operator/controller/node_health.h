@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "operator/api/types.h"
+#include "operator/controller/node_verdict.h"
 #include "operator/kube/objects.h"
 #include "operator/kube/rest_client.h"
 
@@ -30,21 +31,9 @@ class ControllerMetrics;
 struct NodeHealthOptions {
   std::chrono::seconds lease_grace{20};  // --node-lease-grace
   bool restart_on_cordon = false;        // --on-node-cordon=restart (default ignore)
-};
-
-struct NodeVerdict {
-  bool lost = false;
-  // CamelCase: NodeDeleted, NodeNotReady, NodeUnreachable (Ready=Unknown), NodeTainted,
-  // NodeLeaseExpired, NodeCordoned.
-  std::string reason;
-  // Names the node and the evidence: "node gpu-node-3: lease not renewed for 23s".
-  std::string message;
-  // Best estimate of when the node failed (the last lease renewal, the Ready transition, the
-  // taint's timeAdded); unset when unknown. Detection delay = detection time - this.
-  std::optional<api::Time> failed_at;
-  // The lost node's NoExecute taints, whatever the reason: the taint-eviction controller deletes
-  // the pods there that do not tolerate them, by name (restart_plan.cc leaves those pods to it).
-  std::vector<kube::Taint> no_execute_taints;
+  // --node-silence-hold-fraction: while at least this fraction of the known nodes (and at least
+  // 3) are silent at once, silence alone makes no node lost (silence_guard.h); 0 turns it off.
+  double silence_hold_fraction = 0.55;
 };
 
 // `node` null: the Node object is gone. `lease` null: no Lease seen (not an error by itself: a
@@ -82,7 +71,10 @@ struct NodeSnapshot {
 std::optional<api::Time> LeaseDeadline(const kube::Lease& lease, const NodeHealthOptions& options);
 
 // Thread-safe. Owns two informers (Nodes cluster-wide, Leases in kube-node-lease) and a tick
-// thread. Memory: the two caches plus one entry per node currently lost.
+// thread. Memory: the two caches plus one entry per node currently lost. Each tick also counts
+// the nodes silent at once and sets the silence guard (silence_guard.h) for the next second;
+// it logs each change of the guard and exports it (lockstep_nodes_silent,
+// lockstep_node_silence_held).
 class NodeHealthMonitor {
  public:
   using LostHandler = std::function<void(const std::string& node, const NodeVerdict& verdict)>;
@@ -105,8 +97,11 @@ class NodeHealthMonitor {
   bool WaitForSync(std::chrono::milliseconds timeout) const;
 
   // The verdict on `node` from the caches. Before both caches have synced every node is
-  // healthy: a partial cache would call live nodes deleted.
+  // healthy: a partial cache would call live nodes deleted. While the silence guard holds (the
+  // last tick's census, silence_guard.h) a verdict from silence alone is healthy too.
   NodeVerdict Assess(const std::string& node, api::Time now) const;
+  // The last tick found most nodes silent at once: silence verdicts are held.
+  bool SilenceHeld() const;
   // The Node and its Lease from the caches; nullopt before both caches have synced.
   std::optional<NodeSnapshot> Snapshot(const std::string& node) const;
   const NodeHealthOptions& options() const { return options_; }

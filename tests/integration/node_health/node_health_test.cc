@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -126,6 +127,10 @@ class NodeHealthTest : public ::testing::Test {
 
     NodeHealthOptions options;
     options.lease_grace = kGrace;
+    // The guard off: a 3-s grace is shorter than the 10 s between kwok's renewals, so to this
+    // monitor most of the cluster's kwok nodes read silent, and the guard would hold every
+    // verdict these tests wait for. The guard's own test below uses a grace kwok meets.
+    options.silence_hold_fraction = 0;
     monitor_ = std::make_unique<NodeHealthMonitor>(client(), options, &metrics_);
     monitor_->SetLostHandler(
         [this](const std::string& name, const NodeVerdict& v) { reports_.Add(name, v); });
@@ -271,6 +276,143 @@ TEST_F(NodeHealthTest, DeletedIsDeleted) {
   std::this_thread::sleep_for(milliseconds(1500));  // two ticks: nothing may change
   EXPECT_EQ(reports_.Count(node_), 1u);
   EXPECT_EQ(monitor_->Assess(node_, std::chrono::system_clock::now()).reason, "NodeDeleted");
+}
+
+// A gauge's value (no labels), or -1 when absent.
+double GaugeValue(prometheus::Registry& registry, const std::string& family) {
+  for (const auto& f : registry.Collect()) {
+    if (f.name == family && !f.metric.empty()) return f.metric.front().gauge.value;
+  }
+  return -1;
+}
+
+// Nodes and Leases of the test's own, renewed each second while their flag is up; deleted on
+// destruction.
+class RenewedNodes {
+ public:
+  RenewedNodes(kube::RestClient& client, const std::string& prefix, int count) : client_(client) {
+    for (int i = 0; i < count; ++i) {
+      const std::string name = prefix + "-s" + std::to_string(i);
+      json node = {{"apiVersion", "v1"},
+                   {"kind", "Node"},
+                   {"metadata", {{"name", name}, {"labels", {{"lockstep.dev/test", "node-health"}}}}},
+                   {"spec", json::object()},
+                   {"status", {{"conditions", json::array({ReadyCondition("True")})}}}};
+      auto created = client_.Create(kube::resources::Nodes(), "", node);
+      EXPECT_TRUE(created.ok()) << created.status();
+      json lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                    {"kind", "Lease"},
+                    {"metadata", {{"name", name}, {"namespace", kLeaseNs}}},
+                    {"spec",
+                     {{"holderIdentity", name}, {"leaseDurationSeconds", 40}, {"renewTime", Now()}}}};
+      auto lease_created = client_.Create(kube::resources::Leases(), kLeaseNs, lease);
+      EXPECT_TRUE(lease_created.ok()) << lease_created.status();
+      names_.push_back(name);
+    }
+    renew_ = std::make_unique<std::atomic<bool>[]>(count);
+    for (int i = 0; i < count; ++i) renew_[i] = true;
+    thread_ = std::thread([this] {
+      while (running_) {
+        for (size_t i = 0; i < names_.size(); ++i) {
+          if (!renew_[i]) continue;
+          (void)client_.MergePatch(kube::resources::Leases(), kLeaseNs, names_[i],
+                                   {{"spec", {{"renewTime", Now()}}}});
+        }
+        for (int i = 0; i < 10 && running_; ++i) std::this_thread::sleep_for(milliseconds(100));
+      }
+    });
+  }
+  ~RenewedNodes() {
+    running_ = false;
+    if (thread_.joinable()) thread_.join();
+    for (const std::string& name : names_) {
+      (void)client_.Delete(kube::resources::Leases(), kLeaseNs, name);
+      (void)client_.Delete(kube::resources::Nodes(), "", name);
+    }
+  }
+  const std::string& name(int i) const { return names_[i]; }
+  void SetRenewing(int i, bool on) { renew_[i] = on; }
+
+ private:
+  kube::RestClient& client_;
+  std::vector<std::string> names_;
+  std::unique_ptr<std::atomic<bool>[]> renew_;
+  std::atomic<bool> running_{true};
+  std::thread thread_;
+};
+
+// The silence guard (silence_guard.h) in the monitor: most nodes silent at once loses none of
+// them by silence, a node with explicit evidence is lost all the same, and when the census falls
+// below the line the nodes still silent are lost after all. The line is set for this cluster:
+// held from 3 silent nodes of all it has. The grace (15 s) is longer than the 10 s between
+// kwok's renewals, so the cluster's own kwok nodes never read silent.
+TEST_F(NodeHealthTest, MostNodesSilentAtOnceAreHeldUntilTheCensusFalls) {
+  RenewedNodes extra(client(), node_, 4);
+  // The monitor's census counts every name it has a Node or a node Lease for.
+  std::set<std::string> names;
+  for (const auto& [ref, ns] : {std::pair{kube::resources::Nodes(), std::string()},
+                                std::pair{kube::resources::Leases(), std::string(kLeaseNs)}}) {
+    std::string rv;
+    ASSERT_TRUE(client()
+                    .ListEach(ref, ns, {},
+                              [&names](json&& item) {
+                                names.insert(item["metadata"]["name"].get<std::string>());
+                                return Status::Ok();
+                              },
+                              &rv)
+                    .ok());
+  }
+  const int total = static_cast<int>(names.size());
+  constexpr auto kGuardGrace = seconds(15);
+
+  prometheus::Registry registry;
+  ControllerMetrics metrics(registry);
+  NodeHealthOptions options;
+  options.lease_grace = kGuardGrace;
+  options.silence_hold_fraction = 3.0 / total;
+  NodeHealthMonitor monitor(client(), options, &metrics);
+  Reports reports;
+  monitor.SetLostHandler(
+      [&reports](const std::string& name, const NodeVerdict& v) { reports.Add(name, v); });
+  monitor.Start();
+  ASSERT_TRUE(monitor.WaitForSync(seconds(10)));
+  ASSERT_TRUE(kube::testing::WaitFor(
+      [&] { return GaugeValue(registry, "lockstep_nodes_silent") == 0; }, seconds(5)))
+      << "the cluster has silent nodes of its own: " << GaugeValue(registry, "lockstep_nodes_silent");
+
+  // Four fall silent at once: past the grace, held, none reported lost.
+  for (int i = 0; i < 4; ++i) extra.SetRenewing(i, false);
+  ASSERT_TRUE(
+      kube::testing::WaitFor([&] { return monitor.SilenceHeld(); }, kGuardGrace + seconds(5)));
+  std::this_thread::sleep_for(seconds(2));  // the claim is "nothing is reported": two ticks
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(reports.Count(extra.name(i)), 0u) << extra.name(i);
+    EXPECT_FALSE(monitor.Assess(extra.name(i), std::chrono::system_clock::now()).lost);
+  }
+  EXPECT_EQ(GaugeValue(registry, "lockstep_nodes_silent"), 4);
+  EXPECT_EQ(GaugeValue(registry, "lockstep_node_silence_held"), 1);
+
+  // Explicit evidence stands while held: a kubelet's NotReady is lost (3 silent: still held).
+  auto r = client().MergePatch(
+      kube::resources::Nodes(), "", extra.name(0),
+      {{"status", {{"conditions", json::array({ReadyCondition("False")})}}}}, "status");
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::optional<NodeVerdict> not_ready = reports.WaitFor(extra.name(0), 0, seconds(5));
+  ASSERT_TRUE(not_ready.has_value());
+  EXPECT_EQ(not_ready->reason, "NodeNotReady");
+  EXPECT_TRUE(monitor.SilenceHeld());
+
+  // Two renew again: 1 silent, below the line; the hold ends and the last silent node is lost.
+  extra.SetRenewing(1, true);
+  extra.SetRenewing(2, true);
+  std::optional<NodeVerdict> expired = reports.WaitFor(extra.name(3), 0, seconds(6));
+  ASSERT_TRUE(expired.has_value()) << "the last silent node was never reported lost";
+  EXPECT_EQ(expired->reason, "NodeLeaseExpired");
+  EXPECT_FALSE(monitor.SilenceHeld());
+  EXPECT_EQ(reports.Count(extra.name(1)), 0u);
+  EXPECT_EQ(reports.Count(extra.name(2)), 0u);
+  EXPECT_EQ(GaugeValue(registry, "lockstep_node_silence_held"), 0);
+  monitor.Stop();
 }
 
 // The controller's wiring without the operator: JobCaches with the monitor set reports the lost

@@ -17,7 +17,18 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(o->workers, 16);
   EXPECT_EQ(o->node_lease_grace, std::chrono::seconds(20));
   EXPECT_FALSE(o->restart_on_node_cordon);
+  EXPECT_DOUBLE_EQ(o->node_silence_hold_fraction, 0.55);
   EXPECT_TRUE(o->create_placed);
+}
+
+TEST(OptionsTest, NodeSilenceHoldFraction) {
+  for (const auto& [arg, want] : std::vector<std::pair<std::string, double>>{
+           {"--node-silence-hold-fraction=0", 0}, {"--node-silence-hold-fraction=0.9", 0.9},
+           {"--node-silence-hold-fraction=1", 1}}) {
+    auto o = ParseFlags({arg});
+    ASSERT_TRUE(o.ok()) << arg << ": " << o.status();
+    EXPECT_DOUBLE_EQ(o->node_silence_hold_fraction, want) << arg;
+  }
 }
 
 TEST(OptionsTest, CreatePlacedFlag) {
@@ -56,7 +67,10 @@ TEST(OptionsTest, BadNodeHealthFlagsNameTheFlag) {
   for (const std::string arg :
        {"--node-lease-grace=20", "--node-lease-grace=0s", "--node-lease-grace=-5s",
         "--node-lease-grace=1.5s", "--node-lease-grace=20ms", "--node-lease-grace=s",
-        "--node-lease-grace=", "--on-node-cordon=drain", "--on-node-cordon="}) {
+        "--node-lease-grace=", "--on-node-cordon=drain", "--on-node-cordon=",
+        "--node-silence-hold-fraction=1.5", "--node-silence-hold-fraction=-0.1",
+        "--node-silence-hold-fraction=nan", "--node-silence-hold-fraction=half",
+        "--node-silence-hold-fraction="}) {
     auto o = ParseFlags({arg});
     ASSERT_FALSE(o.ok()) << arg;
     const std::string flag = arg.substr(0, arg.find('='));

@@ -42,6 +42,7 @@ const std::set<std::string> kExported = {
     "lockstep_gpus_fragmented",
     "lockstep_restarts_total",
     "lockstep_node_failures_detected_total",
+    "lockstep_nodes_silent",
     "lockstep_recovery_duration_seconds_bucket",
     "lockstep_detection_delay_seconds_bucket",
     "lockstep_job_progress_ratio",
