@@ -178,30 +178,46 @@ struct NodeHealthMonitor::State {
   std::thread ticker;
   // The silence guard as the last tick set it; read by Assess from any thread.
   std::atomic<bool> silence_held{false};
+  // When the last hold was released (time_since_epoch count; 0: never). Silence counts from no
+  // earlier than that: the nodes still silent when most came back were silent for the same
+  // reason, and get a fresh grace, as the node lifecycle controller resets every node's probe
+  // time when a disruption ends. Without it, the stragglers of a control-plane stall were lost
+  // the second the census fell (e2e, 2026-12-03: 14 of 25 silent, held 5 s, then the 4 agent
+  // nodes still silent lost and their gangs restarted).
+  std::atomic<api::Time::rep> silence_released_at{0};
+
+  // Since when silence counts: the Lease view's continuity, or the last release, if later.
+  api::Time SilenceCountsFrom() {
+    return std::max(leases.reflector().FreshSince(),
+                    api::Time(api::Time::duration(silence_released_at.load())));
+  }
 
   // The verdict from the caches alone, before the silence guard.
   NodeVerdict Judge(const std::string& node, api::Time now, const NodeHealthOptions& o) {
     const auto n = nodes.store().Get(node);
     const auto l = leases.store().Get(std::string(kNodeLeaseNamespace) + "/" + node);
-    return AssessNode(node, n.get(), l.get(), now, o, leases.reflector().FreshSince());
+    return AssessNode(node, n.get(), l.get(), now, o, SilenceCountsFrom());
   }
 
   // Sets the guard from one tick's census; logs when it changes (only the tick thread writes).
-  void SetSilence(int silent, int total, double fraction) {
+  // True when this census released it: the tick's verdicts were judged before the fresh grace.
+  bool SetSilence(int silent, int total, double fraction, api::Time now) {
     const bool held = HoldSilence(silent, total, fraction);
     const bool was = silence_held.exchange(held);
     if (metrics != nullptr) metrics->SetNodeSilence(silent, held);
-    if (held == was) return;
+    if (held == was) return false;
     const log::Fields fields = {{"silent", std::to_string(silent)},
                            {"nodes", std::to_string(total)},
                            {"fraction", std::to_string(fraction)}};
+    if (!held) silence_released_at = now.time_since_epoch().count();
     if (held) {
       log::Warning("most nodes are silent at once: holding lease-expired and unreachable "
                    "verdicts (a control-plane problem is likelier than that many dead nodes)",
                    fields);
     } else {
-      log::Info("silence hold released: silent nodes are lost again", fields);
+      log::Info("silence hold released: nodes still silent get a fresh grace from now", fields);
     }
+    return !held;
   }
 
   // Outside `mu`: the handler takes the controller's locks. Metrics count a node once per loss,
@@ -292,9 +308,13 @@ void NodeHealthMonitor::Start() {
           verdicts.emplace_back(name, st.Judge(name, now, options_));
           if (IsSilenceVerdict(verdicts.back().second)) ++silent;
         }
-        st.SetSilence(silent, static_cast<int>(names.size()), options_.silence_hold_fraction);
+        const bool released = st.SetSilence(silent, static_cast<int>(names.size()),
+                                            options_.silence_hold_fraction, now);
+        // A release's own tick holds too: judged again now, a Lease's silence would count from
+        // this moment (0 s), and the next tick judges every node with the fresh grace.
+        const bool hold = st.silence_held.load() || released;
         for (auto& [name, raw] : verdicts) {
-          NodeVerdict v = ApplySilenceHold(std::move(raw), st.silence_held.load());
+          NodeVerdict v = ApplySilenceHold(std::move(raw), hold);
           std::lock_guard<std::mutex> guard(st.mu);
           const Change change = Transition(st.lost, name, v);
           if (change != Change::kNone) news.emplace_back(name, std::move(v), change);

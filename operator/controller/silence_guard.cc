@@ -3,7 +3,8 @@
 namespace lockstep::controller {
 
 bool IsSilenceVerdict(const NodeVerdict& verdict) {
-  return verdict.lost && (verdict.reason == "NodeLeaseExpired" || verdict.reason == "NodeUnreachable");
+  return verdict.lost &&
+         (verdict.reason == "NodeLeaseExpired" || verdict.reason == "NodeUnreachable");
 }
 
 bool HoldSilence(int silent, int total, double fraction) {

@@ -15,7 +15,9 @@
 // nodes, below the line, and handled as the zone's loss): while at least
 // `kSilenceHoldMinNodes` nodes and `fraction` of all known nodes are silent, silence alone makes
 // no node lost. Explicit evidence still does (NotReady from a live kubelet, a deleted Node, a
-// NoExecute taint, a launcher's corroborated peer report).
+// NoExecute taint, a launcher's corroborated peer report). When the census falls below the line,
+// the nodes still silent get a fresh Lease grace from that moment (the node lifecycle controller
+// resets every node's probe time when a disruption ends): they were silent for the same reason.
 //
 // Pure; the monitor (node_health.h) counts on its one-second tick and holds the result until the
 // next one.
