@@ -200,24 +200,25 @@ struct NodeHealthMonitor::State {
   }
 
   // Sets the guard from one tick's census; logs when it changes (only the tick thread writes).
-  // True when this census released it: the tick's verdicts were judged before the fresh grace.
+  // Returns whether this tick's verdicts are held: while the guard holds, and on the tick that
+  // releases it too (they were judged before the fresh grace; the next tick judges with it).
   bool SetSilence(int silent, int total, double fraction, api::Time now) {
     const bool held = HoldSilence(silent, total, fraction);
     const bool was = silence_held.exchange(held);
     if (metrics != nullptr) metrics->SetNodeSilence(silent, held);
-    if (held == was) return false;
+    if (held == was) return held;
     const log::Fields fields = {{"silent", std::to_string(silent)},
-                           {"nodes", std::to_string(total)},
-                           {"fraction", std::to_string(fraction)}};
-    if (!held) silence_released_at = now.time_since_epoch().count();
+                                {"nodes", std::to_string(total)},
+                                {"fraction", std::to_string(fraction)}};
     if (held) {
       log::Warning("most nodes are silent at once: holding lease-expired and unreachable "
                    "verdicts (a control-plane problem is likelier than that many dead nodes)",
                    fields);
     } else {
+      silence_released_at = now.time_since_epoch().count();
       log::Info("silence hold released: nodes still silent get a fresh grace from now", fields);
     }
-    return !held;
+    return true;
   }
 
   // Outside `mu`: the handler takes the controller's locks. Metrics count a node once per loss,
@@ -308,11 +309,8 @@ void NodeHealthMonitor::Start() {
           verdicts.emplace_back(name, st.Judge(name, now, options_));
           if (IsSilenceVerdict(verdicts.back().second)) ++silent;
         }
-        const bool released = st.SetSilence(silent, static_cast<int>(names.size()),
-                                            options_.silence_hold_fraction, now);
-        // A release's own tick holds too: judged again now, a Lease's silence would count from
-        // this moment (0 s), and the next tick judges every node with the fresh grace.
-        const bool hold = st.silence_held.load() || released;
+        const bool hold = st.SetSilence(silent, static_cast<int>(names.size()),
+                                        options_.silence_hold_fraction, now);
         for (auto& [name, raw] : verdicts) {
           NodeVerdict v = ApplySilenceHold(std::move(raw), hold);
           std::lock_guard<std::mutex> guard(st.mu);

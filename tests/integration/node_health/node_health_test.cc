@@ -42,6 +42,23 @@ json ReadyCondition(const std::string& status) {
           {"lastTransitionTime", t}};
 }
 
+// A Node of the test's own (no kwok annotation: kwok leaves it alone), Ready, and its
+// kube-node-lease Lease renewed now; the test renews the Lease itself like a kubelet.
+json TestNode(const std::string& name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}, {"labels", {{"lockstep.dev/test", "node-health"}}}}},
+          {"spec", json::object()},
+          {"status", {{"conditions", json::array({ReadyCondition("True")})}}}};
+}
+
+json TestLease(const std::string& name) {
+  return {{"apiVersion", "coordination.k8s.io/v1"},
+          {"kind", "Lease"},
+          {"metadata", {{"name", name}, {"namespace", kLeaseNs}}},
+          {"spec", {{"holderIdentity", name}, {"leaseDurationSeconds", 40}, {"renewTime", Now()}}}};
+}
+
 // A counter's value, or a histogram's sample count, for one reason label.
 double Sample(prometheus::Registry& registry, const std::string& family,
               const std::string& reason) {
@@ -107,21 +124,10 @@ class NodeHealthTest : public ::testing::Test {
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = std::move(cluster).value();
     node_ = "lockstep-nh-" + kube::testing::RandomSuffix();
-    json node = {
-        {"apiVersion", "v1"},
-        {"kind", "Node"},
-        {"metadata", {{"name", node_}, {"labels", {{"lockstep.dev/test", "node-health"}}}}},
-        {"spec", json::object()},
-        {"status", {{"conditions", json::array({ReadyCondition("True")})}}}};
-    auto created = client().Create(kube::resources::Nodes(), "", node);
+    auto created = client().Create(kube::resources::Nodes(), "", TestNode(node_));
     ASSERT_TRUE(created.ok()) << created.status();
     node_created_ = true;
-    json lease = {
-        {"apiVersion", "coordination.k8s.io/v1"},
-        {"kind", "Lease"},
-        {"metadata", {{"name", node_}, {"namespace", kLeaseNs}}},
-        {"spec", {{"holderIdentity", node_}, {"leaseDurationSeconds", 40}, {"renewTime", Now()}}}};
-    auto lease_created = client().Create(kube::resources::Leases(), kLeaseNs, lease);
+    auto lease_created = client().Create(kube::resources::Leases(), kLeaseNs, TestLease(node_));
     ASSERT_TRUE(lease_created.ok()) << lease_created.status();
     StartRenewing();
 
@@ -293,22 +299,9 @@ class RenewedNodes {
   RenewedNodes(kube::RestClient& client, const std::string& prefix, int count) : client_(client) {
     for (int i = 0; i < count; ++i) {
       const std::string name = prefix + "-s" + std::to_string(i);
-      json node = {{"apiVersion", "v1"},
-                   {"kind", "Node"},
-                   {"metadata",
-                    {{"name", name}, {"labels", {{"lockstep.dev/test", "node-health"}}}}},
-                   {"spec", json::object()},
-                   {"status", {{"conditions", json::array({ReadyCondition("True")})}}}};
-      auto created = client_.Create(kube::resources::Nodes(), "", node);
+      auto created = client_.Create(kube::resources::Nodes(), "", TestNode(name));
       EXPECT_TRUE(created.ok()) << created.status();
-      json lease = {{"apiVersion", "coordination.k8s.io/v1"},
-                    {"kind", "Lease"},
-                    {"metadata", {{"name", name}, {"namespace", kLeaseNs}}},
-                    {"spec",
-                     {{"holderIdentity", name},
-                      {"leaseDurationSeconds", 40},
-                      {"renewTime", Now()}}}};
-      auto lease_created = client_.Create(kube::resources::Leases(), kLeaseNs, lease);
+      auto lease_created = client_.Create(kube::resources::Leases(), kLeaseNs, TestLease(name));
       EXPECT_TRUE(lease_created.ok()) << lease_created.status();
       names_.push_back(name);
     }
