@@ -10,7 +10,7 @@
 # Environment: LOCKSTEP_CACHE (tool/pip/ccache/venv caches, default ~/.cache/lockstep),
 # LOCKSTEP_TEST_CLUSTER (cluster name, default lockstep-test), CTEST_ARGS (extra ctest flags),
 # LOCKSTEP_INTEGRATION_JOBS (ctest -j of the integration tier, default 4; 1 = all serial),
-# LOCKSTEP_E2E_JOBS (ctest -j of the e2e tier, default 3),
+# LOCKSTEP_E2E_JOBS (ctest -j of the e2e tier, default 4: its framework entries count 2 each),
 # LOCKSTEP_TEST_OVERLAP (1, the default: the launcher tier runs beside the integration tier;
 # 0: one tier after the other). Each tier's output is in build/test-results/<tier>.log.
 set -euo pipefail
@@ -22,7 +22,7 @@ TIERS=("$@")
 CLUSTER="${LOCKSTEP_TEST_CLUSTER:-lockstep-test}"
 RESULTS="$REPO_ROOT/build/test-results"
 INTEGRATION_JOBS="${LOCKSTEP_INTEGRATION_JOBS:-4}"
-E2E_JOBS="${LOCKSTEP_E2E_JOBS:-3}"
+E2E_JOBS="${LOCKSTEP_E2E_JOBS:-4}"
 OVERLAP="${LOCKSTEP_TEST_OVERLAP:-1}"
 TOTAL_PASSED=0 TOTAL_FAILED=0 FAILED_TIERS=() TIER_LINES=() BACKGROUND_PID=""
 
@@ -70,8 +70,8 @@ build_asan_unit() {
 # RUN_SERIAL or a RESOURCE_LOCK (cmake/LockstepTesting.cmake), so ctest overlaps only the rest.
 # Launcher tests run real frameworks on every core: one at a time. The e2e tier's framework
 # binaries isolate themselves (tests/e2e/frameworks/CMakeLists.txt) and spend much of a job
-# waiting (startup, rendezvous, polling), so they run side by side; its other tests are
-# RUN_SERIAL.
+# waiting (startup, rendezvous, polling), so they run side by side, two at a time (each counts 2
+# PROCESSORS); its other tests are RUN_SERIAL.
 tier_jobs() {
   case "$1" in
     unit) nproc ;;

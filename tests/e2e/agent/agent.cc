@@ -3,9 +3,9 @@
 #include <filesystem>
 
 #include "common/log.h"
+#include "tests/e2e/agent/oci_runtime.h"
 #include "tests/e2e/agent/pod_json.h"
 #include "tests/e2e/agent/serving_cert.h"
-#include "tests/e2e/agent/oci_runtime.h"
 
 namespace lockstep::e2e {
 
@@ -105,8 +105,7 @@ StatusOr<LogSource> Agent::LocateLog(const ContainerLogRequest& r) const {
       return ContainerStillRunning(now->object, container);
     };
     if (!PodHasContainer(pod->object, r.container)) {
-      return FailedPreconditionError("container " + r.container + " is not valid for pod " +
-                                     r.pod);
+      return FailedPreconditionError("container " + r.container + " is not valid for pod " + r.pod);
     }
     const std::string path = state_.PodDir(uid) + "/containers/" + r.container + ".log";
     std::error_code ec;
@@ -255,11 +254,19 @@ void Agent::ApplyControlRequests() {
 
 void Agent::Tick() {
   ApplyControlRequests();
+  // Every node's Lease before any status write: on a slow API server the last node's renewal
+  // waits for the fewest requests.
   for (const auto& node : nodes_) {
     if (!WritesAllowed(node->name())) continue;
-    Status s = node->Heartbeat();
+    Status s = node->RenewLease();
     if (!s.ok())
       log::Warning("heartbeat failed", {{"node", node->name()}, {"error", s.ToString()}});
+  }
+  for (const auto& node : nodes_) {
+    if (!WritesAllowed(node->name())) continue;
+    Status s = node->UpdateStatusIfDue();
+    if (!s.ok())
+      log::Warning("node status update failed", {{"node", node->name()}, {"error", s.ToString()}});
   }
   if (binder_) binder_->Tick(HealthyNodes());
   std::vector<std::unique_ptr<PodWorker>> finished;
@@ -286,7 +293,7 @@ void Agent::Shutdown() {
     shutting_down_ = true;
   }
   if (kubelet_) kubelet_->Stop();  // before the informers its lookups read
-  informers_.clear();  // no more events
+  informers_.clear();              // no more events
   binder_.reset();
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -130,6 +130,7 @@ Status NodeRegistration::Register() {
           .MergePatch(kube::resources::Nodes(), "", name_, {{"status", node["status"]}}, "status")
           .status());
   LS_RETURN_IF_ERROR(EnsureLease(uid));
+  renewed_at_ = status_posted_at_ = std::chrono::steady_clock::now();
   log::Info("node registered", {{"node", name_}, {"gpus", std::to_string(options_.gpus)}});
   return Status::Ok();
 }
@@ -160,17 +161,39 @@ Status NodeRegistration::EnsureLease(const std::string& node_uid) {
       .status();
 }
 
-Status NodeRegistration::Heartbeat() {
+Status NodeRegistration::RenewLease() {
+  const auto started = std::chrono::steady_clock::now();
   const std::string renew = kube::FormatMicroTime(std::chrono::system_clock::now());
   LS_RETURN_IF_ERROR(client_
                          .MergePatch(kube::resources::Leases(), kLeaseNamespace, name_,
                                      {{"spec", {{"renewTime", renew}, {"holderIdentity", name_}}}})
                          .status());
-  return client_
-      .MergePatch(kube::resources::Nodes(), "", name_,
-                  {{"status", {{"conditions", Conditions(registered_at_, NowRfc3339())}}}},
-                  "status")
-      .status();
+  const auto done = std::chrono::steady_clock::now();
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  const auto late_after = std::chrono::seconds(options_.lease_duration_s);
+  if (renewed_at_ != std::chrono::steady_clock::time_point{} && done - renewed_at_ > late_after) {
+    log::Warning(
+        "lease renewed late",
+        {{"node", name_},
+         {"since_last_ms", std::to_string(duration_cast<milliseconds>(done - renewed_at_).count())},
+         {"request_ms", std::to_string(duration_cast<milliseconds>(done - started).count())}});
+  }
+  renewed_at_ = done;
+  return Status::Ok();
+}
+
+Status NodeRegistration::UpdateStatusIfDue() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - status_posted_at_ < kStatusEvery) return Status::Ok();
+  LS_RETURN_IF_ERROR(
+      client_
+          .MergePatch(kube::resources::Nodes(), "", name_,
+                      {{"status", {{"conditions", Conditions(registered_at_, NowRfc3339())}}}},
+                      "status")
+          .status());
+  status_posted_at_ = now;
+  return Status::Ok();
 }
 
 Status NodeRegistration::Unregister() {

@@ -4,6 +4,7 @@
 // --lease-duration-s, default 10 s) so tests of node loss get quick signals. The Node carries
 // no kwok annotation, so kwok leaves it alone.
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -37,8 +38,16 @@ class NodeRegistration {
   // Creates the Node (replacing a stale one left by a crashed agent; refusing one that is not
   // an agent node) and its Lease.
   Status Register();
-  // Renews the Lease and refreshes the Ready condition's heartbeat.
-  Status Heartbeat();
+  // Renews the Lease: the heartbeat node-loss detection reads (the operator's --node-lease-grace,
+  // the node lifecycle controller's grace). Logs a warning when the renewal comes more than
+  // a lease duration after the last one (the API server or this host was stalled), so a
+  // node lost to a slow heartbeat shows in the agent's log.
+  Status RenewLease();
+  // Refreshes the Ready condition's heartbeat when kStatusEvery has passed since the last, as a
+  // kubelet posts its status every nodeStatusUpdateFrequency (10 s) and renews its Lease more
+  // often: on a loaded API server each tick's requests are fewer, so the Leases of all this
+  // agent's nodes (renewed first) are not queued behind status writes.
+  Status UpdateStatusIfDue();
   // Deletes the Node (its Lease goes with it through the owner reference) and the Lease.
   Status Unregister();
 
@@ -53,6 +62,12 @@ class NodeRegistration {
   const std::string host_ip_;
   const int kubelet_port_;
   std::string registered_at_;
+  std::chrono::steady_clock::time_point renewed_at_{};        // the last successful renewal
+  std::chrono::steady_clock::time_point status_posted_at_{};  // the last status write
 };
+
+// How often a node's status (its Ready condition's heartbeat) is written: a kubelet's
+// nodeStatusUpdateFrequency.
+inline constexpr std::chrono::seconds kStatusEvery{10};
 
 }  // namespace lockstep::e2e

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -27,11 +28,11 @@ extern char** environ;
 
 namespace lockstep::e2e {
 
-using nlohmann::json;
 using ::lockstep::testing::MarkedProcesses;
 using ::lockstep::testing::ReadWholeFile;
 using ::lockstep::testing::SpawnAndAwaitLine;
 using ::lockstep::testing::YamlToJson;
+using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 namespace fs = std::filesystem;
@@ -41,7 +42,6 @@ namespace {
 constexpr char kMarkerName[] = "LS_FW_E2E_MARKER";
 constexpr char kJobMarkerName[] = "LS_FW_E2E_JOB";
 constexpr char kBlockLabel[] = "topology.lockstep.dev/block";
-
 
 bool Poll(const std::function<bool()>& done, milliseconds timeout) {
   return kube::testing::WaitFor(done, timeout, milliseconds(100));
@@ -75,6 +75,22 @@ std::vector<std::string> JobRun::Lines(const std::string& prefix) const {
     std::istringstream in(pod.log);
     for (std::string line; std::getline(in, line);) {
       if (line.rfind(prefix, 0) == 0) out.push_back(line);
+    }
+  }
+  return out;
+}
+
+std::string JobRun::LogTails(size_t lines) const {
+  std::string out;
+  for (const Pod& pod : pods) {
+    std::vector<std::string> all;
+    std::istringstream in(pod.log);
+    for (std::string line; std::getline(in, line);) all.push_back(line.substr(0, 240));
+    out += "----- " + pod.name + " (attempt " + std::to_string(pod.attempt) + ", last " +
+           std::to_string(std::min(lines, all.size())) + " of " + std::to_string(all.size()) +
+           " lines)\n";
+    for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) {
+      out += all[i] + "\n";
     }
   }
   return out;
@@ -190,8 +206,8 @@ Status FrameworkCluster::StartAgent() {
   }
   agent_log_ = work_dir_ + "/agent.log";
   // The agent prints "ready" once its Nodes are registered and its pod watches run.
-  const bool ready = SpawnAndAwaitLine(std::move(args), agent_log_, "ready", seconds(60),
-                                       &agent_pid_);
+  const bool ready =
+      SpawnAndAwaitLine(std::move(args), agent_log_, "ready", seconds(60), &agent_pid_);
   if (agent_pid_ == 0) return InternalError("cannot start " + std::string(LOCKSTEP_AGENT_BINARY));
   if (!ready) return UnavailableError("the agent did not start:\n" + agent_log());
   return Status::Ok();
@@ -391,7 +407,10 @@ StatusOr<JobRun> FrameworkCluster::Run(const json& job, seconds timeout) {
   if (!done.ok()) {
     // Its pods would otherwise keep the machine busy for the tests after this one.
     client_->Delete(kube::resources::TrainingJobs(), ns_, name).status().IgnoreError();
-    return DeadlineExceededError(done.status().message() + "\n" + run.AllLogs());
+    // The tails first: CI shows the start and the end of a failure, not its middle.
+    return DeadlineExceededError("job " + name + " did not end within " +
+                                 std::to_string(timeout.count()) + " s; each pod's last lines:\n" +
+                                 run.LogTails(8) + done.status().message() + "\n" + run.AllLogs());
   }
   return run;
 }

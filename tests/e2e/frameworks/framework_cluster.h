@@ -50,6 +50,8 @@ struct JobRun {
   // Every log line (all pods) that starts with `prefix`.
   std::vector<std::string> Lines(const std::string& prefix) const;
   std::string AllLogs() const;
+  // Each pod's last `lines` lines (each cut at 240 characters): what a timeout shows first.
+  std::string LogTails(size_t lines) const;
 };
 
 class FrameworkCluster {
