@@ -56,6 +56,10 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
   }
   const CachedJob job = *cached;  // never mutate the shared cache
   if (StatusCacheBehind(job)) return ReconcileResult{std::chrono::seconds(1)};
+  // A finished job's launchers are gone and their pod IPs go to other pods: the monitor's watch
+  // would otherwise poll the next pod at worker-0's address (with this job's MAC, refused there)
+  // until it expires.
+  if (launchers_ != nullptr && IsFinished(job.job.status)) launchers_->Forget(key);
   const bool settled = expectations_.Satisfied(key);  // before listing pods
   Observed observed = caches_.ObserveChildren(job);
   if (launchers_ != nullptr) {
