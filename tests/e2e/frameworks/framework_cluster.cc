@@ -43,8 +43,12 @@ constexpr char kMarkerName[] = "LS_FW_E2E_MARKER";
 constexpr char kJobMarkerName[] = "LS_FW_E2E_JOB";
 constexpr char kBlockLabel[] = "topology.lockstep.dev/block";
 
+// Twice a second: a job's poll is a GET of the job and a LIST of its pods. At 10 a second the
+// two framework tests running side by side were 31 of the API server's 42 requests a second and
+// most of its ~0.25 core (2026-12-03), on the 2 cores the jobs under test need. Nothing here
+// times a job finer than a second.
 bool Poll(const std::function<bool()>& done, milliseconds timeout) {
-  return kube::testing::WaitFor(done, timeout, milliseconds(100));
+  return kube::testing::WaitFor(done, timeout, milliseconds(500));
 }
 
 std::string Python() {
