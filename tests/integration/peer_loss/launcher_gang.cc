@@ -2,9 +2,13 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
 #include "operator/api/children.h"
 
@@ -21,16 +25,78 @@ std::string Port() { return std::to_string(api::kRdzvPort); }
 // The address launcher i joins node 0's server through (all of 127/8 is on lo).
 std::string JoinAddress(size_t i) { return "127.77.0." + std::to_string(i + 1); }
 
+// Every rule and address a gang adds names the process that added it, so a later gang can
+// remove what a process that died before its destructors (SIGKILLed at a ctest TIMEOUT, a killed
+// CI run) left behind: a stale DROP rule on a kwok pod IP cuts the next test's launchers off.
+std::string RuleTag(pid_t pid) { return "lockstep-gang-" + std::to_string(pid); }
+// An address label must start with the device's name and fit IFNAMSIZ (15 characters).
+std::string AddressLabel(pid_t pid) { return "lo:g" + std::to_string(pid); }
+
+std::string DropRule(const std::string& match) {
+  return match + " -m comment --comment " + RuleTag(getpid()) + " -j DROP";
+}
+
+std::vector<std::string> CommandLines(const std::string& command) {
+  std::vector<std::string> lines;
+  FILE* f = popen(command.c_str(), "r");
+  if (f == nullptr) return lines;
+  std::string line;
+  for (int c; (c = std::fgetc(f)) != EOF;) {
+    if (c != '\n') {
+      line += static_cast<char>(c);
+      continue;
+    }
+    lines.push_back(std::move(line));
+    line.clear();
+  }
+  if (!line.empty()) lines.push_back(std::move(line));
+  pclose(f);
+  return lines;
+}
+
+// The pid after `prefix` in `text` when no such process exists any more; 0 otherwise (none
+// named, or alive: kill(pid, 0) fails with ESRCH only for a pid no process has).
+pid_t DeadOwner(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find(prefix);
+  if (at == std::string::npos) return 0;
+  const pid_t pid = static_cast<pid_t>(std::atol(text.c_str() + at + prefix.size()));
+  if (pid <= 0) return 0;
+  return kill(pid, 0) != 0 && errno == ESRCH ? pid : 0;
+}
+
 }  // namespace
+
+int LauncherGang::RemoveLeftovers() {
+  int removed = 0;
+  for (const std::string& line : CommandLines("iptables -S OUTPUT 2>/dev/null")) {
+    // `-A OUTPUT <spec>`: the same spec deletes it.
+    if (line.rfind("-A OUTPUT ", 0) != 0 || DeadOwner(line, "--comment lockstep-gang-") == 0) {
+      continue;
+    }
+    removed += Shell("iptables -D OUTPUT " + line.substr(10) + " 2>/dev/null") == 0 ? 1 : 0;
+  }
+  for (const std::string& line : CommandLines("ip -o -4 addr show dev lo 2>/dev/null")) {
+    // `1: lo    inet 10.244.0.7/32 scope global lo:g4242 ...`
+    if (DeadOwner(line, " lo:g") == 0) continue;
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word && word != "inet") {
+    }
+    if (!(words >> word)) continue;
+    removed += Shell("ip addr del " + word + " dev lo 2>/dev/null") == 0 ? 1 : 0;
+  }
+  return removed;
+}
 
 StatusOr<std::unique_ptr<LauncherGang>> LauncherGang::Start(std::vector<GangPod> pods,
                                                             GangOptions options) {
   std::unique_ptr<LauncherGang> g(new LauncherGang());
   g->pods_ = std::move(pods);
   g->options_ = std::move(options);
+  RemoveLeftovers();
   for (const GangPod& p : g->pods_) {
     if (p.ip.empty()) return FailedPreconditionError("pod " + p.name + " has no IP");
-    if (Shell("ip addr add " + p.ip + "/32 dev lo") != 0) {
+    if (Shell("ip addr add " + p.ip + "/32 dev lo label " + AddressLabel(getpid())) != 0) {
       return FailedPreconditionError("cannot add " + p.ip + " to lo (root needed)");
     }
     g->addresses_.push_back(p.ip);
@@ -43,9 +109,9 @@ StatusOr<std::unique_ptr<LauncherGang>> LauncherGang::Start(std::vector<GangPod>
     const GangOptions& o = g->options_;
     LauncherSpec s;
     const std::vector<std::string> identity =
-        p.spare_index < 0 ? std::vector<std::string>{"--node-rank", std::to_string(i)}
-                          : std::vector<std::string>{"--spare", "--role-index",
-                                                     std::to_string(p.spare_index)};
+        p.spare_index < 0
+            ? std::vector<std::string>{"--node-rank", std::to_string(i)}
+            : std::vector<std::string>{"--spare", "--role-index", std::to_string(p.spare_index)};
     s.args = {"--nnodes",         nnodes,
               "--nproc-per-node", std::to_string(o.nproc),
               "--rdzv-endpoint",  (i == 0 ? p.ip : JoinAddress(i)) + ":" + Port(),
@@ -76,7 +142,7 @@ LauncherGang::~LauncherGang() {
 
 Status LauncherGang::Kill(size_t i) {
   launchers_.at(i)->Signal(SIGKILL);
-  const std::string rule = "-d " + pods_.at(i).ip + " -p tcp --dport " + Port() + " -j DROP";
+  const std::string rule = DropRule("-d " + pods_.at(i).ip + " -p tcp --dport " + Port());
   if (Shell("iptables -I OUTPUT " + rule) != 0) {
     return FailedPreconditionError("iptables refused: " + rule);
   }
@@ -91,10 +157,10 @@ Status LauncherGang::Freeze(size_t i) {
 
 Status LauncherGang::Partition(size_t i, bool from_operator_too) {
   const std::string join = JoinAddress(i);
-  std::vector<std::string> rules = {"-d " + join + " -p tcp --dport " + Port() + " -j DROP",
-                                    "-s " + join + " -p tcp --sport " + Port() + " -j DROP"};
+  std::vector<std::string> rules = {DropRule("-d " + join + " -p tcp --dport " + Port()),
+                                    DropRule("-s " + join + " -p tcp --sport " + Port())};
   if (from_operator_too) {
-    rules.push_back("-d " + pods_.at(i).ip + " -p tcp --dport " + Port() + " -j DROP");
+    rules.push_back(DropRule("-d " + pods_.at(i).ip + " -p tcp --dport " + Port()));
   }
   for (const std::string& rule : rules) {
     if (Shell("iptables -I OUTPUT " + rule) != 0) {

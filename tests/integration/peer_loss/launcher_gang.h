@@ -15,7 +15,10 @@
 //                  and node 0 are dropped (and, with from_operator_too, the operator's probe of
 //                  <IP i>:29400 too); launcher i keeps running and must fence its ranks itself.
 // Needs root (ip, iptables). Not thread-safe. The destructor kills the launchers and removes the
-// addresses and rules it added.
+// addresses and rules it added. Each rule carries the comment lockstep-gang-<pid> and each address
+// the label lo:g<pid> of the process that added it; Start first removes those whose process is
+// gone (RemoveLeftovers), so a test process killed before its destructors ran (a ctest TIMEOUT,
+// a killed CI run) does not cut the next run's launchers off.
 
 #include <chrono>
 #include <memory>
@@ -55,6 +58,9 @@ class LauncherGang {
   // pod's launcher stands by).
   static StatusOr<std::unique_ptr<LauncherGang>> Start(std::vector<GangPod> pods,
                                                        GangOptions options);
+  // Removes the OUTPUT rules and lo addresses a gang of a process that no longer exists added
+  // (above); those of live processes stay. Returns how many it removed.
+  static int RemoveLeftovers();
   ~LauncherGang();
 
   Status Kill(size_t i);

@@ -12,6 +12,8 @@
 //     renews: not corroborated, no restart on that evidence.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -196,6 +198,37 @@ TEST_F(PeerLossTest, ACutOffLauncherWhosePodAndLeaseAnswerIsNotCorroborated) {
   EXPECT_EQ(Attempt(*job), 0);
   EXPECT_TRUE(FindEvent("pl-cut", "PeerReportedLost").is_null());
   gang_->Heal(1);
+}
+
+// What a gang of a process killed before its destructors left (a DROP rule, an address on lo)
+// is removed by the next one; what a live process's gang added stays.
+TEST(LauncherGangTest, LeftoversOfAProcessThatIsGoneAreRemovedThoseOfALiveOneKept) {
+  if (geteuid() != 0) GTEST_SKIP() << "ip and iptables need root";
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  auto rule = [](const std::string& ip, pid_t owner) {
+    return "-d " + ip + "/32 -p tcp -m tcp --dport 29400 -m comment --comment lockstep-gang-" +
+           std::to_string(owner) + " -j DROP";
+  };
+  auto run = [](const std::string& command) { return std::system(command.c_str()); };
+  const std::string gone_ip = "10.254.254.1", live_ip = "10.254.254.2";
+  ASSERT_EQ(run("iptables -I OUTPUT " + rule(gone_ip, gone)), 0);
+  ASSERT_EQ(run("iptables -I OUTPUT " + rule(live_ip, getpid())), 0);
+  ASSERT_EQ(run("ip addr add " + gone_ip + "/32 dev lo label lo:g" + std::to_string(gone)), 0);
+  ASSERT_EQ(run("ip addr add " + live_ip + "/32 dev lo label lo:g" + std::to_string(getpid())), 0);
+
+  EXPECT_GE(LauncherGang::RemoveLeftovers(), 2);  // more if a real run left some
+  EXPECT_NE(run("iptables -C OUTPUT " + rule(gone_ip, gone)), 0);
+  EXPECT_EQ(run("iptables -C OUTPUT " + rule(live_ip, getpid())), 0);
+  EXPECT_NE(run("ip -o addr show dev lo | grep -qF ' " + gone_ip + "/32 '"), 0);
+  EXPECT_EQ(run("ip -o addr show dev lo | grep -qF ' " + live_ip + "/32 '"), 0);
+
+  run("iptables -D OUTPUT " + rule(live_ip, getpid()) + " 2>/dev/null");
+  run("ip addr del " + live_ip + "/32 dev lo 2>/dev/null");
+  run("iptables -D OUTPUT " + rule(gone_ip, gone) + " 2>/dev/null");
+  run("ip addr del " + gone_ip + "/32 dev lo 2>/dev/null");
 }
 
 }  // namespace
