@@ -148,7 +148,7 @@ wait_until() {
     for c in etcd apiserver controller-manager kwok kueue; do
       if [[ -f "$STATE/pids/$c" ]] && ! component_alive "$c"; then dead="$c"; fi
     done
-    if [[ -n "$dead" || SECONDS -ge deadline ]]; then
+    if [[ -n "$dead" || $SECONDS -ge $deadline ]]; then
       [[ -z "$dead" ]] || log "$dead exited"
       log "gave up after $((SECONDS - deadline + limit))s waiting for $what; last log lines:"
       tail -n 20 "$STATE/logs/"*.log >&2 || true
