@@ -10,6 +10,7 @@
 #include "common/rfc3339.h"
 #include "tests/chaos/invariants.h"
 #include "tests/integration/controller/operator_env.h"
+#include "tests/testing/host_state.h"
 
 namespace lockstep::chaos {
 namespace {
@@ -20,21 +21,6 @@ constexpr char kAttemptLabel[] = "lockstep.dev/attempt";
 int64_t ResourceVersion(const json& object) {
   const std::string rv = object.value("/metadata/resourceVersion"_json_pointer, "0");
   return std::strtoll(rv.c_str(), nullptr, 10);
-}
-
-// stdout of `command` (its exit status in *rc).
-std::string Capture(const std::string& command, int* rc) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    *rc = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  *rc = ::pclose(pipe);
-  return out;
 }
 
 }  // namespace
@@ -261,7 +247,7 @@ StatusOr<std::string> AuditedKubeconfig(const std::string& user) {
     cmd += " --name " + std::string(name);
   }
   int rc = 0;
-  std::string path = Capture(cmd, &rc);
+  std::string path = ::lockstep::testing::ShellOutput(cmd, &rc);
   while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
   if (rc != 0 || path.empty()) return InternalError("`" + cmd + "` failed");
   return path;

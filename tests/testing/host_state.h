@@ -12,6 +12,10 @@ namespace lockstep::testing {
 // The whole file, or "" when it cannot be read.
 std::string ReadWholeFile(const std::string& path);
 
+// The stdout of `command` run by /bin/sh (popen), and in *rc, when given, its wait status
+// (pclose's: 0 for an exit of 0). "" and -1 when the shell cannot be started.
+std::string ShellOutput(const std::string& command, int* rc = nullptr);
+
 // Pids of the processes whose environment carries `marker` ("NAME=value"): what a test gave every
 // process it started, so that it can prove none survived.
 std::vector<pid_t> MarkedProcesses(const std::string& marker);

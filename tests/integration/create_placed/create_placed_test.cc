@@ -6,7 +6,6 @@
 // tests tell the two paths apart on the stored objects.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -14,6 +13,7 @@
 
 #include "tests/integration/controller/operator_env.h"
 #include "tests/integration/failures/failures_env.h"
+#include "tests/testing/host_state.h"
 
 namespace lockstep::failures::testing {
 namespace {
@@ -26,14 +26,8 @@ using std::chrono::seconds;
 json PodWithManagedFields(const std::string& ns, const std::string& name) {
   const std::string command = "kubectl get pod -n " + ns + " " + name +
                               " -o json --show-managed-fields 2>/dev/null";
-  std::string out;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[4096];
-    size_t n = 0;
-    while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-    ::pclose(pipe);
-  }
-  return json::parse(out, nullptr, /*allow_exceptions=*/false);
+  return json::parse(::lockstep::testing::ShellOutput(command), nullptr,
+                     /*allow_exceptions=*/false);
 }
 
 // Whether the pod's create wrote spec.nodeName (created placed), from its managedFields.

@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
 #include "operator/api/children.h"
+#include "tests/testing/host_state.h"
 
 namespace lockstep::testing {
 namespace {
@@ -36,21 +36,11 @@ std::string DropRule(const std::string& match) {
   return match + " -m comment --comment " + RuleTag(getpid()) + " -j DROP";
 }
 
+// The lines `command` prints.
 std::vector<std::string> CommandLines(const std::string& command) {
   std::vector<std::string> lines;
-  FILE* f = popen(command.c_str(), "r");
-  if (f == nullptr) return lines;
-  std::string line;
-  for (int c; (c = std::fgetc(f)) != EOF;) {
-    if (c != '\n') {
-      line += static_cast<char>(c);
-      continue;
-    }
-    lines.push_back(std::move(line));
-    line.clear();
-  }
-  if (!line.empty()) lines.push_back(std::move(line));
-  pclose(f);
+  std::istringstream out(::lockstep::testing::ShellOutput(command));
+  for (std::string line; std::getline(out, line);) lines.push_back(line);
   return lines;
 }
 
