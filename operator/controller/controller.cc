@@ -51,6 +51,9 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
     }
   };
   h.pod_deleted = [this](const std::string& key, const kube::Pod& pod) {
+    // Deleted by someone else (the taint-eviction controller, a user, the scheduler): why a
+    // member of a running gang went, even when it is gone before a pass sees it.
+    if (!expectations_.DeletedByUs(pod.meta.uid)) caches_.RecordGone(key, pod);
     expectations_.DeletionObserved(key, pod.meta.uid);
     queue_.Add(key);
   };

@@ -18,7 +18,19 @@ void Expectations::ExpectDeletions(const std::string& job_key,
   std::lock_guard<std::mutex> lock(mu_);
   Pending& p = pending_[job_key];
   p.deletions.insert(pod_uids.begin(), pod_uids.end());
-  p.raised_at = clock_.Now();
+  const Clock::Steady now = clock_.Now();
+  p.raised_at = now;
+  while (!issue_order_.empty() && now - issue_order_.front().first >= ttl_) {
+    auto it = issued_deletions_.find(issue_order_.front().second);
+    if (it != issued_deletions_.end() && it->second == issue_order_.front().first) {
+      issued_deletions_.erase(it);
+    }
+    issue_order_.pop_front();
+  }
+  for (const std::string& uid : pod_uids) {
+    issued_deletions_[uid] = now;
+    issue_order_.emplace_back(now, uid);
+  }
 }
 
 void Expectations::CreationObserved(const std::string& job_key, const std::string& pod_name) {
@@ -42,6 +54,12 @@ bool Expectations::Satisfied(const std::string& job_key) const {
   auto it = pending_.find(job_key);
   if (it == pending_.end()) return true;
   return clock_.Now() - it->second.raised_at >= ttl_;
+}
+
+bool Expectations::DeletedByUs(const std::string& pod_uid) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = issued_deletions_.find(pod_uid);
+  return it != issued_deletions_.end() && clock_.Now() - it->second < ttl_;
 }
 
 void Expectations::Forget(const std::string& job_key) {

@@ -9,10 +9,12 @@
 // lost for good cannot wedge a job. Thread-safe.
 
 #include <chrono>
+#include <deque>
 #include <mutex>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -37,6 +39,10 @@ class Expectations {
   bool Satisfied(const std::string& job_key) const;
   // Drops the job's expectations (the job was deleted).
   void Forget(const std::string& job_key);
+  // Whether this controller issued the deletion of the pod with `pod_uid` within the TTL, observed
+  // or not: a pod it deleted itself is no news of a failure (gone_pods.h). Kept apart from the
+  // pending deletions, which a deletionTimestamp already clears.
+  bool DeletedByUs(const std::string& pod_uid) const;
 
  private:
   struct Pending {
@@ -49,6 +55,9 @@ class Expectations {
   const std::chrono::nanoseconds ttl_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Pending> pending_;  // guarded by mu_
+  // Every deletion issued within the TTL: uid -> when, and the same in issue order for pruning.
+  std::unordered_map<std::string, Clock::Steady> issued_deletions_;  // guarded by mu_
+  std::deque<std::pair<Clock::Steady, std::string>> issue_order_;    // guarded by mu_
 };
 
 }  // namespace lockstep::controller

@@ -4,6 +4,7 @@
 #include <array>
 #include <set>
 
+#include "operator/api/conditions.h"
 #include "operator/api/enums.h"
 #include "operator/api/time.h"
 #include "operator/controller/inplace_policy.h"
@@ -187,6 +188,22 @@ std::optional<FailureDecision> PodFailureFinding(const api::TrainingJobSpec& spe
   return d;
 }
 
+// Step 3: a member of the running gang someone else deleted, with no reason above (GoneMembers).
+std::optional<FailureDecision> GoneMemberFinding(const std::vector<kube::Pod>& gone) {
+  if (gone.empty()) return std::nullopt;
+  std::string names;
+  for (const kube::Pod& pod : gone) {
+    names += (names.empty() ? "" : ", ") + pod.meta.name + " (on node " + pod.node_name + ")";
+  }
+  FailureDecision d;
+  d.action = FailureAction::kRestart;
+  d.kind = FailureKind::kDisruption;
+  d.reason = "PodDeleted";
+  d.message = "pod" + std::string(gone.size() > 1 ? "s " : " ") + names +
+              " of the running gang deleted, not by the operator, and gone";
+  return d;
+}
+
 // Turns a restart into FailJob when its budget is used up.
 void ApplyBudget(const api::TrainingJob& job, FailureDecision* d) {
   if (d->action != FailureAction::kRestart || !d->counts) return;
@@ -221,10 +238,36 @@ bool IsDisrupted(const kube::Pod& pod) {
           DeletedUnderItsLauncher(pod));
 }
 
+std::vector<kube::Pod> GoneMembers(const api::TrainingJob& job, int32_t desired,
+                                   const std::vector<kube::Pod>& pods,
+                                   const std::vector<kube::Pod>& gone_pods) {
+  std::vector<kube::Pod> gone;
+  std::set<std::string> uids;
+  int32_t running = 0;
+  for (const kube::Pod& pod : pods) running += pod.phase == "Running" ? 1 : 0;
+  for (const kube::Pod& pod : gone_pods) {
+    if (pod.node_name.empty() || pod.IsTerminal() || !uids.insert(pod.meta.uid).second) {
+      continue;
+    }
+    running += pod.phase == "Running" ? 1 : 0;
+    gone.push_back(pod);
+  }
+  const bool ran = api::IsConditionTrue(job.status.conditions, api::kConditionRunning) ||
+                   (desired > 0 && running >= desired);
+  if (!ran) gone.clear();
+  return gone;
+}
+
 FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kube::Pod>& pods,
-                              const std::map<std::string, NodeVerdict>& lost_nodes) {
-  std::optional<FailureDecision> d = LostNodeFinding(pods, lost_nodes);
-  if (!d) d = DisruptionFinding(pods);
+                              const std::map<std::string, NodeVerdict>& lost_nodes,
+                              const std::vector<kube::Pod>& gone) {
+  // Steps 1 and 2 read a gone member as they read a present one: its last state names its node
+  // and any DisruptionTarget.
+  std::vector<kube::Pod> members = pods;
+  members.insert(members.end(), gone.begin(), gone.end());
+  std::optional<FailureDecision> d = LostNodeFinding(members, lost_nodes);
+  if (!d) d = DisruptionFinding(members);
+  if (!d) d = GoneMemberFinding(gone);
   if (!d) d = PodFailureFinding(job.spec, pods);
   if (!d) return {};
   // The in-place failures the operator recorded while the launchers ran are in

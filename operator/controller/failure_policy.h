@@ -8,7 +8,11 @@
 //      disruption, with the verdict's reason (NodeLeaseExpired, NodeNotReady, ...);
 //   2. a pod with DisruptionTarget=True, or Failed with reason Evicted/Preempting/Shutdown...: a
 //      disruption, reason PodDisrupted;
-//   3. a pod Failed with a container exit code: the job's own failure. Launcher exit 75 (peer
+//   3. a member of the gang that ran whole, deleted by someone other than the operator and gone
+//      before a pass saw a reason above on it (GoneMembers): a disruption, reason PodDeleted. The
+//      gang cannot go on without it, and refilling the attempt under the same number would leave
+//      a half-bound gang for the scheduler to undo. It also explains the others' exit 75;
+//   4. a pod Failed with a container exit code: the job's own failure. Launcher exit 75 (peer
 //      lost) is never the cause when another pod shows one, so the culprit is the rank that
 //      failed first. spec.failurePolicy.rules decide (first match wins); the default, when no
 //      rule matches, is RestartJob for every exit code (1-255: application errors, signals,
@@ -55,9 +59,20 @@ struct FailureDecision {
 
 inline constexpr std::chrono::seconds kCulpritWait{15};
 
-// `pods`: the pods of the current attempt only. `lost_nodes`: Observed::lost_nodes.
+// `pods`: the pods of the current attempt only. `lost_nodes`: Observed::lost_nodes. `gone`:
+// GoneMembers' answer; steps 1 and 2 read these last states as they read `pods`.
 FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kube::Pod>& pods,
-                              const std::map<std::string, NodeVerdict>& lost_nodes);
+                              const std::map<std::string, NodeVerdict>& lost_nodes,
+                              const std::vector<kube::Pod>& gone = {});
+
+// The members of the current attempt (`gone_pods`: Observed::gone_pods of that attempt) that
+// went while its gang ran whole: the status says Running, or every one of the `desired` members
+// is Running in `pods` or was when it went. Bound and unfinished when they went; each uid once.
+// Empty when the gang never ran whole (a bind the scheduler undid, a gang created placed and
+// undone: those are refilled under the same attempt, as before).
+std::vector<kube::Pod> GoneMembers(const api::TrainingJob& job, int32_t desired,
+                                   const std::vector<kube::Pod>& pods,
+                                   const std::vector<kube::Pod>& gone_pods);
 
 using api::MatchFailureRule;  // operator/api/failure_rules.h
 

@@ -88,7 +88,10 @@ void JobCaches::Wire(Namespace& n) {
   kube::EventHandlers<CachedJob> jobs;
   jobs.on_add = [&h](const auto& j) { h.job_changed(j->meta.Key()); };
   jobs.on_update = [&h](const auto&, const auto& j) { h.job_changed(j->meta.Key()); };
-  jobs.on_delete = [&h](const auto& j, bool) { h.job_deleted(j->meta.Key()); };
+  jobs.on_delete = [this, &h](const auto& j, bool) {
+    gone_.Forget(j->meta.Key());
+    h.job_deleted(j->meta.Key());
+  };
   n.jobs->AddEventHandler(std::move(jobs));
 
   kube::EventHandlers<kube::Pod> pods;
@@ -205,6 +208,12 @@ std::vector<std::shared_ptr<const CachedJob>> JobCaches::ListJobs() const {
   return out;
 }
 
+void JobCaches::RecordGone(const std::string& job_key, const kube::Pod& last) {
+  std::shared_ptr<const CachedJob> job = GetJob(job_key);
+  if (job == nullptr || job->meta.deletion_timestamp) return;
+  gone_.Record(job_key, last);
+}
+
 std::optional<NodeSnapshot> JobCaches::NodeFacts(const std::string& node) const {
   if (node_health_ == nullptr) return std::nullopt;
   return node_health_->Snapshot(node);
@@ -216,16 +225,26 @@ Observed JobCaches::ObserveChildren(const CachedJob& job) const {
   if (n == nullptr) return out;
   const std::string key = job.meta.Key();
   const api::Time now = std::chrono::system_clock::now();
+  auto assess = [&](const kube::Pod& pod) {
+    if (node_health_ == nullptr || pod.node_name.empty() || pod.IsTerminal() ||
+        out.lost_nodes.count(pod.node_name) != 0) {
+      return;
+    }
+    NodeVerdict verdict = node_health_->Assess(pod.node_name, now);
+    if (!verdict.lost) verdict = TaintEvictionVerdict(pod);
+    if (verdict.lost) out.lost_nodes.emplace(pod.node_name, std::move(verdict));
+  };
+  std::set<std::string> present;  // uids
   for (const auto& pod : n->pods->store().ByIndex(kJobIndex, key)) {
     if (!ControlledBy(pod->meta, job.meta.uid)) continue;
     out.pods.push_back(*pod);
-    if (node_health_ == nullptr || pod->node_name.empty() || pod->IsTerminal() ||
-        out.lost_nodes.count(pod->node_name) != 0) {
-      continue;
-    }
-    NodeVerdict verdict = node_health_->Assess(pod->node_name, now);
-    if (!verdict.lost) verdict = TaintEvictionVerdict(*pod);
-    if (verdict.lost) out.lost_nodes.emplace(pod->node_name, std::move(verdict));
+    present.insert(pod->meta.uid);
+    assess(*pod);
+  }
+  for (kube::Pod& gone : gone_.For(key)) {
+    if (!ControlledBy(gone.meta, job.meta.uid) || present.count(gone.meta.uid) != 0) continue;
+    assess(gone);
+    out.gone_pods.push_back(std::move(gone));
   }
   for (const auto& svc : n->services->store().ByIndex(kJobIndex, key)) {
     if (ControlledBy(svc->meta, job.meta.uid)) out.service_exists = true;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "operator/controller/cached_job.h"
+#include "operator/controller/gone_pods.h"
 #include "operator/controller/node_health.h"
 #include "operator/controller/plan_types.h"
 #include "operator/kube/informer.h"
@@ -57,11 +58,16 @@ class JobCaches {
   // The children of `job` that it controls (ownerReference controller=true with its UID), and
   // the lost nodes among those its non-terminal pods are bound to (judged now, by wall clock).
   // Terminal pods are left out: a finished pod loses nothing with its node, and the API server
-  // deletes it at once.
+  // deletes it at once. Also the job's pods the informer saw deleted lately and no cached pod
+  // replaces (gone_pods.h), with the lost nodes among theirs.
   Observed ObserveChildren(const CachedJob& job) const;
   // The node as the node monitor's caches hold it (peer_loss.h); nullopt without a monitor or
   // before its caches synced.
   std::optional<NodeSnapshot> NodeFacts(const std::string& node) const;
+  // A pod of `job_key` that someone other than this controller deleted: its last state is kept
+  // for ObserveChildren (gone_pods.h), unless the job is gone or going (the garbage collector's
+  // deletes). Call from the pod_deleted handler, before it wakes the job.
+  void RecordGone(const std::string& job_key, const kube::Pod& last);
   // The keys of the jobs with a pod bound to `node`, each once.
   std::vector<std::string> JobsOnNode(const std::string& node) const;
 
@@ -79,6 +85,7 @@ class JobCaches {
 
   CacheHandlers handlers_;
   const NodeHealthMonitor* node_health_ = nullptr;
+  GonePods gone_;
   std::map<std::string, Namespace> namespaces_;  // "" when watching all
 };
 

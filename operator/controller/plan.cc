@@ -271,6 +271,14 @@ bool PlanResize(Pass& p) {
   return true;
 }
 
+// Members of the running gang someone else deleted (failure_policy.h, step 3). A job with hot
+// spares keeps its own path for a missing member (spare_plan.h: a spare takes its node-rank).
+std::vector<kube::Pod> GoneFromTheGang(const Pass& p) {
+  if (p.spares != nullptr || p.observed.gone_pods.empty()) return {};
+  return GoneMembers(p.job, DesiredPodCount(p.spec), p.pods,
+                     SplitByAttempt(p.observed.gone_pods, p.job.status.attempt).current);
+}
+
 // The job is active: check its timers and pods, then create what is missing.
 void PlanActive(Pass& p) {
   if (WasTrue(p.job, api::kConditionSuspended)) {
@@ -291,7 +299,8 @@ void PlanActive(Pass& p) {
   PruneExclusions(p);
   PlanSpareRecord(p);
   const int32_t stale_left = PlanStaleDeletes(p, p.stale_pods);
-  const FailureDecision failure = DecideFailure(p.job, p.pods, p.observed.lost_nodes);
+  const FailureDecision failure =
+      DecideFailure(p.job, p.pods, p.observed.lost_nodes, GoneFromTheGang(p));
   // A lost member the launchers reported explains launchers that exited 75 ("a peer was lost")
   // better than waiting for a culprit whose node is gone, and is not the job's failure.
   if ((failure.action == FailureAction::kNone || failure.awaiting_culprit) && PlanPeerLoss(p)) {

@@ -53,7 +53,8 @@ struct Observed {
   std::vector<kube::Pod> pods;
   bool service_exists = false;
   bool secret_exists = false;
-  // The lost nodes among those the pods are bound to (NodeHealthMonitor::Assess), by name.
+  // The lost nodes among those the pods are bound to (NodeHealthMonitor::Assess), by name; also
+  // those of gone_pods.
   std::map<std::string, NodeVerdict> lost_nodes;
   // Node 0's launcher of the current attempt, when the operator has heard from it.
   std::optional<LauncherObservation> launchers = std::nullopt;
@@ -71,6 +72,10 @@ struct Observed {
   // gang), so a replacement spare is placed in it (spare_plan.h). Unset before that pod is bound,
   // or when the node caches do not hold the node or its label.
   std::optional<std::string> spare_domain = std::nullopt;
+  // The job's pods deleted lately by someone other than the controller, as the informer last
+  // held them, that no pod in `pods` replaces (same uid): bound and unfinished when they went
+  // (gone_pods.h). Any attempt; the plan reads those of the current one.
+  std::vector<kube::Pod> gone_pods = {};
 };
 
 struct PodDeletion {

@@ -175,6 +175,34 @@ TEST_F(NodeLossTest, NoExecuteTaintJobRunsAgainElsewhere) {
                   [this](const std::string& node) { TaintNoExecute(node); });
 }
 
+// A member of a running gang that someone else deletes and that is gone at once (grace period 0:
+// no update with a deletionTimestamp comes first, as a kwok node or a launcher that stops in
+// milliseconds can make it) is no refill of the same attempt: the gang restarts as attempt 1
+// with reason PodDeleted. Before gone_pods.h the operator recreated worker-0 under attempt 0,
+// its scheduler then found a half-bound gang and deleted the 3 running members (CI, 2026-12-03:
+// NoExecuteTaintJobRunsAgainElsewhere never reached attempt 1 that way).
+TEST_F(NodeLossTest, AMemberForceDeletedRestartsTheGangAsTheNextAttempt) {
+  CreateNodes(5);  // one spare, as above
+  CreateJob(MakeJob("forced", 4));
+  ASSERT_TRUE(WaitRunningAttempt("forced", 0, 4, seconds(60)));
+  kube::DeleteOptions force;
+  force.grace_period_seconds = 0;
+  ASSERT_TRUE(client().Delete(kube::resources::Pods(), ns(), "forced-worker-0", force).ok());
+  EXPECT_TRUE(WaitRunningAttempt("forced", 1, 4, seconds(60)))
+      << "attempt 1 never ran; pods: " << json(Pods("forced")).dump().substr(0, 2000);
+  StatusOr<json> got = WaitForJob(
+      "forced", [](const json& j) { return Attempt(j) == 1 && State(j) == "Running"; },
+      seconds(15));
+  ASSERT_TRUE(got.ok()) << got.status();
+  const json last = (*got)["status"].value("lastRestart", json::object());
+  EXPECT_EQ(last.value("reason", ""), "PodDeleted") << last.dump();
+  EXPECT_NE(last.value("message", "").find("forced-worker-0"), std::string::npos) << last.dump();
+  EXPECT_EQ((*got)["status"].value("/restarts/disruptions"_json_pointer, -1), 1);
+  // Never refilled: no pod of attempt 0 was created again, so none was undone.
+  EXPECT_TRUE(FindEvent("forced", "BindFailed").is_null())
+      << FindEvent("forced", "BindFailed").dump();
+}
+
 }  // namespace
 }  // namespace lockstep::failures::testing
 

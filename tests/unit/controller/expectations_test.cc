@@ -52,5 +52,27 @@ TEST(ExpectationsTest, ForgetDropsEverything) {
   EXPECT_TRUE(e.Satisfied("ns/a"));
 }
 
+TEST(ExpectationsTest, DeletedByUsRemembersEveryIssuedDeletionForTheTtl) {
+  FakeClock clock;
+  Expectations e(clock, std::chrono::minutes(5));
+  e.ExpectDeletions("ns/a", {"uid-1"});
+  EXPECT_TRUE(e.DeletedByUs("uid-1"));
+  EXPECT_FALSE(e.DeletedByUs("uid-2"));
+  // Observed (a deletionTimestamp, then the delete): still ours, which the pending set forgets.
+  e.DeletionObserved("ns/a", "uid-1");
+  EXPECT_TRUE(e.Satisfied("ns/a"));
+  EXPECT_TRUE(e.DeletedByUs("uid-1"));
+  clock.Advance(std::chrono::minutes(4));
+  e.ExpectDeletions("ns/b", {"uid-3"});
+  clock.Advance(std::chrono::minutes(2));
+  EXPECT_FALSE(e.DeletedByUs("uid-1"));  // past the TTL
+  EXPECT_TRUE(e.DeletedByUs("uid-3"));
+  // Issued again later: the newer time counts, the older entry's pruning does not drop it.
+  e.ExpectDeletions("ns/b", {"uid-3"});
+  clock.Advance(std::chrono::minutes(4));
+  e.ExpectDeletions("ns/c", {"uid-4"});  // prunes what is past the TTL
+  EXPECT_TRUE(e.DeletedByUs("uid-3"));
+}
+
 }  // namespace
 }  // namespace lockstep::controller

@@ -9,6 +9,7 @@
 // Table rows leave their trailing expectation fields at the defaults on purpose.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
+#include "operator/api/conditions.h"
 #include "operator/api/time.h"
 #include "tests/unit/controller/builders.h"
 
@@ -374,6 +375,77 @@ TEST(FailurePolicyTest, FailedAtIsTheEarliestKnownFailureTime) {
                     {{"a", a}, {"b", b}});
   ASSERT_TRUE(d.failed_at.has_value());
   EXPECT_EQ(api::FormatTime(*d.failed_at), "2027-01-15T08:00:05Z");
+}
+
+// A member of a running gang that someone else deleted and that is gone before a pass saw why
+// (the taint-eviction controller racing the Node watch, `kubectl delete pod --force`): its last
+// state still explains the restart, and a gang that never ran whole is refilled as before.
+TEST(FailurePolicyTest, GoneMembersAreThoseOfAGangThatRanWhole) {
+  api::TrainingJob job = testing::Job(3).job;
+  const kube::Pod gone0 = Pod("worker", 0, "Running", "node-1");
+  const std::vector<kube::Pod> running = {Pod("worker", 1, "Running", "node-2"),
+                                          Pod("worker", 2, "Running", "node-3")};
+  // Two present and one gone, all Running: the gang ran whole.
+  std::vector<kube::Pod> got = GoneMembers(job, 3, running, {gone0});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].meta.name, "job-worker-0");
+  // The same uid twice (a re-list's tombstone after the watch's delete) counts once.
+  EXPECT_EQ(GoneMembers(job, 3, running, {gone0, gone0}).size(), 1u);
+  // A member still Pending: the gang never ran whole (a bind the scheduler undid), nothing gone.
+  const std::vector<kube::Pod> starting = {Pod("worker", 1, "Running", "node-2"),
+                                           Pod("worker", 2, "Pending", "node-3")};
+  EXPECT_TRUE(GoneMembers(job, 3, starting, {gone0}).empty());
+  // ... unless the status says the gang ran.
+  api::Condition ran;
+  ran.type = std::string(api::kConditionRunning);
+  ran.status = api::ConditionStatus::kTrue;
+  job.status.conditions.push_back(ran);
+  EXPECT_EQ(GoneMembers(job, 3, starting, {gone0}).size(), 1u);
+  // Never bound, or finished when it went: no member lost.
+  EXPECT_TRUE(GoneMembers(job, 3, running, {Pod("worker", 0, "Pending", "")}).empty());
+  EXPECT_TRUE(GoneMembers(job, 3, running, {FailedPod("worker", 0, 1)}).empty());
+  EXPECT_TRUE(GoneMembers(job, 3, running, {}).empty());
+}
+
+TEST(FailurePolicyTest, AGoneMemberExplainsTheRestart) {
+  const api::TrainingJob job = testing::Job(2).job;
+  const kube::Pod gone = Pod("worker", 0, "Running", "node-1");
+  const std::vector<kube::Pod> left = {Pod("worker", 1, "Running", "node-2")};
+  // Its node is lost (the Node cache shows the taint): the node's reason, the node excluded.
+  FailureDecision d = DecideFailure(
+      job, left, {{"node-1", LostNode("NodeTainted", "node node-1: tainted")}}, {gone});
+  EXPECT_EQ(d.action, FailureAction::kRestart);
+  EXPECT_EQ(d.kind, FailureKind::kDisruption);
+  EXPECT_EQ(d.reason, "NodeTainted");
+  EXPECT_EQ(d.lost_nodes, std::vector<std::string>{"node-1"});
+  EXPECT_NE(d.message.find("job-worker-0"), std::string::npos) << d.message;
+  // Marked before it went (its last state): a disruption with the mark's words.
+  d = DecideFailure(job, left, {},
+                    {WithCondition(gone, "DisruptionTarget", "True", "PreemptionByScheduler",
+                                   "preempted by a/b")});
+  EXPECT_EQ(d.reason, "PodDisrupted");
+  EXPECT_NE(d.message.find("preempted by a/b"), std::string::npos) << d.message;
+  // Nothing says why: deleted by someone else, named with its node.
+  d = DecideFailure(job, left, {}, {gone});
+  EXPECT_EQ(d.action, FailureAction::kRestart);
+  EXPECT_EQ(d.kind, FailureKind::kDisruption);
+  EXPECT_EQ(d.reason, "PodDeleted");
+  EXPECT_NE(d.message.find("job-worker-0 (on node node-1)"), std::string::npos) << d.message;
+  EXPECT_TRUE(d.lost_nodes.empty());
+  // The others' launchers then exit 75 (a peer lost): the gone member is the cause, no wait.
+  d = DecideFailure(job, {FailedPod("worker", 1, 75)}, {}, {gone});
+  EXPECT_EQ(d.reason, "PodDeleted");
+  EXPECT_FALSE(d.awaiting_culprit);
+  // A real failure of another rank outranks nothing here either: disruptions come first.
+  d = DecideFailure(job, {FailedPod("worker", 1, 1)}, {}, {gone});
+  EXPECT_EQ(d.reason, "PodDeleted");
+  // Budget: a disruption like any other.
+  api::TrainingJob spent = job;
+  spent.spec.failure_policy.max_disruptions = 1;
+  spent.status.restarts.disruptions = 1;
+  d = DecideFailure(spent, left, {}, {gone});
+  EXPECT_EQ(d.action, FailureAction::kFailJob);
+  EXPECT_EQ(d.reason, "MaxDisruptionsExceeded");
 }
 
 TEST(FailurePolicyTest, IsDisrupted) {

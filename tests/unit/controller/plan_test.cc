@@ -21,6 +21,7 @@ namespace {
 using testing::FailedPod;
 using testing::InAttempt;
 using testing::Job;
+using testing::LostNode;
 using testing::Pod;
 using testing::T0;
 
@@ -328,6 +329,50 @@ TEST(PlanDetailTest, APeerLostExitWaitsForTheFailingPodThenItsCodeDecides) {
   const Plan late = ComputePlan(job, waiting, T0() + kCulpritWait + std::chrono::seconds(1),
                                 true, PlanOptions{"l"});
   EXPECT_TRUE(late.restart.has_value());
+}
+
+// A member of the running gang that someone else deleted and that is gone before this pass
+// (failure_policy.h, step 3): the gang restarts as the next attempt, with the reason its last
+// state gives, instead of refilling the attempt and leaving the scheduler a half-bound gang.
+TEST(PlanDetailTest, AMemberGoneFromTheRunningGangRestartsItInsteadOfARefill) {
+  CachedJob job = Job(2);
+  job.job.status.start_time = T0();
+  const kube::Pod left = Pod("worker", 1, "Running", "node-2");
+  const kube::Pod gone = Pod("worker", 0, "Running", "node-1");
+
+  // Without its last state the pass refills the attempt (what an operator restart still sees).
+  Observed bare{{left}, true, true};
+  const Plan refill = ComputePlan(job, bare, T0(), true, PlanOptions{"l"});
+  EXPECT_FALSE(refill.restart.has_value());
+  ASSERT_EQ(refill.pod_creates.size(), 1u);
+
+  Observed observed{{left}, true, true};
+  observed.gone_pods = {gone};
+  observed.lost_nodes = {{"node-1", LostNode("NodeTainted", "node node-1: tainted")}};
+  const Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
+  ASSERT_TRUE(plan.restart.has_value());
+  EXPECT_TRUE(plan.pod_creates.empty());
+  EXPECT_EQ(plan.status.attempt, 1);
+  ASSERT_TRUE(plan.status.last_restart.has_value());
+  EXPECT_EQ(plan.status.last_restart->reason, "NodeTainted");
+  EXPECT_EQ(plan.status.restarts.disruptions, 1);
+  ASSERT_EQ(plan.status.excluded_nodes.size(), 1u);
+  EXPECT_EQ(plan.status.excluded_nodes[0].name, "node-1");
+
+  // No reason on it: PodDeleted, nothing excluded.
+  observed.lost_nodes.clear();
+  const Plan deleted = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
+  ASSERT_TRUE(deleted.status.last_restart.has_value());
+  EXPECT_EQ(deleted.status.last_restart->reason, "PodDeleted");
+  EXPECT_TRUE(deleted.status.excluded_nodes.empty());
+
+  // A gone pod of an older attempt is that attempt's business, not this one's.
+  job.job.status.attempt = 1;
+  Observed older{{InAttempt(left, 1)}, true, true};
+  older.gone_pods = {gone};  // attempt 0 (no label)
+  const Plan current = ComputePlan(job, older, T0(), true, PlanOptions{"l"});
+  EXPECT_FALSE(current.restart.has_value());
+  EXPECT_EQ(current.pod_creates.size(), 1u);
 }
 
 TEST(PlanDetailTest, SharedChildrenAreCreatedWhenMissingEvenIfUnsettled) {
