@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <set>
 
 #include "operator/api/conditions.h"
@@ -241,20 +242,27 @@ bool IsDisrupted(const kube::Pod& pod) {
 std::vector<kube::Pod> GoneMembers(const api::TrainingJob& job, int32_t desired,
                                    const std::vector<kube::Pod>& pods,
                                    const std::vector<kube::Pod>& gone_pods) {
-  std::vector<kube::Pod> gone;
-  std::set<std::string> uids;
-  int32_t running = 0;
-  for (const kube::Pod& pod : pods) running += pod.phase == "Running" ? 1 : 0;
+  // Each missing member once, by its stable name, in its newest last state (oldest come first).
+  std::set<std::string> present;
+  for (const kube::Pod& pod : pods) present.insert(pod.meta.name);
+  std::map<std::string, const kube::Pod*> missing;
   for (const kube::Pod& pod : gone_pods) {
-    if (pod.node_name.empty() || pod.IsTerminal() || !uids.insert(pod.meta.uid).second) {
-      continue;
-    }
-    running += pod.phase == "Running" ? 1 : 0;
-    gone.push_back(pod);
+    if (pod.node_name.empty() || pod.IsTerminal() || present.count(pod.meta.name) != 0) continue;
+    missing[pod.meta.name] = &pod;
   }
+  if (missing.empty()) return {};
+  // Ran whole: the status says so, or the members left all run and the missing ones ran when
+  // they went. Members running one after another never make a whole gang: a bind the scheduler
+  // undid and retried leaves a Running pod gone for each try, with the rest still Pending.
+  auto running = [](const kube::Pod& pod) { return pod.phase == "Running"; };
   const bool ran = api::IsConditionTrue(job.status.conditions, api::kConditionRunning) ||
-                   (desired > 0 && running >= desired);
-  if (!ran) gone.clear();
+                   (static_cast<int64_t>(present.size() + missing.size()) >= desired &&
+                    std::all_of(pods.begin(), pods.end(), running) &&
+                    std::all_of(missing.begin(), missing.end(),
+                                [&](const auto& m) { return running(*m.second); }));
+  if (!ran) return {};
+  std::vector<kube::Pod> gone;
+  for (const auto& [name, pod] : missing) gone.push_back(*pod);
   return gone;
 }
 

@@ -66,10 +66,11 @@ FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kub
                               const std::vector<kube::Pod>& gone = {});
 
 // The members of the current attempt (`gone_pods`: Observed::gone_pods of that attempt) that
-// went while its gang ran whole: the status says Running, or every one of the `desired` members
-// is Running in `pods` or was when it went. Bound and unfinished when they went; each uid once.
-// Empty when the gang never ran whole (a bind the scheduler undid, a gang created placed and
-// undone: those are refilled under the same attempt, as before).
+// went while its gang ran whole: the status says Running, or every member left in `pods` is
+// Running and every missing one was when it went, `desired` members in all. One per member name
+// (its newest last state), bound and unfinished when it went, and only names no pod in `pods`
+// holds. Empty when the gang never ran whole (a bind the scheduler undid, a gang created placed
+// and undone: those are refilled under the same attempt, as before).
 std::vector<kube::Pod> GoneMembers(const api::TrainingJob& job, int32_t desired,
                                    const std::vector<kube::Pod>& pods,
                                    const std::vector<kube::Pod>& gone_pods);

@@ -389,13 +389,28 @@ TEST(FailurePolicyTest, GoneMembersAreThoseOfAGangThatRanWhole) {
   std::vector<kube::Pod> got = GoneMembers(job, 3, running, {gone0});
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].meta.name, "job-worker-0");
-  // The same uid twice (a re-list's tombstone after the watch's delete) counts once.
-  EXPECT_EQ(GoneMembers(job, 3, running, {gone0, gone0}).size(), 1u);
+  // A member gone twice (a re-list's tombstone; or a pod refilled and gone again) counts once,
+  // in its newest last state.
+  kube::Pod again = gone0;
+  again.meta.uid = "pod-uid-worker0-b";
+  got = GoneMembers(job, 3, running, {gone0, gone0, again});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].meta.uid, "pod-uid-worker0-b");
   // A member still Pending: the gang never ran whole (a bind the scheduler undid), nothing gone.
   const std::vector<kube::Pod> starting = {Pod("worker", 1, "Running", "node-2"),
                                            Pod("worker", 2, "Pending", "node-3")};
   EXPECT_TRUE(GoneMembers(job, 3, starting, {gone0}).empty());
-  // ... unless the status says the gang ran.
+  // Undone and retried binds: a Running pod of each member gone in turn, never all at once.
+  const std::vector<kube::Pod> retried = {Pod("worker", 2, "Pending", "")};
+  EXPECT_TRUE(
+      GoneMembers(job, 3, retried, {gone0, Pod("worker", 1, "Running", "node-2"), gone0}).empty());
+  // A member gone that had not started (Pending when it went): not a gang that ran.
+  EXPECT_TRUE(GoneMembers(job, 3, running, {Pod("worker", 0, "Pending", "node-1")}).empty());
+  // A member whose name a present pod holds again is not missing.
+  EXPECT_TRUE(
+      GoneMembers(job, 3, {Pod("worker", 0, "Pending", ""), running[0], running[1]}, {gone0})
+          .empty());
+  // The status says the gang ran: that is enough.
   api::Condition ran;
   ran.type = std::string(api::kConditionRunning);
   ran.status = api::ConditionStatus::kTrue;
