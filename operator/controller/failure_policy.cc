@@ -270,9 +270,13 @@ FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kub
                               const std::map<std::string, NodeVerdict>& lost_nodes,
                               const std::vector<kube::Pod>& gone) {
   // Steps 1 and 2 read a gone member as they read a present one: its last state names its node
-  // and any DisruptionTarget.
-  std::vector<kube::Pod> members = pods;
-  members.insert(members.end(), gone.begin(), gone.end());
+  // and any DisruptionTarget. The copy only when there is one (every pass of every job comes here).
+  std::vector<kube::Pod> with_gone;
+  if (!gone.empty()) {
+    with_gone = pods;
+    with_gone.insert(with_gone.end(), gone.begin(), gone.end());
+  }
+  const std::vector<kube::Pod>& members = gone.empty() ? pods : with_gone;
   std::optional<FailureDecision> d = LostNodeFinding(members, lost_nodes);
   if (!d) d = DisruptionFinding(members);
   if (!d) d = GoneMemberFinding(gone);

@@ -1,19 +1,18 @@
 #pragma once
 // GonePods: the last state of the job pods someone other than the controller deleted (the pod
 // informer's delete, Expectations::DeletedByUs false), kept a short while so a pass can still
-// read why a member of a running gang is missing. A pod the API server removes at
-// once (a kwok node, `--grace-period=0`, a launcher that stops in milliseconds) may be gone from
-// the cache before any pass saw it on a lost node or marked DisruptionTarget; without its last
-// state the plan would refill the attempt under the same number and the scheduler would then undo
-// the half-bound gang (docs/failures.md, "A member gone from a running gang").
+// read why a member of a running gang is missing. A pod the API server removes at once (a kwok
+// node, `--grace-period=0`, a launcher that stops in milliseconds) may be gone from the cache
+// before any pass saw it on a lost node or marked DisruptionTarget; without its last state the
+// plan would refill the attempt under the same number and the scheduler would then undo the
+// half-bound gang (docs/failures.md, "A member gone from a running gang").
 //
 // Only what the failure policy reads is kept (identity, labels, owner, node, phase, reasons,
 // conditions, container statuses): a few hundred bytes a pod. Bounded: entries expire after
 // `memory`, a job keeps at most kGonePerJob (the newest), all jobs together at most kGoneTotal
 // (the oldest dropped first); each Record expires what is due in all jobs. Forgotten with the
-// job. In memory only: after an operator restart
-// the plan has no such evidence and refills, as before. Thread-safe: the informer records, the
-// workers read.
+// job. In memory only: after an operator restart the plan has no such evidence and refills, as
+// before. Thread-safe: the informer records, the workers read.
 
 #include <chrono>
 #include <cstddef>

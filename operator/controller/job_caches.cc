@@ -234,17 +234,21 @@ Observed JobCaches::ObserveChildren(const CachedJob& job) const {
     if (!verdict.lost) verdict = TaintEvictionVerdict(pod);
     if (verdict.lost) out.lost_nodes.emplace(pod.node_name, std::move(verdict));
   };
-  std::set<std::string> present;  // uids
   for (const auto& pod : n->pods->store().ByIndex(kJobIndex, key)) {
     if (!ControlledBy(pod->meta, job.meta.uid)) continue;
     out.pods.push_back(*pod);
-    present.insert(pod->meta.uid);
     assess(*pod);
   }
-  for (kube::Pod& gone : gone_.For(key)) {
-    if (!ControlledBy(gone.meta, job.meta.uid) || present.count(gone.meta.uid) != 0) continue;
-    assess(gone);
-    out.gone_pods.push_back(std::move(gone));
+  // Nearly every pass has none: the uid set is built only for those that do.
+  std::vector<kube::Pod> gone = gone_.For(key);
+  if (!gone.empty()) {
+    std::set<std::string> present;  // uids
+    for (const kube::Pod& pod : out.pods) present.insert(pod.meta.uid);
+    for (kube::Pod& pod : gone) {
+      if (!ControlledBy(pod.meta, job.meta.uid) || present.count(pod.meta.uid) != 0) continue;
+      assess(pod);
+      out.gone_pods.push_back(std::move(pod));
+    }
   }
   for (const auto& svc : n->services->store().ByIndex(kJobIndex, key)) {
     if (ControlledBy(svc->meta, job.meta.uid)) out.service_exists = true;
