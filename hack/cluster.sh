@@ -48,7 +48,7 @@ parse_args() {
       --racks-per-block) RACKS_PER_BLOCK="$2"; shift 2 ;;
       --user) USER_NAME="$2"; shift 2 ;;
       --group) USER_GROUPS+=("$2"); shift 2 ;;
-      # kwok Stage documents that replace its default pod stages (bench/peers: pods of Jobs
+      # kwok Stage documents used instead of write_kwok_pod_stages's (bench/peers: pods of Jobs
       # keep running instead of kwok's default completing them at once).
       --kwok-stages) KWOK_STAGES="$(realpath "$2")"; shift 2 ;;
       --with-kueue) WITH_KUEUE=1; shift ;;
@@ -81,7 +81,11 @@ cmd_up() {
   (( WITH_KUEUE == 0 )) || kueue_ensure_built
   local started=$SECONDS
   rm -rf "$STATE" && mkdir -p "$STATE"/{pki,logs,pids,run}
-  [[ -z "$KWOK_STAGES" ]] || cp "$KWOK_STAGES" "$STATE/run/kwok-stages.yaml"
+  if [[ -n "$KWOK_STAGES" ]]; then
+    cp "$KWOK_STAGES" "$STATE/run/kwok-stages.yaml"
+  else
+    write_kwok_pod_stages "$STATE/run/kwok-stages.yaml"
+  fi
   allocate_ports
   make_pki
   write_kubeconfigs

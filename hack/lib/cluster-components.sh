@@ -56,7 +56,7 @@ component_args() {
         printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\n'
         printf 'options:\n  nodeLeaseParallelism: 256\n  podPlayStageParallelism: 16\n'
         printf '  nodePlayStageParallelism: 8\n'
-        # `up --kwok-stages`: Stage documents replacing kwok's default pod stages.
+        # The pod stages: write_kwok_pod_stages's, or those of `up --kwok-stages`.
         [[ ! -f "$STATE/run/kwok-stages.yaml" ]] || { echo "---"; cat "$STATE/run/kwok-stages.yaml"; }
       } >"$STATE/run/kwok.yaml"
       echo "$TOOLS_BIN/kwok" --kubeconfig "$STATE/kwok.kubeconfig" --config "$STATE/run/kwok.yaml" \
@@ -66,6 +66,24 @@ component_args() {
         --server-address "127.0.0.1:$KWOK_PORT" --v WARN ;;
     *) die "unknown component $1" ;;
   esac
+}
+
+# write_kwok_pod_stages FILE: kwok's own default pod stages (ready; complete, for pods of a batch
+# Job), read from its module at the version built, with hack/kwok/pod-delete.yaml in place of its
+# pod-delete, which can delete a pod recreated under the same name (that file says how).
+write_kwok_pod_stages() {
+  local out="$1" dir stage
+  dir="$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [[ -d "$dir/kustomize/stage/pod/fast" ]] || die "kwok $KWOK_VERSION's module has no pod stages"
+  {
+    for stage in pod-ready pod-complete; do
+      echo "---"
+      cat "$dir/kustomize/stage/pod/fast/$stage.yaml"
+    done
+    echo "---"
+    cat "$REPO_ROOT/hack/kwok/pod-delete.yaml"
+  } >"$out"
 }
 
 # The audit log records the writes (create, update, patch, delete) of users in the group

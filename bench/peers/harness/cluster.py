@@ -38,15 +38,18 @@ def tool_dir(binary):
 
 
 def kwok_stages_file(out_dir):
-    """kwok's own default pod stages from its module (ready, delete), without pod-complete."""
+    """kwok's own pod-ready stage from its module, and hack/kwok/pod-delete.yaml (kwok's delete
+    without its second, by-name delete of a pod recreated under the same name); no pod-complete:
+    pods of batch Jobs keep running like every other system's."""
     src = subprocess.run(["go", "mod", "download", "-json", f"sigs.k8s.io/kwok@{kwok_version()}"],
                          check=True, capture_output=True, text=True).stdout
     mod_dir = __import__("json").loads(src)["Dir"]
     path = os.path.join(out_dir, "kwok-stages.yaml")
     with open(path, "w") as f:
-        for stage in ("pod-ready", "pod-delete"):
+        for stage in (os.path.join(mod_dir, "kustomize/stage/pod/fast/pod-ready.yaml"),
+                      os.path.join(REPO, "hack/kwok/pod-delete.yaml")):
             f.write("---\n")
-            with open(os.path.join(mod_dir, "kustomize/stage/pod/fast", stage + ".yaml")) as s:
+            with open(stage) as s:
                 f.write(s.read())
     return path
 
