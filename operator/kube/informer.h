@@ -41,6 +41,8 @@ class InformerBase {
   virtual void Stop() = 0;
   virtual bool HasSynced() const = 0;
   virtual bool WaitForSync(std::chrono::milliseconds timeout) const = 0;
+  // The resource it caches ("pods"), for messages that say which cache is not synced.
+  virtual const std::string& resource() const = 0;
 };
 
 // Stops several informers in about the time of one: every watch is asked to end before any is
@@ -92,6 +94,7 @@ class Informer final : public InformerBase, private ReflectorSink {
     std::unique_lock<std::mutex> lock(sync_mu_);
     return sync_cv_.wait_for(lock, timeout, [this] { return synced_; });
   }
+  const std::string& resource() const override { return resource_; }
 
  private:
   StatusOr<Ptr> Decode(const nlohmann::json& object) {

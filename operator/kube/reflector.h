@@ -73,6 +73,10 @@ class Reflector {
  private:
   void Run();
   Status ListAndReplace();
+  // A list that took kSlowList or longer is logged (a warning) with its resource and size.
+  static constexpr std::chrono::seconds kSlowList{2};
+  void LogIfSlow(std::chrono::steady_clock::time_point started, int64_t items,
+                 const Status& result) const;
   Status WatchOnce(bool* made_progress);
   // Sleeps unless stopped first; returns false when stopped.
   bool SleepFor(std::chrono::milliseconds d);

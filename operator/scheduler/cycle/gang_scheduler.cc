@@ -159,6 +159,15 @@ bool GangScheduler::WaitForSync(std::chrono::milliseconds timeout) const {
   return true;
 }
 
+std::string GangScheduler::UnsyncedCaches() const {
+  std::string out;
+  for (const kube::InformerBase* informer : std::initializer_list<const kube::InformerBase*>{
+           &nodes_, &pods_, &jobs_, &priority_classes_}) {
+    if (!informer->HasSynced()) out += (out.empty() ? "" : ", ") + informer->resource();
+  }
+  return out;
+}
+
 void GangScheduler::Trigger() {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -95,6 +95,8 @@ class GangScheduler {
   void CancelRequests();
   bool HasSynced() const;
   bool WaitForSync(std::chrono::milliseconds timeout) const;
+  // The resources whose caches have not synced yet ("pods, nodes"), "" when all have.
+  std::string UnsyncedCaches() const;
 
   // A gang the controller may create with these nodes (pod name -> node); the gang's key names
   // it in FinishCreate. An error means "create it unplaced, the binding path decides": caches

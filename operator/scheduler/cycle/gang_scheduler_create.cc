@@ -90,7 +90,9 @@ void GangScheduler::WaitForJobCache(const kube::Pod& pod) {
 }
 
 StatusOr<GangScheduler::CreateGrant> GangScheduler::DecideForCreate(std::vector<PodPtr> pods) {
-  if (!HasSynced()) return FailedPreconditionError("the scheduler's caches have not synced");
+  if (!HasSynced()) {
+    return FailedPreconditionError("the scheduler's caches have not synced: " + UnsyncedCaches());
+  }
   std::lock_guard<std::mutex> decide(decide_mu_);
   const Steady now = clock_.Now();
   // The same checks a cycle's phase 1 makes: ours, unbound, of the job's current attempt as this
