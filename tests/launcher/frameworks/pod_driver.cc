@@ -41,6 +41,9 @@ std::vector<std::string> ChildEnv(const ChildProcess& c, const JobSpec& spec) {
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : c.env_defaults) env.emplace(k, v);
+  // A training process that dies of a signal prints every thread's Python stack first (CI once
+  // saw TensorFlow's parameter-server chief end in SIGSEGV with nothing to say where).
+  env.emplace("PYTHONFAULTHANDLER", "1");
   for (const auto& [k, v] : spec.env) env[k] = v;
   for (const auto& [k, v] : c.env) env[k] = v;
   std::vector<std::string> out;
