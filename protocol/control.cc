@@ -12,7 +12,7 @@ constexpr std::string_view kControlLabel = "lockstep-control";
 
 }  // namespace
 
-std::string ControlMac(std::string_view token, std::string_view nonce, std::string_view run_id,
+std::string ControlMac(std::string_view key, std::string_view nonce, std::string_view run_id,
                        ControlKind kind, std::string_view reason) {
   WireWriter input;
   input.String(kControlLabel);
@@ -20,7 +20,7 @@ std::string ControlMac(std::string_view token, std::string_view nonce, std::stri
   input.String(run_id);
   input.U8(static_cast<uint8_t>(kind));
   input.String(reason);
-  return HmacSha256(token, input.data());
+  return HmacSha256(key, input.data());
 }
 
 }  // namespace lockstep::protocol

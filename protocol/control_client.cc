@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include "common/net.h"
+#include "protocol/auth.h"
 #include "protocol/control.h"
 #include "protocol/frame.h"
 
@@ -66,7 +67,8 @@ StatusOr<ControlReply> ControlCall(const ControlTarget& target, ControlKind kind
   request.run_id = target.run_id;
   request.kind = kind;
   request.reason = std::string(reason.substr(0, kMaxStringBytes));
-  request.mac = ControlMac(target.token, challenge.nonce, request.run_id, kind, request.reason);
+  request.mac = ControlMac(AttemptKey(target.token, target.attempt), challenge.nonce,
+                           request.run_id, kind, request.reason);
   LS_RETURN_IF_ERROR(net::WriteAll(fd.get(), Encode(request), deadline).WithContext("control"));
   LS_ASSIGN_OR_RETURN(Frame answer, NextFrame(fd.get(), decoder, deadline));
   return ParseControlAnswer(answer);

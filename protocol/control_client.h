@@ -20,6 +20,8 @@ struct ControlTarget {
   uint16_t port = 0;
   std::string run_id;  // LOCKSTEP_RDZV_ID: the job's uid
   std::string token;   // the job's rendezvous token; never logged, never sent
+  uint32_t attempt = 0;  // the worker-0 pod's attempt (LOCKSTEP_ATTEMPT): the MAC's key is
+                         // AttemptKey(token, attempt) (control.h)
 };
 
 struct ControlReply {

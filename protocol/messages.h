@@ -37,9 +37,12 @@ namespace lockstep::protocol {
 //    evidence: Join carries the member's pod (name, uid) and node name, ControlStatus the
 //    members the server lost (LostMember). (Two branches made version 6 at once; neither was
 //    released alone, so it is one version.)
+// 7: Control's MAC is keyed by the attempt's key (control.h), as Join's is since version 4. The
+//    bytes of no message changed; a version-6 launcher's server would check the MAC with the
+//    job's token and refuse every control request, so it is refused for its version instead.
 // Join, Challenge and Control carry it; the server refuses another version with a reason that
 // names it (a launcher of another version never fails to decode instead).
-inline constexpr uint32_t kProtocolVersion = 6;
+inline constexpr uint32_t kProtocolVersion = 7;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;  // HMAC-SHA256
 inline constexpr size_t kNcclIdBytes = 128;

@@ -87,14 +87,14 @@ StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(ServerOptio
 RendezvousServer::RendezvousServer(ServerOptions options, UniqueFd listen_fd, uint16_t port)
     : opt_(std::move(options)),
       mac_key_(protocol::AttemptKey(opt_.token, opt_.attempt)),
+      control_key_(protocol::AttemptKey(opt_.token, opt_.attempt)),
       listen_fd_(std::move(listen_fd)),
       epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
       wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       port_(port),
       max_unauthenticated_(opt_.max_unauthenticated != 0 ? opt_.max_unauthenticated
                                                          : opt_.max_nodes + 64),
-      max_connections_(opt_.max_connections != 0 ? opt_.max_connections
-                                                 : 2 * opt_.max_nodes + 128),
+      max_connections_(opt_.max_connections != 0 ? opt_.max_connections : 2 * opt_.max_nodes + 128),
       attempt_(opt_.attempt),
       lost_(opt_.max_nodes) {
   epoll_event ev{};
@@ -527,10 +527,14 @@ void RendezvousServer::OnControl(Conn& c, const ControlRequest& request) {
                                          std::to_string(request.version) + " unsupported");
     return;
   }
+  // Keyed by this launcher's attempt (control.h): a request for another attempt's launchers
+  // fails here like a wrong token.
   const std::string expected =
-      protocol::ControlMac(opt_.token, c.nonce, request.run_id, request.kind, request.reason);
+      protocol::ControlMac(control_key_, c.nonce, request.run_id, request.kind, request.reason);
   if (!protocol::MacEquals(expected, request.mac)) {
-    Refuse(c, RefuseCode::kBadToken, "control: authentication failed (wrong rendezvous token)");
+    Refuse(c, RefuseCode::kBadToken,
+           "control: authentication failed (wrong rendezvous token, or a request for another "
+           "attempt's launchers)");
     return;
   }
   if (request.run_id != opt_.run_id) {

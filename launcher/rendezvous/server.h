@@ -70,7 +70,8 @@ inline constexpr size_t kMaxPendingOutBytes = 16u << 20;
 
 struct ServerOptions {
   std::string run_id;
-  // The job's token; joins are checked with AttemptKey(token, attempt) (protocol/auth.h).
+  // The job's token; joins and control requests are checked with AttemptKey(token, attempt)
+  // (protocol/auth.h, protocol/control.h).
   std::string token;
   // Local use only (--insecure-no-auth): an empty token is accepted. Otherwise Listen refuses one,
   // since anybody can compute a MAC keyed by nothing.
@@ -166,6 +167,8 @@ class RendezvousServer {
   ServerOptions opt_;
   // opt_.token, keyed once (a join's MAC check is on the hot path).
   protocol::JoinMacKey mac_key_;
+  // AttemptKey(opt_.token, opt_.attempt): control requests' MAC key (protocol/control.h).
+  std::string control_key_;
   protocol::NonceSource nonces_{protocol::kNonceBytes};
   UniqueFd listen_fd_;
   UniqueFd epoll_fd_;

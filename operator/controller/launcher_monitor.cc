@@ -175,8 +175,8 @@ void LauncherMonitor::Loop() {
 }
 
 StatusOr<protocol::ControlTarget> LauncherMonitor::Target(const LauncherJob& job) {
-  const protocol::ControlTarget base{job.pod_ip, static_cast<uint16_t>(api::kRdzvPort), job.uid,
-                                     ""};
+  const protocol::ControlTarget base{job.pod_ip, static_cast<uint16_t>(api::kRdzvPort), job.uid, "",
+                                     job.attempt};
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = tokens_.find(job.key);

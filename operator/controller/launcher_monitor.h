@@ -47,6 +47,7 @@ struct LauncherJob {
   std::string uid;  // the rendezvous run id
   std::string pod_uid;
   std::string pod_ip;
+  uint32_t attempt = 0;  // the pod's (lockstep.dev/attempt): control requests are keyed by it
 };
 
 inline constexpr std::chrono::seconds kWatchInterval{2};

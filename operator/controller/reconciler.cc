@@ -7,6 +7,7 @@
 #include "operator/api/enums.h"
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/job_status.h"
+#include "operator/controller/restart_plan.h"
 #include "operator/controller/spare_plan.h"
 #include "operator/controller/training_progress.h"
 #include "operator/kube/api_error.h"
@@ -109,8 +110,13 @@ void TrainingJobReconciler::AskLaunchers(const CachedJob& job, const Observed& o
   auto target = [&](const std::string& pod_name) -> std::optional<LauncherJob> {
     for (const kube::Pod& pod : observed.pods) {
       if (pod.meta.name != pod_name || pod.pod_ip.empty()) continue;
-      return LauncherJob{job.meta.Key(), job.meta.namespace_, job.meta.name,
-                         job.meta.uid,   pod.meta.uid,        pod.pod_ip};
+      return LauncherJob{job.meta.Key(),
+                         job.meta.namespace_,
+                         job.meta.name,
+                         job.meta.uid,
+                         pod.meta.uid,
+                         pod.pod_ip,
+                         static_cast<uint32_t>(PodAttempt(pod))};
     }
     return std::nullopt;
   };

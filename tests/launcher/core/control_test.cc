@@ -1,6 +1,7 @@
 // Control requests against real launcher processes (protocol/control.h): Status
 // reports rounds, restarts and the last failure; Restart restarts the gang in place without
-// charging --max-restarts; a request with the wrong token is refused and the round goes on.
+// charging --max-restarts; a request with the wrong token, or keyed for another attempt's
+// launchers, is refused and the round goes on.
 #include <signal.h>
 
 #include <functional>
@@ -104,7 +105,7 @@ TEST_F(ControlTest, RequestedRestartIsNotChargedAndTheChildrenSeeTheNextRound) {
   EXPECT_NE(Logs().find("restarting in place on request"), std::string::npos);
 }
 
-TEST_F(ControlTest, WrongTokenIsRefusedAndTheRoundContinues) {
+TEST_F(ControlTest, WrongTokenOrAttemptIsRefusedAndTheRoundContinues) {
   StartGang(2, 1, {"--forever"}, {"--max-restarts", "3"});
   ASSERT_TRUE(WaitForFiles(dir_.path(), "env.0.", 2, seconds(30))) << Logs();
   for (ControlKind kind : {ControlKind::kStatus, ControlKind::kRestart}) {
@@ -121,6 +122,17 @@ TEST_F(ControlTest, WrongTokenIsRefusedAndTheRoundContinues) {
       protocol::ControlCall(other, ControlKind::kRestart, "intruder", seconds(1));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status();
+  // And a request for the next attempt's launchers (the right token and run, keyed by attempt
+  // 1): what the operator sends to a new worker-0 whose address these attempt-0 launchers still
+  // hold. Answered, their rounds and restarts would be taken for the new attempt's.
+  for (ControlKind kind : {ControlKind::kStatus, ControlKind::kRestart}) {
+    protocol::ControlTarget next = Target();
+    next.attempt = 1;
+    r = protocol::ControlCall(next, kind, "the next attempt", seconds(1));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status();
+    EXPECT_NE(r.status().message().find("another attempt"), std::string::npos) << r.status();
+  }
 
   StatusOr<ControlStatus> st = WaitForStatus([](const ControlStatus& s) { return s.running; });
   ASSERT_TRUE(st.ok()) << st.status();

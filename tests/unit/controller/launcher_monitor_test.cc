@@ -91,8 +91,8 @@ protocol::ControlStatus Round(uint32_t round, bool running, uint32_t failures = 
   return s;
 }
 
-LauncherJob Target(const std::string& pod_uid = "pod-uid-0") {
-  return {"ns/job", "ns", "job", "uid-1", pod_uid, "10.0.0.7"};
+LauncherJob Target(const std::string& pod_uid = "pod-uid-0", uint32_t attempt = 0) {
+  return {"ns/job", "ns", "job", "uid-1", pod_uid, "10.0.0.7", attempt};
 }
 
 class LauncherMonitorTest : public ::lockstep::testing::FakeKubeTest {
@@ -137,13 +137,19 @@ TEST_F(LauncherMonitorTest, AsksWorkerZeroWithTheJobsTokenAndKeepsTheAnswerForTh
   EXPECT_EQ(calls[0].target.port, 29400);
   EXPECT_EQ(calls[0].target.run_id, "uid-1");
   EXPECT_EQ(calls[0].target.token, "secret-token");
+  EXPECT_EQ(calls[0].target.attempt, 0u);
 
   std::optional<LauncherObservation> seen = monitor_.Latest("ns/job", "pod-uid-0");
   ASSERT_TRUE(seen.has_value());
   EXPECT_TRUE(seen->answered);
   EXPECT_TRUE(seen->status.running);
-  // A new attempt's worker-0 is another pod: nothing is known about its server yet.
+  // A new attempt's worker-0 is another pod: nothing is known about its server yet, and it is
+  // asked with that attempt's key (protocol/control.h), which the old launchers refuse.
   EXPECT_FALSE(monitor_.Latest("ns/job", "pod-uid-of-attempt-1").has_value());
+  monitor_.Poll(Target("pod-uid-of-attempt-1", 1));
+  ASSERT_TRUE(WaitForChanges(2));
+  ASSERT_EQ(control_->calls().size(), 2u);
+  EXPECT_EQ(control_->calls()[1].target.attempt, 1u);
   monitor_.Forget("ns/job");
   EXPECT_FALSE(monitor_.Latest("ns/job", "pod-uid-0").has_value());
 }

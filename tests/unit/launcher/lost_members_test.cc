@@ -78,7 +78,7 @@ ClientOptions Member(uint16_t port, uint32_t node_rank) {
 
 StatusOr<protocol::ControlStatus> AskStatus(uint16_t port) {
   LS_ASSIGN_OR_RETURN(protocol::ControlReply reply,
-                      protocol::ControlCall({"127.0.0.1", port, kRunId, kToken},
+                      protocol::ControlCall({"127.0.0.1", port, kRunId, kToken, kAttempt},
                                             protocol::ControlKind::kStatus, "", seconds(2)));
   if (!reply.status) return DataLossError("no status");
   return *reply.status;

@@ -60,14 +60,15 @@ AllMessages Samples() {
 }
 static_assert(std::is_same_v<decltype(Samples()), AllMessages>);
 
-// The samples' frames as protocol version 6 writes them. A layout change fails here: bump
+// The samples' frames as protocol version 7 writes them (7 changed no layout: the version
+// field of Challenge, Join and Control). A layout change fails here: bump
 // kProtocolVersion and record the new bytes (protocol/README.md).
-const std::map<MessageType, std::string> kVersion6Bytes = {
+const std::map<MessageType, std::string> kVersion7Bytes = {
     {MessageType::kChallenge,
-     "000000290100000006000000206e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e"
+     "000000290100000007000000206e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e"
      "6e6e6e"},
     {MessageType::kJoin,
-     "0000009102000000060000000572756e2d3100000001000000020000000300000006776f726b65720000"
+     "0000009102000000070000000572756e2d3100000001000000020000000300000006776f726b65720000"
      "000100000010706f642d332e6a6f622e6e732e737663000008ae0000000401000000206d6d6d6d6d6d6d"
      "6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d01000000020000000c6a6f622d776f726b"
      "65722d31000000066e6f64652d37000000057569642d37"},
@@ -93,7 +94,7 @@ const std::map<MessageType, std::string> kVersion6Bytes = {
      "740001"},
     {MessageType::kStarted, "000000050a00000004"},
     {MessageType::kControl,
-     "0000003c0b000000060000000572756e2d31020000000561736b65640000002063636363636363636363"
+     "0000003c0b000000070000000572756e2d31020000000561736b65640000002063636363636363636363"
      "63636363636363636363636363636363636363636363"},
     {MessageType::kControlStatus,
      "000000ea0c00000003010100000002000000010000000201000000020000000100000005000000010000"
@@ -110,7 +111,7 @@ template <typename M>
 void ExpectRoundTrip(const M& m) {
   SCOPED_TRACE("message type " + std::to_string(static_cast<int>(M::kType)));
   const std::string bytes = Encode(m);
-  EXPECT_EQ(Hex(bytes), kVersion6Bytes.at(M::kType));
+  EXPECT_EQ(Hex(bytes), kVersion7Bytes.at(M::kType));
   const Frame f = Only(bytes);
   EXPECT_EQ(f.type, static_cast<uint8_t>(M::kType));
   StatusOr<M> back = Decode<M>(f.body);
