@@ -179,9 +179,11 @@ Status OperatorApp::Start() {
   if (options_.health_probe_bind_address != "0") {
     p.health_server.Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
     p.health_server.Handle("/readyz", [&p] {
-      return p.controller->CachesSynced()
-                 ? HttpResponse{200, "text/plain", "ok\n"}
-                 : HttpResponse{503, "text/plain", "informer caches not synced\n"};
+      // Not ready: name the caches still waiting for their first list (a start-up that hangs
+      // on one says which, to a probe's failure message as to a person with curl).
+      if (p.controller->CachesSynced()) return HttpResponse{200, "text/plain", "ok\n"};
+      return HttpResponse{503, "text/plain",
+                          "informer caches not synced: " + p.controller->UnsyncedCaches() + "\n"};
     });
     LS_RETURN_IF_ERROR(p.health_server.Start(options_.health_probe_bind_address));
   }

@@ -86,6 +86,13 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
 
 TrainingJobController::~TrainingJobController() { Stop(); }
 
+std::string TrainingJobController::UnsyncedCaches() const {
+  std::string jobs = caches_.UnsyncedCaches();
+  const std::string nodes = node_health_.UnsyncedCaches();
+  if (!jobs.empty() && !nodes.empty()) jobs += ", ";
+  return jobs + nodes;
+}
+
 void TrainingJobController::StartCaches() {
   node_health_.Start();
   caches_.Start();

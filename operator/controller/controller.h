@@ -56,6 +56,8 @@ class TrainingJobController {
 
   void StartCaches();
   bool CachesSynced() const { return caches_.HasSynced() && node_health_.HasSynced(); }
+  // The caches not synced yet, by name ("" when CachesSynced()).
+  std::string UnsyncedCaches() const;
   // Starts the workers; they begin once the caches have synced.
   void StartWorkers();
   // Before StartWorkers: the gang scheduler in this process creates whole gangs placed

@@ -1,5 +1,6 @@
 #include "operator/controller/job_caches.h"
 
+#include <initializer_list>
 #include <set>
 
 #include "operator/api/children.h"
@@ -162,6 +163,20 @@ bool JobCaches::HasSynced() const {
     }
   }
   return true;
+}
+
+std::string JobCaches::UnsyncedCaches() const {
+  std::string out;
+  for (const auto& [ns, n] : namespaces_) {
+    for (const kube::InformerBase* informer : std::initializer_list<const kube::InformerBase*>{
+             n.jobs.get(), n.pods.get(), n.services.get(), n.secrets.get(),
+             n.network_policies.get(), n.endpoint_slices.get()}) {
+      if (informer->HasSynced()) continue;
+      out += (out.empty() ? "" : ", ") + (ns.empty() ? std::string("(all)") : ns) + "/" +
+             informer->resource();
+    }
+  }
+  return out;
 }
 
 bool JobCaches::WaitForSync(std::chrono::milliseconds timeout) const {

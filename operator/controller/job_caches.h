@@ -52,6 +52,9 @@ class JobCaches {
   void Stop();
   bool HasSynced() const;
   bool WaitForSync(std::chrono::milliseconds timeout) const;
+  // The caches whose first list has not ended, as "<namespace>/<resource>, ..." ("" when all
+  // have): what /readyz names while the operator is not ready.
+  std::string UnsyncedCaches() const;
 
   std::shared_ptr<const CachedJob> GetJob(const std::string& key) const;
   std::vector<std::shared_ptr<const CachedJob>> ListJobs() const;

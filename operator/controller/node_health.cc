@@ -349,6 +349,13 @@ bool NodeHealthMonitor::HasSynced() const {
   return state_->nodes.HasSynced() && state_->leases.HasSynced();
 }
 
+std::string NodeHealthMonitor::UnsyncedCaches() const {
+  std::string out;
+  if (!state_->nodes.HasSynced()) out = "nodes";
+  if (!state_->leases.HasSynced()) out += std::string(out.empty() ? "" : ", ") + "leases";
+  return out;
+}
+
 bool NodeHealthMonitor::WaitForSync(std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   if (!state_->nodes.WaitForSync(timeout)) return false;

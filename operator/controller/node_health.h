@@ -95,6 +95,8 @@ class NodeHealthMonitor {
   void Stop();
   bool HasSynced() const;
   bool WaitForSync(std::chrono::milliseconds timeout) const;
+  // "nodes", "leases", both, or "" once both caches have synced.
+  std::string UnsyncedCaches() const;
 
   // The verdict on `node` from the caches. Before both caches have synced every node is
   // healthy: a partial cache would call live nodes deleted. While the silence guard holds (the

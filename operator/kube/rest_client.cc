@@ -1,5 +1,6 @@
 #include "operator/kube/rest_client.h"
 
+#include <cstdio>
 #include <thread>
 
 #include "common/log.h"
@@ -120,8 +121,30 @@ bool RestClient::SleepUnlessCancelled(std::chrono::milliseconds d) {
   return !cancel_cv_.wait_for(lock, d, [this] { return cancelled_.load(); });
 }
 
+// Retries are quiet (debug) while they are the ordinary kind: a 429 or a reset answered by the
+// next try. A request still failing after kSlowRetry is named once at warning level: a start-up
+// whose caches never sync, or a status write that lands a minute late, then says why (CI met
+// caches unsynced for 34-60 s with nothing in the log).
+void RestClient::WarnIfRetryingLong(const std::string& verb, const Request& request, int attempt,
+                                    const std::string& error, Clock::Steady first_start,
+                                    bool* warned) const {
+  if (*warned) return;
+  const std::chrono::duration<double> spent = clock_.Now() - first_start;
+  if (spent < kSlowRetry) return;
+  *warned = true;
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%.1f", spent.count());
+  log::Warning("request still retrying", {{"verb", verb},
+                                          {"path", request.path},
+                                          {"attempts", std::to_string(attempt + 1)},
+                                          {"seconds", seconds},
+                                          {"error", error}});
+}
+
 StatusOr<Response> RestClient::Execute(const std::string& verb, Request request) {
   request.cancel = &cancelled_;
+  const auto first_start = clock_.Now();
+  bool warned = false;
   for (int attempt = 0;; ++attempt) {
     if (cancelled_) return CancelledError(request.method + " " + request.path + ": client stopped");
     limiter_.Wait();
@@ -146,6 +169,7 @@ StatusOr<Response> RestClient::Execute(const std::string& verb, Request request)
                                                    IsDeadlineExceeded(s)));
       if (!retriable || last) return s.WithContext(request.method + " " + request.path);
       log::Debug("retrying request", {{"verb", verb}, {"error", s.ToString()}});
+      WarnIfRetryingLong(verb, request, attempt, s.ToString(), first_start, &warned);
     } else {
       const long code = result->status;
       const bool throttled = code == 429;
@@ -156,6 +180,8 @@ StatusOr<Response> RestClient::Execute(const std::string& verb, Request request)
       const ApiError e = ParseApiError(*result);
       if (e.retry_after && *e.retry_after > delay) delay = *e.retry_after;
       log::Debug("retrying request", {{"verb", verb}, {"code", std::to_string(code)}});
+      WarnIfRetryingLong(verb, request, attempt, "HTTP " + std::to_string(code), first_start,
+                         &warned);
     }
     if (!SleepUnlessCancelled(delay)) {
       return CancelledError(request.method + " " + request.path + ": client stopped");

@@ -186,6 +186,10 @@ class RestClient {
   bool SleepUnlessCancelled(std::chrono::milliseconds d);
 
   StatusOr<Response> Execute(const std::string& verb, Request request);
+  // Logs once per request (`*warned`) when its retries have gone on for kSlowRetry.
+  void WarnIfRetryingLong(const std::string& verb, const Request& request, int attempt,
+                          const std::string& error, Clock::Steady first_start, bool* warned) const;
+  static constexpr std::chrono::seconds kSlowRetry{2};
   StatusOr<nlohmann::json> ExecuteJson(const std::string& verb, Request request);
   Request MakeRequest(std::string method, std::string path, const nlohmann::json* body,
                       std::string content_type = "application/json") const;

@@ -48,7 +48,7 @@ TEST_F(ControlPlaneChaosTest, JobsEndAsWithoutRestartsWhenTheApiserverAndEtcdRes
   ASSERT_NO_FATAL_FAILURE(Prepare("chaos-restart", (scale.restart_jobs * kReplicas + 7) / 8 + 1));
   OperatorProcess op({ns()}, {"--gang-scheduler=true"});
   ASSERT_TRUE(op.Start().ok());
-  ASSERT_TRUE(op.WaitReady(seconds(60))) << op.log_path();
+  ASSERT_TRUE(op.WaitReady(seconds(60))) << op.ready_answer() << "; log: " << op.log_path();
   const auto started = std::chrono::steady_clock::now();
 
   const int n = scale.restart_jobs;

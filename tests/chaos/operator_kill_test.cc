@@ -224,7 +224,7 @@ TEST_F(OperatorKillChaosTest, SigkillDuringCreationsRestartsAndDeletionsLosesNot
   ASSERT_EQ(operations, scale.operations)
       << "the operations did not finish in time; log " << op.log_path();
   ASSERT_TRUE(op.Running());
-  ASSERT_TRUE(op.WaitReady(seconds(60))) << op.log_path();
+  ASSERT_TRUE(op.WaitReady(seconds(60))) << op.ready_answer() << "; log: " << op.log_path();
 
   // Every job reaches the state the test drove it to, with exactly the restarts it caused.
   for (const auto& [name, m] : driver.jobs()) {

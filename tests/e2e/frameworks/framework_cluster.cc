@@ -165,7 +165,8 @@ Status FrameworkCluster::Start() {
       std::make_unique<controller::testing::OperatorProcess>(std::vector<std::string>{ns_}, args);
   LS_RETURN_IF_ERROR(operator_->Start());
   if (!operator_->WaitReady(seconds(60))) {
-    return UnavailableError("the operator never became ready:\n" + operator_log());
+    return UnavailableError("the operator never became ready (" + operator_->ready_answer() +
+                            "):\n" + operator_log());
   }
   return Status::Ok();
 }

@@ -53,7 +53,9 @@ Status InstallCrd() {
 StatusOr<std::string> HttpGet(int port, const std::string& path) {
   const lockstep::testing::HttpReply reply = lockstep::testing::LoopbackHttp(port, "GET", path);
   if (reply.status != 200) {
-    return UnavailableError("HTTP " + std::to_string(reply.status) + " for " + path);
+    // The body too: a 503 from /readyz names the caches it waits for.
+    return UnavailableError("HTTP " + std::to_string(reply.status) + " for " + path + ": " +
+                            reply.body);
   }
   return reply.body;
 }
@@ -142,8 +144,13 @@ bool OperatorProcess::WaitExit(std::chrono::milliseconds timeout) {
 }
 
 bool OperatorProcess::WaitReady(std::chrono::milliseconds timeout) {
-  return kube::testing::WaitFor([this] { return HttpGet(health_port_, "/readyz").ok(); },
-                                timeout, std::chrono::milliseconds(100));
+  return kube::testing::WaitFor(
+      [this] {
+        StatusOr<std::string> ready = HttpGet(health_port_, "/readyz");
+        ready_answer_ = ready.ok() ? "ready" : ready.status().message();
+        return ready.ok();
+      },
+      timeout, std::chrono::milliseconds(100));
 }
 
 json MakeJob(const std::string& name, int replicas,

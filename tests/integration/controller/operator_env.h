@@ -54,6 +54,9 @@ class OperatorProcess {
   const std::string& log_path() const { return log_path_; }
   // Waits until /readyz answers 200.
   bool WaitReady(std::chrono::milliseconds timeout);
+  // WaitReady's last answer from /readyz: "ready", or the error with the body (which caches
+  // are not synced).
+  const std::string& ready_answer() const { return ready_answer_; }
 
  private:
   std::vector<std::string> namespaces_;
@@ -63,6 +66,7 @@ class OperatorProcess {
   int health_port_ = 0;
   int last_exit_ = 0;
   std::string log_path_;
+  std::string ready_answer_;  // written by WaitReady
 };
 
 // What a deny policy matches: one operation on one resource of one API group and version.

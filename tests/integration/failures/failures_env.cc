@@ -72,7 +72,8 @@ Status FailuresTest::StartOperator() {
                                "--node-lease-grace=" + std::to_string(lease_grace_seconds_) + "s"});
   LS_RETURN_IF_ERROR(op_->Start());
   if (!op_->WaitReady(seconds(30))) {
-    return UnavailableError("the operator did not become ready; log: " + op_->log_path());
+    return UnavailableError("the operator did not become ready (" + op_->ready_answer() +
+                            "); log: " + op_->log_path());
   }
   return Status::Ok();
 }

@@ -45,7 +45,7 @@ class KueueTest : public kube::testing::NamespaceTest {
     op_ = std::make_unique<OperatorProcess>(std::vector<std::string>{ns()},
                                             std::vector<std::string>{"--kueue=true", "--gang-scheduler=true"});
     ASSERT_TRUE(op_->Start().ok());
-    ASSERT_TRUE(op_->WaitReady(seconds(30))) << "log: " << op_->log_path();
+    ASSERT_TRUE(op_->WaitReady(seconds(30))) << op_->ready_answer() << "; log: " << op_->log_path();
   }
 
   void TearDown() override {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/testing/fake_clock.h"
 #include "tests/testing/fake_transport.h"
 
 namespace lockstep::kube {
@@ -53,6 +54,40 @@ TEST(RestClientTest, RetriesThrottlingAndServerErrorsForGet) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(t->requests().size(), 4u);
   EXPECT_EQ(t->requests()[0].path, "/api/v1/namespaces/ns/configmaps/c");
+}
+
+// Retries that go on for 2 s or more are named once at warning level (the path, the attempts,
+// the last error); quick ones stay at debug. Each answer here takes 1.5 s of the fake clock.
+TEST(RestClientTest, RetriesThatGoOnAreNamedOnceAtWarningLevel) {
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  for (const int throttled : {1, 4}) {
+    SCOPED_TRACE(std::to_string(throttled) + " throttled answers");
+    ::lockstep::testing::FakeClock clock;
+    auto t = std::make_shared<FakeTransport>();
+    t->SetHandler([&clock, &t, throttled](const Request&) -> StatusOr<Response> {
+      clock.Advance(std::chrono::milliseconds(1500));
+      if (t->requests().size() <= static_cast<size_t>(throttled)) return Response{429, "", ""};
+      return Response{200, kConfigMap, ""};
+    });
+    RestOptions o = FastRetries();
+    o.max_retries = 5;
+    RestClient client(t, o, nullptr, clock);
+    ::testing::internal::CaptureStderr();
+    auto got = client.Get(resources::ConfigMaps(), "ns", "c");
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(got.ok()) << got.status();
+    if (throttled == 1) {
+      EXPECT_EQ(count(err, "request still retrying"), 0u) << err;
+    } else {
+      EXPECT_EQ(count(err, "request still retrying"), 1u) << err;
+      EXPECT_NE(err.find("/api/v1/namespaces/ns/configmaps/c"), std::string::npos) << err;
+      EXPECT_NE(err.find("HTTP 429"), std::string::npos) << err;
+    }
+  }
 }
 
 TEST(RestClientTest, NeverRetriesOtherClientErrors) {
