@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <initializer_list>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -293,7 +294,11 @@ double GaugeValue(prometheus::Registry& registry, const std::string& family) {
 }
 
 // Nodes and Leases of the test's own, renewed each second while their flag is up; deleted on
-// destruction.
+// destruction. One round renews every flagged Lease with the same renewTime, and SetRenewing
+// waits for a round in progress: nodes stopped together have the same last renewal, so they pass
+// the grace on the same monitor tick. (Renewed one by one, a tick could fall between two of
+// them: CI once saw two of four stopped nodes lost a tick before the other two made the census
+// hold.)
 class RenewedNodes {
  public:
   RenewedNodes(kube::RestClient& client, const std::string& prefix, int count) : client_(client) {
@@ -309,10 +314,14 @@ class RenewedNodes {
     for (int i = 0; i < count; ++i) renew_[i] = true;
     thread_ = std::thread([this] {
       while (running_) {
-        for (size_t i = 0; i < names_.size(); ++i) {
-          if (!renew_[i]) continue;
-          (void)client_.MergePatch(kube::resources::Leases(), kLeaseNs, names_[i],
-                                   {{"spec", {{"renewTime", Now()}}}});
+        {
+          std::lock_guard<std::mutex> round(round_mu_);
+          const std::string now = Now();
+          for (size_t i = 0; i < names_.size(); ++i) {
+            if (!renew_[i]) continue;
+            (void)client_.MergePatch(kube::resources::Leases(), kLeaseNs, names_[i],
+                                     {{"spec", {{"renewTime", now}}}});
+          }
         }
         for (int i = 0; i < 10 && running_; ++i) std::this_thread::sleep_for(milliseconds(100));
       }
@@ -327,10 +336,15 @@ class RenewedNodes {
     }
   }
   const std::string& name(int i) const { return names_[i]; }
-  void SetRenewing(int i, bool on) { renew_[i] = on; }
+  // Between rounds: every node in `which` renews in the same rounds from now on.
+  void SetRenewing(std::initializer_list<int> which, bool on) {
+    std::lock_guard<std::mutex> round(round_mu_);
+    for (int i : which) renew_[i] = on;
+  }
 
  private:
   kube::RestClient& client_;
+  std::mutex round_mu_;
   std::vector<std::string> names_;
   std::unique_ptr<std::atomic<bool>[]> renew_;
   std::atomic<bool> running_{true};
@@ -378,7 +392,7 @@ TEST_F(NodeHealthTest, MostNodesSilentAtOnceAreHeldUntilTheCensusFalls) {
       << GaugeValue(registry, "lockstep_nodes_silent");
 
   // Four fall silent at once: past the grace, held, none reported lost.
-  for (int i = 0; i < 4; ++i) extra.SetRenewing(i, false);
+  extra.SetRenewing({0, 1, 2, 3}, false);
   ASSERT_TRUE(
       kube::testing::WaitFor([&] { return monitor.SilenceHeld(); }, kGuardGrace + seconds(5)));
   std::this_thread::sleep_for(seconds(2));  // the claim is "nothing is reported": two ticks
@@ -401,8 +415,7 @@ TEST_F(NodeHealthTest, MostNodesSilentAtOnceAreHeldUntilTheCensusFalls) {
 
   // Two renew again: 1 silent, below the line; the hold ends, and the node still silent gets a
   // fresh grace from the release (a straggler of the same stall), then is lost after all.
-  extra.SetRenewing(1, true);
-  extra.SetRenewing(2, true);
+  extra.SetRenewing({1, 2}, true);
   ASSERT_TRUE(kube::testing::WaitFor([&] { return !monitor.SilenceHeld(); }, seconds(6)));
   const auto released = std::chrono::steady_clock::now();
   std::optional<NodeVerdict> expired =
@@ -450,8 +463,15 @@ TEST_F(NodeHealthTest, JobCachesReportTheLostNodeOfAJobsPod) {
   caches.SetNodeHealth(monitor_.get());
   caches.SetHandlers(CacheHandlers{[](auto&) {}, [](auto&) {}, [](auto&, auto&) {},
                                    [](auto&, auto&) {}, [](auto&, auto&) {}, [](auto&) {}});
+  // What /readyz names while the operator waits: every cache before its first list, none after.
+  EXPECT_EQ(caches.UnsyncedCaches(), ns.name() + "/trainingjobs, " + ns.name() + "/pods, " +
+                                         ns.name() + "/services, " + ns.name() + "/secrets, " +
+                                         ns.name() + "/networkpolicies, " + ns.name() +
+                                         "/endpointslices");
   caches.Start();
   ASSERT_TRUE(caches.WaitForSync(seconds(10)));
+  EXPECT_EQ(caches.UnsyncedCaches(), "");
+  EXPECT_EQ(monitor_->UnsyncedCaches(), "");
   const std::string key = JobKey(ns.name(), "nh");
   auto cached = caches.GetJob(key);
   ASSERT_NE(cached, nullptr);
