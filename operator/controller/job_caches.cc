@@ -1,6 +1,6 @@
 #include "operator/controller/job_caches.h"
 
-#include <initializer_list>
+#include <array>
 #include <set>
 
 #include "operator/api/children.h"
@@ -154,12 +154,19 @@ void JobCaches::Stop() {
   }
 }
 
+std::array<const kube::InformerBase*, 6> JobCaches::Informers(const Namespace& n) {
+  return {n.jobs.get(),
+          n.pods.get(),
+          n.services.get(),
+          n.secrets.get(),
+          n.network_policies.get(),
+          n.endpoint_slices.get()};
+}
+
 bool JobCaches::HasSynced() const {
   for (const auto& [ns, n] : namespaces_) {
-    if (!n.jobs->HasSynced() || !n.pods->HasSynced() || !n.services->HasSynced() ||
-        !n.secrets->HasSynced() || !n.network_policies->HasSynced() ||
-        !n.endpoint_slices->HasSynced()) {
-      return false;
+    for (const kube::InformerBase* informer : Informers(n)) {
+      if (!informer->HasSynced()) return false;
     }
   }
   return true;
@@ -168,13 +175,7 @@ bool JobCaches::HasSynced() const {
 std::string JobCaches::UnsyncedCaches() const {
   std::string out;
   for (const auto& [ns, n] : namespaces_) {
-    for (const kube::InformerBase* informer : std::initializer_list<const kube::InformerBase*>{
-             n.jobs.get(), n.pods.get(), n.services.get(), n.secrets.get(),
-             n.network_policies.get(), n.endpoint_slices.get()}) {
-      if (informer->HasSynced()) continue;
-      out += (out.empty() ? "" : ", ") + (ns.empty() ? std::string("(all)") : ns) + "/" +
-             informer->resource();
-    }
+    kube::AppendUnsynced(Informers(n), (ns.empty() ? std::string("(all)") : ns) + "/", &out);
   }
   return out;
 }
@@ -182,21 +183,10 @@ std::string JobCaches::UnsyncedCaches() const {
 bool JobCaches::WaitForSync(std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (const auto& [ns, n] : namespaces_) {
-    for (auto wait : {std::function<bool(std::chrono::milliseconds)>(
-                          [&](auto t) { return n.jobs->WaitForSync(t); }),
-                      std::function<bool(std::chrono::milliseconds)>(
-                          [&](auto t) { return n.pods->WaitForSync(t); }),
-                      std::function<bool(std::chrono::milliseconds)>(
-                          [&](auto t) { return n.services->WaitForSync(t); }),
-                      std::function<bool(std::chrono::milliseconds)>(
-                          [&](auto t) { return n.secrets->WaitForSync(t); }),
-                      std::function<bool(std::chrono::milliseconds)>(
-                          [&](auto t) { return n.network_policies->WaitForSync(t); }),
-                      std::function<bool(std::chrono::milliseconds)>(
-                          [&](auto t) { return n.endpoint_slices->WaitForSync(t); })}) {
+    for (const kube::InformerBase* informer : Informers(n)) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      if (left.count() < 0 || !wait(left)) return false;
+      if (left.count() < 0 || !informer->WaitForSync(left)) return false;
     }
   }
   return true;

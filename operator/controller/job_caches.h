@@ -6,6 +6,7 @@
 // namespace ("" = all namespaces). Readers get shared immutable objects: copy before changing
 // anything.
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -84,6 +85,8 @@ class JobCaches {
     std::unique_ptr<kube::Informer<kube::MetaObject>> endpoint_slices;
   };
   const Namespace* For(const std::string& ns) const;
+  // Its six informers, in the order they are waited for and named.
+  static std::array<const kube::InformerBase*, 6> Informers(const Namespace& n);
   void Wire(Namespace& n);
 
   CacheHandlers handlers_;

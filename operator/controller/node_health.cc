@@ -350,10 +350,7 @@ bool NodeHealthMonitor::HasSynced() const {
 }
 
 std::string NodeHealthMonitor::UnsyncedCaches() const {
-  std::string out;
-  if (!state_->nodes.HasSynced()) out = "nodes";
-  if (!state_->leases.HasSynced()) out += std::string(out.empty() ? "" : ", ") + "leases";
-  return out;
+  return kube::Unsynced({&state_->nodes, &state_->leases});
 }
 
 bool NodeHealthMonitor::WaitForSync(std::chrono::milliseconds timeout) const {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -50,6 +51,23 @@ class InformerBase {
 inline void StopAll(std::initializer_list<InformerBase*> informers) {
   for (InformerBase* informer : informers) informer->RequestStop();
   for (InformerBase* informer : informers) informer->Stop();
+}
+
+// Appends to `*out` "<prefix><resource>" of each informer whose first list has not ended,
+// comma-separated after what `*out` already holds: what a not-ready message names.
+template <typename Informers>
+void AppendUnsynced(const Informers& informers, std::string_view prefix, std::string* out) {
+  for (const InformerBase* informer : informers) {
+    if (informer->HasSynced()) continue;
+    if (!out->empty()) *out += ", ";
+    *out += prefix;
+    *out += informer->resource();
+  }
+}
+inline std::string Unsynced(std::initializer_list<const InformerBase*> informers) {
+  std::string out;
+  AppendUnsynced(informers, "", &out);
+  return out;
 }
 
 template <typename T>

@@ -160,12 +160,7 @@ bool GangScheduler::WaitForSync(std::chrono::milliseconds timeout) const {
 }
 
 std::string GangScheduler::UnsyncedCaches() const {
-  std::string out;
-  for (const kube::InformerBase* informer : std::initializer_list<const kube::InformerBase*>{
-           &nodes_, &pods_, &jobs_, &priority_classes_}) {
-    if (!informer->HasSynced()) out += (out.empty() ? "" : ", ") + informer->resource();
-  }
-  return out;
+  return kube::Unsynced({&nodes_, &pods_, &jobs_, &priority_classes_});
 }
 
 void GangScheduler::Trigger() {

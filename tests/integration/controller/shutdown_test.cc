@@ -82,8 +82,7 @@ TEST(OperatorShutdownTest, StopsWithinFiveSecondsWithTheApiserverGone) {
   // past renewal (status 1), which would hide the stop this test measures.
   OperatorProcess op({ns}, {"--kubeconfig=" + cluster.kubeconfig(), "--gang-scheduler=true"});
   ASSERT_TRUE(op.Start().ok());
-  ASSERT_TRUE(op.WaitReady(seconds(60))) << op.ready_answer() << "; log: "
-                                         << "log: " << op.log_path();
+  ASSERT_TRUE(op.WaitReady(seconds(60))) << op.ready_answer() << "; log: " << op.log_path();
   ASSERT_TRUE(client.Create(kube::resources::TrainingJobs(), ns, MakeJob("fits", 2)).ok());
   ASSERT_TRUE(client.Create(kube::resources::TrainingJobs(), ns, MakeJob("too-big", 64)).ok());
   StatusOr<json> waiting = WaitForJob(
