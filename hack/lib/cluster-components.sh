@@ -157,22 +157,29 @@ apiserver_ready() {
 }
 
 # wait_until DESCRIPTION SECONDS COMMAND...: polls COMMAND every 0.2 s. Gives up at once when a
-# started component has died, instead of waiting out the limit.
+# started component has died, instead of waiting out the limit, and then shows that component's
+# log alone (the last lines of every log bury it; CI's summary cut it off).
 wait_until() {
   local what="$1" limit="$2"; shift 2
   local deadline=$((SECONDS + limit))
   until "$@"; do
-    local dead="" c
-    for c in etcd apiserver controller-manager kwok kueue; do
-      if [[ -f "$STATE/pids/$c" ]] && ! component_alive "$c"; then dead="$c"; fi
-    done
+    local dead; dead="$(dead_component)"
     if [[ -n "$dead" || $SECONDS -ge $deadline ]]; then
       [[ -z "$dead" ]] || log "$dead exited"
       log "gave up after $((SECONDS - deadline + limit))s waiting for $what; last log lines:"
-      tail -n 20 "$STATE/logs/"*.log >&2 || true
+      if [[ -n "$dead" ]]; then tail -n 40 "$STATE/logs/$dead.log" >&2 || true
+      else tail -n 20 "$STATE/logs/"*.log >&2 || true; fi
       die "$what did not become ready"
     fi
     sleep 0.2
+  done
+}
+
+# dead_component: the name of a started component (one with a pid file) that is not running.
+dead_component() {
+  local c
+  for c in etcd apiserver controller-manager kwok kueue; do
+    if [[ -f "$STATE/pids/$c" ]] && ! component_alive "$c"; then echo "$c"; return 0; fi
   done
 }
 

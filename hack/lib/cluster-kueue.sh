@@ -240,7 +240,11 @@ kueue_ready() {
 
 # kueue_up: Kueue running and ready beside the running cluster; a running, ready one is kept.
 # A fresh start gets new ports and certificates and re-applies every manifest (apply is
-# idempotent), so the webhook configurations always point at the process that runs.
+# idempotent), so the webhook configurations always point at the process that runs. A start
+# whose process exits before it is ready is tried again with new ports, up to three times:
+# the ports are free when chosen but not held until Kueue binds them seconds later, and on a
+# busy machine another process can take one (a CI run's Kueue exited 6 s into a restart and
+# every later wait of that cluster gave up on the dead process).
 kueue_up() {
   kueue_ensure_built
   if [[ -f "$STATE/kueue-ports.env" ]] && component_alive kueue; then
@@ -251,8 +255,24 @@ kueue_up() {
     fi
   fi
   stop_component kueue
-  local started=$SECONDS
+  local started=$SECONDS try
   mkdir -p "$STATE/kueue"
+  for try in 1 2 3; do
+    local log_size; log_size="$(stat -c %s "$STATE/logs/kueue.log" 2>/dev/null || echo 0)"
+    kueue_configure_and_start
+    if kueue_wait_ready; then
+      log "kueue up in $((SECONDS - started))s (webhooks https://127.0.0.1:$KUEUE_WEBHOOK_PORT," \
+        "health :$KUEUE_HEALTH_PORT)"
+      return 0
+    fi
+    log "kueue exited before it was ready (try $try of 3); the last lines it wrote:"
+    tail -c +$((log_size + 1)) "$STATE/logs/kueue.log" | tail -n 15 >&2 || true
+  done
+  die "kueue exited before it was ready three times (log: $STATE/logs/kueue.log)"
+}
+
+# New ports, certificates and config; the manifests applied with them; the process started.
+kueue_configure_and_start() {
   kueue_allocate_ports
   kueue_certs
   kueue_metrics_certs
@@ -264,9 +284,24 @@ kueue_up() {
     kueue_install
   )
   kueue_start
-  wait_until "kueue readyz (log: $STATE/logs/kueue.log)" 180 kueue_ready
-  log "kueue up in $((SECONDS - started))s (webhooks https://127.0.0.1:$KUEUE_WEBHOOK_PORT," \
-    "health :$KUEUE_HEALTH_PORT)"
+}
+
+# kueue_wait_ready: 0 once readyz answers; 1 when the process exited first (its pid file is
+# removed, so a dead Kueue is "stopped" to `status` and to every later wait_until); dies after
+# 180 s of a live process that is not ready, or at once when another component died.
+kueue_wait_ready() {
+  local deadline=$((SECONDS + 180))
+  local dead
+  until kueue_ready; do
+    dead="$(dead_component)"
+    if [[ "$dead" == kueue ]]; then
+      rm -f "$STATE/pids/kueue"
+      return 1
+    fi
+    if [[ -n "$dead" ]] || ((SECONDS >= deadline)); then break; fi
+    sleep 0.2
+  done
+  wait_until "kueue readyz (log: $STATE/logs/kueue.log)" 0 kueue_ready
 }
 
 # After `restart apiserver|etcd`: a running Kueue is restarted too. Its informers outlive the
