@@ -172,6 +172,11 @@ class CurlTransport final : public Transport {
     t->request = request;
     LS_RETURN_IF_ERROR(Setup(t.get()));
     curl_easy_setopt(t->easy, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+    if (request.method == "GET" && options_.read_stall_timeout.count() > 0) {
+      curl_easy_setopt(t->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      curl_easy_setopt(t->easy, CURLOPT_LOW_SPEED_TIME,
+                       static_cast<long>(options_.read_stall_timeout.count()));
+    }
     if (request.cancel != nullptr) {
       if (request.cancel->load()) return CancelledError("request cancelled");
       t->cancel = request.cancel;
