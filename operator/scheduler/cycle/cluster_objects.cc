@@ -23,6 +23,7 @@ StatusOr<JobInfo> DecodeJobInfo(const nlohmann::json& object) {
     job.state = decoded.state;
     job.excluded_nodes = std::move(decoded.excluded_nodes);
     job.capacity = decoded.capacity;
+    if (decoded.last_restart) job.last_restart_time = decoded.last_restart->time;
     if (const api::Condition* c =
             api::FindCondition(decoded.conditions, api::kConditionScheduled)) {
       job.scheduled = *c;

@@ -36,6 +36,7 @@ struct JobInfo {
   std::vector<api::ExcludedNode> excluded_nodes;  // status.excludedNodes, expired ones included
   std::optional<api::Condition> scheduled;        // status.conditions[type=Scheduled]
   std::optional<api::Capacity> capacity;          // status.capacity (the scheduler's own)
+  std::optional<api::Time> last_restart_time;     // status.lastRestart.time: the attempt's start
   std::optional<api::Condition> preempted;        // status.conditions[type=Preempted] (ours too)
 };
 

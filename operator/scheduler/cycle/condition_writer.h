@@ -53,7 +53,8 @@ class ConditionWriter {
   // order (a gang's GangPlaced is written when its binds answer, possibly after a later cycle
   // found the job's next gang waiting), so a decision older than one already written is dropped.
   Status Write(const JobInfo& job, const ScheduledCondition& condition, int64_t cycle = 0);
-  // Applies status.capacity = {feasible_replicas, now} unless that count is already stored.
+  // Applies status.capacity = {feasible_replicas, now} unless that count is already stored and
+  // was observed in the job's current attempt (at or after status.lastRestart.time).
   Status WriteCapacity(const JobInfo& job, int32_t feasible_replicas);
   // Preempted=True (reason PreemptedByHigherPriority, `message` names the preemptor) with a
   // Warning Event "Preempted"; or, when the job's gang is placed again after one, Preempted=False

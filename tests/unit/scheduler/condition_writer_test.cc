@@ -114,6 +114,28 @@ TEST_F(ConditionWriterTest, CapacityAndTheConditionTravelTogether) {
   EXPECT_EQ(Applies()[2]["capacity"]["feasibleReplicas"], 6);
 }
 
+// The controller ignores a figure observed before the last restart, so the same count is written
+// again for the new attempt, once.
+TEST_F(ConditionWriterTest, TheSameCapacityFromBeforeTheLastRestartIsWrittenAgain) {
+  const JobPtr before = Job(JobJson(8, 4, 8));
+  ASSERT_TRUE(writer_.WriteCapacity(*before, 6).ok());
+  ASSERT_EQ(Applies().size(), 1u);
+  clock_.Advance(std::chrono::seconds(16));
+  const JobPtr restarted = Job(JobJson(
+      8, 4, 8,
+      {{"capacity",
+        {{"feasibleReplicas", 6},
+         {"observedTime", FormatTime(clock_.WallNow() - std::chrono::seconds(16))}}},
+       {"lastRestart",
+        {{"time", FormatTime(clock_.WallNow())}, {"reason", "NodeLost"}, {"attempt", 1}}}}));
+  ASSERT_TRUE(writer_.WriteCapacity(*restarted, 6).ok());
+  ASSERT_TRUE(writer_.WriteCapacity(*restarted, 6).ok());  // now current: no write
+  const std::vector<json> applies = Applies();
+  ASSERT_EQ(applies.size(), 2u);
+  EXPECT_EQ(applies[1]["capacity"]["feasibleReplicas"], 6);
+  EXPECT_EQ(applies[1]["capacity"]["observedTime"], FormatTime(clock_.WallNow()));
+}
+
 TEST_F(ConditionWriterTest, AFailedApplyIsRetriedByTheNextWrite) {
   transport_->Push(ApiStatus(500, "InternalError", "etcd timeout"));
   const JobPtr job = Job(JobJson(2, 0, 8));
