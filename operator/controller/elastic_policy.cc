@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "operator/api/capacity.h"
+
 namespace lockstep::controller {
 namespace {
 
@@ -9,9 +11,9 @@ namespace {
 std::optional<int32_t> FreshFeasible(const api::TrainingJob& job) {
   const std::optional<api::Capacity>& c = job.status.capacity;
   if (!c) return std::nullopt;
-  if (job.status.last_restart && c->observed_time < job.status.last_restart->time) {
-    return std::nullopt;
-  }
+  std::optional<api::Time> attempt_start;
+  if (job.status.last_restart) attempt_start = job.status.last_restart->time;
+  if (!api::ObservedInAttempt(*c, attempt_start)) return std::nullopt;
   return c->feasible_replicas;
 }
 

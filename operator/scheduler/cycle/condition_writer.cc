@@ -1,6 +1,7 @@
 #include "operator/scheduler/cycle/condition_writer.h"
 
 #include "common/log.h"
+#include "operator/api/capacity.h"
 #include "operator/api/codec.h"
 #include "operator/api/conditions.h"
 #include "operator/api/time.h"
@@ -106,13 +107,14 @@ Status ConditionWriter::WriteCapacity(const JobInfo& job, int32_t feasible_repli
   std::shared_ptr<JobState> state = StateOf(job.meta.uid);
   std::lock_guard<std::mutex> lock(state->mu);
   const std::optional<api::Capacity>& known = state->capacity ? state->capacity : job.capacity;
-  // The controller reads a figure only if it was observed in the current attempt (elastic
-  // policy, FreshFeasible): the same number from before the last restart is news again. CI lost
-  // a shrink this way: attempt 0's first look wrote 6 (nodes still entering the cache), the gang
+  // The controller reads a figure only if it was observed in the current attempt (api::
+  // ObservedInAttempt): the same number from before the last restart is news again. CI lost a
+  // shrink this way: attempt 0's first look wrote 6 (nodes still entering the cache), the gang
   // then ran 8, and attempt 1's 6 was never written because "6" was already there.
-  const bool current =
-      !known || !job.last_restart_time || known->observed_time >= *job.last_restart_time;
-  if (known && current && known->feasible_replicas == feasible_replicas) return Status::Ok();
+  if (known && known->feasible_replicas == feasible_replicas &&
+      api::ObservedInAttempt(*known, job.last_restart_time)) {
+    return Status::Ok();
+  }
   const api::Capacity capacity{feasible_replicas, clock_.WallNow()};
   LS_RETURN_IF_ERROR(Apply(job, ApplyBody(job, *state, std::nullopt, capacity)));
   state->capacity = capacity;

@@ -27,20 +27,12 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using std::chrono::steady_clock;
 
-// A self-signed certificate for IP 127.0.0.1 and its key, PEM.
+// A server TLS context with a self-signed certificate for IP 127.0.0.1, and that certificate
+// in PEM (the client's CA). The key and certificate go to the context as they are made.
 struct SelfSigned {
-  std::string cert_pem, key_pem;
+  SSL_CTX* ctx = nullptr;
+  std::string cert_pem;
 };
-
-std::string ToPem(int (*write)(BIO*, void*), void* object) {
-  BIO* bio = BIO_new(BIO_s_mem());
-  write(bio, object);
-  char* data = nullptr;
-  const long n = BIO_get_mem_data(bio, &data);
-  std::string pem(data, static_cast<size_t>(n));
-  BIO_free(bio);
-  return pem;
-}
 
 SelfSigned MakeSelfSigned() {
   EVP_PKEY* key = EVP_EC_gen("P-256");
@@ -67,14 +59,16 @@ SelfSigned MakeSelfSigned() {
   }
   X509_sign(cert, key, EVP_sha256());
   SelfSigned out;
-  out.cert_pem =
-      ToPem([](BIO* b, void* c) { return PEM_write_bio_X509(b, static_cast<X509*>(c)); }, cert);
-  out.key_pem = ToPem(
-      [](BIO* b, void* k) {
-        return PEM_write_bio_PrivateKey(b, static_cast<EVP_PKEY*>(k), nullptr, nullptr, 0, nullptr,
-                                        nullptr);
-      },
-      key);
+  out.ctx = SSL_CTX_new(TLS_server_method());
+  if (SSL_CTX_use_certificate(out.ctx, cert) != 1 || SSL_CTX_use_PrivateKey(out.ctx, key) != 1) {
+    ADD_FAILURE() << "cannot load the test certificate";
+  }
+  BIO* bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_X509(bio, cert);
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio, &data);
+  out.cert_pem.assign(data, static_cast<size_t>(n));
+  BIO_free(bio);
   X509_free(cert);
   EVP_PKEY_free(key);
   return out;
@@ -85,21 +79,6 @@ SelfSigned MakeSelfSigned() {
 class StallingServer {
  public:
   StallingServer(int chunks, milliseconds gap) : chunks_(chunks), gap_(gap) {
-    ctx_ = SSL_CTX_new(TLS_server_method());
-    BIO* cert_bio = BIO_new_mem_buf(pem_.cert_pem.data(), static_cast<int>(pem_.cert_pem.size()));
-    BIO* key_bio = BIO_new_mem_buf(pem_.key_pem.data(), static_cast<int>(pem_.key_pem.size()));
-    X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
-    EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
-    const bool loaded =
-        SSL_CTX_use_certificate(ctx_, cert) == 1 && SSL_CTX_use_PrivateKey(ctx_, key) == 1;
-    X509_free(cert);
-    EVP_PKEY_free(key);
-    BIO_free(cert_bio);
-    BIO_free(key_bio);
-    if (!loaded) {
-      ADD_FAILURE() << "cannot load the test certificate";
-      return;
-    }
     listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -119,16 +98,16 @@ class StallingServer {
     shutdown(listen_fd_, SHUT_RDWR);
     if (thread_.joinable()) thread_.join();
     close(listen_fd_);
-    SSL_CTX_free(ctx_);
+    SSL_CTX_free(tls_.ctx);
   }
   std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
-  const std::string& ca_pem() const { return pem_.cert_pem; }
+  const std::string& ca_pem() const { return tls_.cert_pem; }
 
  private:
   void Serve() {
     const int fd = accept(listen_fd_, nullptr, nullptr);
     if (fd < 0) return;
-    SSL* ssl = SSL_new(ctx_);
+    SSL* ssl = SSL_new(tls_.ctx);
     SSL_set_fd(ssl, fd);
     if (SSL_accept(ssl) == 1) {
       char buf[4096];
@@ -145,8 +124,7 @@ class StallingServer {
     close(fd);
   }
 
-  SelfSigned pem_ = MakeSelfSigned();
-  SSL_CTX* ctx_ = nullptr;
+  SelfSigned tls_ = MakeSelfSigned();
   int chunks_;
   milliseconds gap_;
   int listen_fd_ = -1;
@@ -155,24 +133,24 @@ class StallingServer {
   std::thread thread_;
 };
 
-std::unique_ptr<Transport> TransportTo(const StallingServer& server) {
+// One GET of `path` from `server` through a CurlTransport with a 2 s stall bound.
+StatusOr<Response> GetFrom(const StallingServer& server, const std::string& path, seconds timeout) {
   ClusterConfig config;
   config.server = server.url();
   config.ca_pem = server.ca_pem();
-  auto t = NewCurlTransport(config,
-                            CurlTransportOptions{.http2 = false, .read_stall_timeout = seconds(2)});
-  EXPECT_TRUE(t.ok()) << t.status();
-  return std::move(t).value();
+  auto transport = NewCurlTransport(
+      config, CurlTransportOptions{.http2 = false, .read_stall_timeout = seconds(2)});
+  if (!transport.ok()) return transport.status();
+  Request request;
+  request.path = path;
+  request.timeout = timeout;
+  return (*transport)->Do(request);
 }
 
 TEST(CurlTransportStallTest, AReadThatStopsArrivingEndsAtTheStallBoundNotTheTimeout) {
   StallingServer server(/*chunks=*/10, milliseconds(0));
-  auto transport = TransportTo(server);
-  Request request;
-  request.path = "/api/v1/nodes?limit=500";
-  request.timeout = seconds(60);
   const auto start = steady_clock::now();
-  StatusOr<Response> r = transport->Do(request);
+  StatusOr<Response> r = GetFrom(server, "/api/v1/nodes?limit=500", seconds(60));
   const auto took = steady_clock::now() - start;
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status();
@@ -183,11 +161,7 @@ TEST(CurlTransportStallTest, AReadThatStopsArrivingEndsAtTheStallBoundNotTheTime
 TEST(CurlTransportStallTest, ASlowSteadyResponseIsNotCutByTheStallBound) {
   // 100 bytes one per 40 ms: 4 s in all, twice the stall bound, never a second without a byte.
   StallingServer server(/*chunks=*/100, milliseconds(40));
-  auto transport = TransportTo(server);
-  Request request;
-  request.path = "/api/v1/pods";
-  request.timeout = seconds(30);
-  StatusOr<Response> r = transport->Do(request);
+  StatusOr<Response> r = GetFrom(server, "/api/v1/pods", seconds(30));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, std::string(100, 'x'));
