@@ -1,8 +1,15 @@
 // GangScheduler's "placed at create" path (gang_scheduler.h, create_placement.h): a gang the
 // controller in this process is about to create is placed now, on a cycle's snapshot and under
-// the cycle's lock, and assumed before the answer is returned.
+// the cycle's lock, and assumed before the answer is returned. Gangs asked for while another
+// decision holds the lock are decided together on one snapshot (gang_scheduler.h, CreateAsk).
 #include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "common/log.h"
 #include "operator/api/children.h"
@@ -65,8 +72,13 @@ StatusOr<GangScheduler::CreateGrant> GangScheduler::PlaceForCreate(
     }
     pods.push_back(std::make_shared<const kube::Pod>(std::move(*pod)));
   }
+  const auto asked = std::chrono::steady_clock::now();
   if (!pods.empty()) WaitForJobCache(*pods.front());
+  const auto cache_seen = std::chrono::steady_clock::now();
+  metrics_.create_job_cache_wait.Observe(std::chrono::duration<double>(cache_seen - asked).count());
   StatusOr<CreateGrant> grant = DecideForCreate(std::move(pods));
+  metrics_.create_decision.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - cache_seen).count());
   if (!grant.ok()) metrics_.create_fallback.Increment();
   return grant;
 }
@@ -89,12 +101,74 @@ void GangScheduler::WaitForJobCache(const kube::Pod& pod) {
   }
 }
 
+// What every decision of one batch reads, built when its first ask gets past the checks that
+// need no snapshot: the pods as the cache holds them, the gangs that have live pods already, the
+// binding path's queue, and the snapshot, on which the batch's grants are assumed one by one.
+struct GangScheduler::CreateBatch {
+  std::vector<PodPtr> cluster;
+  std::set<std::string> live_gangs;  // gang keys with a live (not deleted, not finished) member
+  GangCollection queue;
+  std::vector<PendingGang> waiting;  // points into queue
+  std::optional<Snapshot> snapshot;
+  CycleOptions cycle;
+};
+
 StatusOr<GangScheduler::CreateGrant> GangScheduler::DecideForCreate(std::vector<PodPtr> pods) {
   if (!HasSynced()) {
     return FailedPreconditionError("the scheduler's caches have not synced: " + UnsyncedCaches());
   }
+  auto ask = std::make_shared<CreateAsk>();
+  ask->pods = std::move(pods);
+  {
+    std::lock_guard<std::mutex> lock(asks_mu_);
+    asks_.push_back(ask);
+  }
   std::lock_guard<std::mutex> decide(decide_mu_);
+  // A holder of the lock before us took our ask into its batch and answered it; otherwise it is
+  // still queued, and we decide it with every other ask queued by now.
+  if (!ask->answer) {
+    std::vector<std::shared_ptr<CreateAsk>> batch;
+    {
+      std::lock_guard<std::mutex> lock(asks_mu_);
+      batch.swap(asks_);
+    }
+    DecideCreateBatch(batch);
+  }
+  return std::move(*ask->answer);
+}
+
+void GangScheduler::DecideCreateBatch(const std::vector<std::shared_ptr<CreateAsk>>& asks) {
+  ++create_batches_;
   const Steady now = clock_.Now();
+  std::unique_ptr<CreateBatch> batch;  // built by the first ask that needs it
+  for (const std::shared_ptr<CreateAsk>& ask : asks) {
+    ask->answer = DecideOneCreate(ask->pods, now, batch);
+  }
+}
+
+std::unique_ptr<GangScheduler::CreateBatch> GangScheduler::NewCreateBatch(Steady now) {
+  auto batch = std::make_unique<CreateBatch>();
+  batch->cluster = pods_.store().List();
+  for (const PodPtr& pod : batch->cluster) {
+    if (!pod->meta.deletion_timestamp && !pod->IsTerminal() &&
+        pod->meta.labels.count(std::string(api::kLabelJobName)) != 0) {
+      batch->live_gangs.insert(GangKeyOf(*pod));
+    }
+  }
+  // The binding path's queue as of now: every complete pending gang.
+  batch->queue = Collect(batch->cluster);
+  for (const CollectedGang& w : batch->queue.complete) {
+    auto seen = first_seen_.find(w.key);
+    batch->waiting.push_back({&w.request, seen == first_seen_.end() ? now : seen->second});
+  }
+  batch->snapshot.emplace(BuildSnapshot(batch->cluster, now));
+  batch->cycle.reserve_after = options_.reserve_after;
+  if (hold_) batch->cycle.held = hold_->capacity;
+  return batch;
+}
+
+StatusOr<GangScheduler::CreateGrant> GangScheduler::DecideOneCreate(
+    const std::vector<PodPtr>& pods, Steady now, std::unique_ptr<CreateBatch>& batch) {
   // The same checks a cycle's phase 1 makes: ours, unbound, of the job's current attempt as this
   // scheduler's cache holds it (its excluded nodes included), every expected pod exactly once.
   CollectOptions collect;
@@ -112,38 +186,28 @@ StatusOr<GangScheduler::CreateGrant> GangScheduler::DecideForCreate(std::vector<
     if (bind_only_.count(BindOnlyKey(gang.job->meta.uid, gang.key)) != 0) {
       return FailedPreconditionError("this attempt was created placed once and undone");
     }
-  }
-  const std::vector<PodPtr> cluster = pods_.store().List();
-  for (const PodPtr& pod : cluster) {
-    if (!pod->meta.deletion_timestamp && !pod->IsTerminal() && GangKeyOf(*pod) == gang.key &&
-        pod->meta.labels.count(std::string(api::kLabelJobName)) != 0) {
-      return FailedPreconditionError("pods of this gang exist already");
+    if (creating_.count(gang.key) != 0) {
+      return FailedPreconditionError("this gang's placed creates are in flight already");
     }
   }
-  // The binding path's queue as of now: every complete pending gang.
-  const GangCollection queue = Collect(cluster);
-  std::vector<PendingGang> waiting;
-  for (const CollectedGang& w : queue.complete) {
-    auto seen = first_seen_.find(w.key);
-    waiting.push_back({&w.request, seen == first_seen_.end() ? now : seen->second});
+  if (batch == nullptr) batch = NewCreateBatch(now);
+  if (batch->live_gangs.count(gang.key) != 0) {
+    return FailedPreconditionError("pods of this gang exist already");
   }
-  const Snapshot snapshot = BuildSnapshot(cluster, now);
-  CycleOptions cycle;
-  cycle.reserve_after = options_.reserve_after;
-  if (hold_) cycle.held = hold_->capacity;
+  Snapshot& snapshot = *batch->snapshot;
   CreatePlacementDecision decision =
-      DecideCreatePlacement(snapshot, gang.request, waiting, now, cycle);
+      DecideCreatePlacement(snapshot, gang.request, batch->waiting, now, batch->cycle);
   if (decision.outcome != CreatePlacementOutcome::kPlace) {
     return FailedPreconditionError(std::string(CreatePlacementOutcomeName(decision.outcome)) +
                                    ": " + decision.reason);
   }
 
-  Snapshot placed = snapshot;
-  AssumePlacement(placed, gang.request, decision.placement);
+  // Assumed on the batch's snapshot too: the next ask of the batch sees this gang's nodes taken.
+  AssumePlacement(snapshot, gang.request, decision.placement);
   CreatePlaced record;
   record.granted = now;
   record.placed_message =
-      PlacedMessage(placed, gang.request, decision.placement) + " (created placed)";
+      PlacedMessage(snapshot, gang.request, decision.placement) + " (created placed)";
   record.cycle = cycles_.load();
   CreateGrant grant;
   grant.gang_key = gang.key;

@@ -77,6 +77,15 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
                                .Register(registry)),
       create_placed(create_placed_family.Add({{"result", "placed"}})),
       create_fallback(create_placed_family.Add({{"result", "fallback"}})),
-      create_undone(create_placed_family.Add({{"result", "undone"}})) {}
+      create_undone(create_placed_family.Add({{"result", "undone"}})),
+      create_placement_family(prometheus::BuildHistogram()
+                                  .Name("lockstep_create_placement_seconds")
+                                  .Help("What a pass creating a gang placed waits for, by step: "
+                                        "the scheduler's job cache to show the job's attempt "
+                                        "(job_cache), then the placement, its wait for the "
+                                        "decision lock included (decision).")
+                                  .Register(registry)),
+      create_job_cache_wait(create_placement_family.Add({{"step", "job_cache"}}, CycleBuckets())),
+      create_decision(create_placement_family.Add({{"step", "decision"}}, CycleBuckets())) {}
 
 }  // namespace lockstep::scheduler

@@ -13,6 +13,11 @@
 //                                               gangs offered to be placed at create
 //                                               (create_placement.h): created placed, left to
 //                                               the binding path, or whose create was undone
+//   lockstep_create_placement_seconds{step="job_cache|decision"}
+//                                               what a pass that creates placed waits for: this
+//                                               scheduler's job cache to show the job's attempt,
+//                                               then its placement (waiting for the decision
+//                                               lock included)
 // Thread-safe (prometheus-cpp metrics are).
 
 #include <prometheus/counter.h>
@@ -44,6 +49,9 @@ struct SchedulerMetrics {
   prometheus::Counter& create_placed;
   prometheus::Counter& create_fallback;
   prometheus::Counter& create_undone;
+  prometheus::Family<prometheus::Histogram>& create_placement_family;
+  prometheus::Histogram& create_job_cache_wait;
+  prometheus::Histogram& create_decision;
 };
 
 }  // namespace lockstep::scheduler

@@ -177,7 +177,8 @@ void SchedulerTest::CreateJob(const std::string& name, const JobSpec& spec, bool
   if (with_pods) CreatePods(name, spec);
 }
 
-void SchedulerTest::CreatePods(const std::string& job, const JobSpec& spec) {
+std::vector<json> SchedulerTest::PodObjects(const std::string& job, const JobSpec& spec) {
+  std::vector<json> pods;
   for (int i = 0; i < spec.replicas; ++i) {
     const json labels = {{std::string(api::kLabelJobName), job},
                          {std::string(api::kLabelRole), "worker"},
@@ -186,17 +187,23 @@ void SchedulerTest::CreatePods(const std::string& job, const JobSpec& spec) {
     const std::string suffix = spec.attempt > 0 ? "-a" + std::to_string(spec.attempt) : "";
     const json owner = {{"apiVersion", "lockstep.dev/v1alpha1"}, {"kind", "TrainingJob"},
                         {"name", job}, {"uid", job_uids_.at(job)}, {"controller", true}};
-    const json pod = {
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata",
-         {{"name", job + "-worker-" + std::to_string(i) + suffix},
-          {"labels", labels},
-          {"ownerReferences", {owner}}}},
-        {"spec",
-         {{"schedulerName", "lockstep"},
-          {"nodeSelector", {{kPoolLabel, ns()}}},
-          {"containers", {Container(spec.gpus_per_pod)}}}}};
+    pods.push_back({{"apiVersion", "v1"},
+                    {"kind", "Pod"},
+                    {"metadata",
+                     {{"name", job + "-worker-" + std::to_string(i) + suffix},
+                      {"namespace", ns()},
+                      {"labels", labels},
+                      {"ownerReferences", {owner}}}},
+                    {"spec",
+                     {{"schedulerName", "lockstep"},
+                      {"nodeSelector", {{kPoolLabel, ns()}}},
+                      {"containers", {Container(spec.gpus_per_pod)}}}}});
+  }
+  return pods;
+}
+
+void SchedulerTest::CreatePods(const std::string& job, const JobSpec& spec) {
+  for (const json& pod : PodObjects(job, spec)) {
     StatusOr<json> created = client().Create(kube::resources::Pods(), ns(), pod);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
   }

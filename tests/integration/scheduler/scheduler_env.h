@@ -57,6 +57,8 @@ class SchedulerTest : public ::testing::Test {
   // The TrainingJob and then its pods (as the controller would create them).
   void CreateJob(const std::string& name, const JobSpec& spec, bool with_pods = true);
   void CreatePods(const std::string& job, const JobSpec& spec);
+  // The pods CreatePods creates, as objects (not created).
+  std::vector<nlohmann::json> PodObjects(const std::string& job, const JobSpec& spec);
   // A pod of another scheduler already bound to `node`.
   void CreateForeignPod(const std::string& name, const std::string& node, int gpus);
   void DeletePods(const std::string& job);
