@@ -7,6 +7,9 @@
 namespace lockstep::controller {
 namespace {
 
+// kueue::Decide's reason for a job whose Workload is evicted (operator/kueue/gate.cc).
+constexpr std::string_view kEvictedReason = "Evicted";
+
 kueue::JobFacts FactsOf(const Pass& p) {
   kueue::JobFacts facts;
   for (const kube::Pod& pod : p.observed.pods) facts.pods_existing += !pod.IsTerminal();
@@ -20,6 +23,17 @@ kueue::JobFacts FactsOf(const Pass& p) {
   return facts;
 }
 
+// An eviction the stored status does not show yet. It is an event even when the Admitted=True
+// before it was never stored: the pass that creates the pods writes that after its creates, a
+// conflict with the scheduler's status write leaves it to the next pass, and Kueue may evict the
+// job first (CI, 2026-12-04: a job preempted 0.3 s after its pods were created got no event).
+bool NewEviction(const api::TrainingJob& job, const kueue::Decision& d) {
+  if (d.reason != kEvictedReason) return false;
+  const api::Condition* stored = api::FindCondition(job.status.conditions, api::kConditionAdmitted);
+  return stored == nullptr || stored->status != api::ConditionStatus::kFalse ||
+         stored->reason != kEvictedReason;
+}
+
 }  // namespace
 
 std::optional<kueue::Decision> PlanKueue(Pass& p) {
@@ -31,7 +45,7 @@ std::optional<kueue::Decision> PlanKueue(Pass& p) {
   const bool was = WasTrue(p.job, api::kConditionAdmitted);
   p.Condition(api::kConditionAdmitted, d.admitted, d.reason, d.message);
   if (d.admitted && !was) p.Event("Normal", "Admitted", d.message);
-  if (!d.admitted && was) p.Event("Warning", d.reason, d.message);
+  if (!d.admitted && (was || NewEviction(p.job, d))) p.Event("Warning", d.reason, d.message);
   return d;
 }
 

@@ -120,6 +120,30 @@ TEST(KueuePlanTest, AnEvictedJobsPodsAreDeletedWithTheirGraceAndNothingCounts) {
   EXPECT_TRUE(plan.workload_writes.empty());  // the quota is kept until the pods are gone
 }
 
+// The pass that created the pods writes Admitted=True after its creates; when that write lost
+// to the scheduler's and Kueue evicted the job before the next pass, the stored condition still
+// says what it said before admission. The eviction is an event all the same, and once the
+// stored condition says Evicted, the passes that wait for the pods to go record nothing more.
+TEST(KueuePlanTest, AnEvictionIsAnEventOnceEvenIfAdmittedWasNeverStored) {
+  CachedJob job = KueueJob();
+  job.job.status.start_time = T0();
+  api::Condition pending;
+  pending.type = std::string(api::kConditionAdmitted);
+  pending.status = api::ConditionStatus::kFalse;
+  pending.reason = "Pending";
+  job.job.status.conditions.push_back(pending);
+  const Observed evicted = WithKueue({Workload(job.job, true, true)},
+                                     {Pod("worker", 0, "Running"), Pod("worker", 1, "Running")});
+  const Plan first = ComputePlan(job, evicted, T0(), true, PlanOptions{"l"});
+  ASSERT_EQ(first.events.size(), 1u);
+  EXPECT_EQ(first.events[0].reason, "Evicted");
+  EXPECT_EQ(first.pod_deletes.size(), 2u);
+
+  job.job.status.conditions[0].reason = "Evicted";
+  const Plan later = ComputePlan(job, evicted, T0(), true, PlanOptions{"l"});
+  EXPECT_TRUE(later.events.empty()) << later.events[0].reason;
+}
+
 TEST(KueuePlanTest, WithoutTheKueueObservationTheLabelChangesNothing) {
   const CachedJob job = KueueJob();
   Observed o;
