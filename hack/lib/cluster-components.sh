@@ -31,7 +31,7 @@ component_args() {
         --kubelet-preferred-address-types InternalIP,Hostname \
         --service-cluster-ip-range 10.96.0.0/16 --enable-priority-and-fairness=false \
         --max-requests-inflight 1600 --max-mutating-requests-inflight 800 \
-        --event-ttl 1h --profiling=false --v 0 \
+        --event-ttl 1h --profiling="${LOCKSTEP_APISERVER_PROFILING:-false}" --v 0 \
         --audit-policy-file "$STATE/run/audit-policy.yaml" --audit-log-path "$STATE/logs/audit.log" \
         --audit-log-maxsize 100 --audit-log-maxbackup 1 ;;
     controller-manager)
