@@ -20,6 +20,15 @@ CACHE = os.environ.get("LOCKSTEP_CACHE",
 TOOLS_BIN = os.path.join(CACHE, "tools", "bin")
 DEAD_NODE_POLICY = os.path.join(REPO, "bench/peers/dead-node-policy.yaml")
 DEAD_NODES = "/api/v1/namespaces/default/configmaps/bench-dead-nodes"
+DEAD_NODE_BINDINGS = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
+DEAD_NODE_BINDING = {
+    "apiVersion": "admissionregistration.k8s.io/v1",
+    "kind": "ValidatingAdmissionPolicyBinding",
+    "metadata": {"name": "bench-dead-nodes"},
+    "spec": {"policyName": "bench-dead-nodes", "validationActions": ["Deny"],
+             "paramRef": {"name": "bench-dead-nodes", "namespace": "default",
+                          "parameterNotFoundAction": "Allow"}},
+}
 
 
 def log(msg):
@@ -180,6 +189,9 @@ class Cluster:
         """The node's kubelet dies: the apiserver refuses kwok's writes for it
         (bench/peers/dead-node-policy.yaml), so its Lease's renewTime freezes and its pods stay
         as they are."""
+        binding = DEAD_NODE_BINDINGS + "/bench-dead-nodes"
+        if not self.api.exists(binding):
+            self.api.create(DEAD_NODE_BINDINGS, DEAD_NODE_BINDING)
         self.api.merge_patch(DEAD_NODES, {"data": {node: "dead"}})
 
     def last_renewal(self, node):
@@ -192,7 +204,9 @@ class Cluster:
         """Lets kwok write for the node again and (wait) waits until it is Ready without taints.
         kwok backs off from a Lease it failed to renew for a while and may not come back to it;
         then kwok is restarted (it re-syncs every node it manages)."""
-        self.api.merge_patch(DEAD_NODES, {"data": {node: None}})
+        left = self.api.merge_patch(DEAD_NODES, {"data": {node: None}}).get("data", {})
+        if not set(left) - {"-"}:  # no node dead: unbound, the policy costs nothing
+            self.api.delete(DEAD_NODE_BINDINGS + "/bench-dead-nodes")
         if not wait or self._wait_node_healthy(node, 20):
             return
         log(f"{node} not back 20 s after its heartbeat resumed: restarting kwok")
