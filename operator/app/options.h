@@ -21,10 +21,12 @@ struct OperatorOptions {
   std::string leader_election_id = "lockstep-operator";
   std::string metrics_bind_address = ":8080";       // "0" disables
   std::string health_probe_bind_address = ":8081";  // "0" disables
-  // 100/200: a 500-gang burst (about 7,000 writes) was bound by 50/100 (all running at the
-  // limiter's pace); at 100 the API server is the bound, and 200 was no faster (bench/peers).
-  double qps = 100;
-  int burst = 200;
+  // 200/400: a 500-gang burst (about 6,000 requests of the controller) ran at the limiter's pace
+  // at 50/100 and, once pods were created placed and placements decided in batches, at 100/200
+  // too (104 requests a second); 200/400 ran it 17% faster and 400/800 no faster than that
+  // (bench/RESULTS.md, 2026-12-04).
+  double qps = 200;
+  int burst = 400;
   int workers = 16;
   log::Format log_format = log::Format::kText;
   std::string launcher_image = "lockstep/launcher:0.1.0";
