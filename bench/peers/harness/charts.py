@@ -102,3 +102,36 @@ def save(fig, out, name):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def compare(runs, system, out, name):
+    """One system's burst CDF from several invocations (`runs`: (label, results.json path)), each
+    with its own RAW1 ceiling dashed in the same colour: how a change moved the system against
+    the ceiling measured beside it."""
+    import json
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for label, path in runs:
+        with open(path) as f:
+            res = json.load(f)
+        burst = res["systems"][system]["burst"]
+        ttr = burst["ttr"]
+        line, = ax.step(ttr, [(i + 1) / burst["jobs"] for i in range(len(ttr))], where="post",
+                        label=f"{system} {label} (p50 {burst['p50']:.1f} s)")
+        ceiling = res.get("ceiling", {}).get("RAW1", [])
+        if ceiling:
+            c = ceiling[0]["ttr"]
+            ax.step(c, [(i + 1) / len(c) for i in range(len(c))], where="post", linestyle="--",
+                    color=line.get_color(), alpha=0.5)
+    ax.set_xlabel("job creation -> every pod Running (s); dashed: RAW1 of the same invocation")
+    ax.set_ylabel("fraction of jobs")
+    ax.set_title(f"Burst: {burst['jobs']} jobs x 8 pods, {res['nodes']} kwok nodes")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return save(fig, out, name)
+
+
+if __name__ == "__main__":
+    # python -m harness.charts OUT_DIR NAME SYSTEM LABEL=results.json ...
+    import sys
+    pairs = [a.split("=", 1) for a in sys.argv[4:]]
+    print(compare(pairs, sys.argv[3], sys.argv[1], sys.argv[2]))

@@ -98,17 +98,27 @@ TEST(KueuePlanTest, AdmittedPodsCarryTheFlavorsNodeLabels) {
   EXPECT_TRUE(api::IsConditionTrue(plan.status.conditions, api::kConditionAdmitted));
 }
 
-TEST(KueuePlanTest, AnEvictedJobsPodsAreDeletedWithTheirGraceAndNothingCounts) {
+// A started Kueue job whose stored Admitted condition is `status` with `reason`.
+CachedJob StartedKueueJob(api::ConditionStatus status, const std::string& reason = "") {
   CachedJob job = KueueJob();
   job.job.status.start_time = T0();
-  api::Condition was;
-  was.type = std::string(api::kConditionAdmitted);
-  was.status = api::ConditionStatus::kTrue;
-  job.job.status.conditions.push_back(was);
-  const Plan plan = ComputePlan(
-      job, WithKueue({Workload(job.job, true, true)}, {Pod("worker", 0, "Running"),
-                                                       Pod("worker", 1, "Running")}),
-      T0(), true, PlanOptions{"l"});
+  api::Condition admitted;
+  admitted.type = std::string(api::kConditionAdmitted);
+  admitted.status = status;
+  admitted.reason = reason;
+  job.job.status.conditions.push_back(admitted);
+  return job;
+}
+
+// Its Workload admitted and then evicted, its two pods running.
+Observed EvictedWithTwoPods(const CachedJob& job) {
+  return WithKueue({Workload(job.job, true, true)},
+                   {Pod("worker", 0, "Running"), Pod("worker", 1, "Running")});
+}
+
+TEST(KueuePlanTest, AnEvictedJobsPodsAreDeletedWithTheirGraceAndNothingCounts) {
+  const CachedJob job = StartedKueueJob(api::ConditionStatus::kTrue);
+  const Plan plan = ComputePlan(job, EvictedWithTwoPods(job), T0(), true, PlanOptions{"l"});
   ASSERT_EQ(plan.pod_deletes.size(), 2u);
   EXPECT_FALSE(plan.pod_deletes[0].grace_period_seconds.has_value());  // their own grace
   EXPECT_EQ(plan.status.state, api::JobState::kQueued);
@@ -125,15 +135,8 @@ TEST(KueuePlanTest, AnEvictedJobsPodsAreDeletedWithTheirGraceAndNothingCounts) {
 // says what it said before admission. The eviction is an event all the same, and once the
 // stored condition says Evicted, the passes that wait for the pods to go record nothing more.
 TEST(KueuePlanTest, AnEvictionIsAnEventOnceEvenIfAdmittedWasNeverStored) {
-  CachedJob job = KueueJob();
-  job.job.status.start_time = T0();
-  api::Condition pending;
-  pending.type = std::string(api::kConditionAdmitted);
-  pending.status = api::ConditionStatus::kFalse;
-  pending.reason = "Pending";
-  job.job.status.conditions.push_back(pending);
-  const Observed evicted = WithKueue({Workload(job.job, true, true)},
-                                     {Pod("worker", 0, "Running"), Pod("worker", 1, "Running")});
+  CachedJob job = StartedKueueJob(api::ConditionStatus::kFalse, "Pending");
+  const Observed evicted = EvictedWithTwoPods(job);
   const Plan first = ComputePlan(job, evicted, T0(), true, PlanOptions{"l"});
   ASSERT_EQ(first.events.size(), 1u);
   EXPECT_EQ(first.events[0].reason, "Evicted");
