@@ -1,5 +1,6 @@
 """PNG charts (matplotlib from the bench venv): the CDF of burst time-to-running per system, and
 partial gangs over time under contention."""
+import json
 import os
 import shutil
 
@@ -11,6 +12,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 from . import census  # noqa: E402
 
 
+def cdf(ax, ttr, jobs, **style):
+    """Steps up by 1/jobs at each time-to-running; jobs never running keep the curve below 1."""
+    return ax.step(ttr, [(i + 1) / jobs for i in range(len(ttr))], where="post", **style)[0]
+
+
+def burst_axes(ax, jobs, nodes, xlabel="job creation -> every pod Running (s)"):
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction of jobs")
+    ax.set_title(f"Burst: {jobs} jobs x 8 pods, {nodes} kwok nodes")
+    ax.grid(alpha=0.3)
+
+
 def draw(res, out, also_to=""):
     files = []
     systems = res["systems"]
@@ -19,17 +32,11 @@ def draw(res, out, also_to=""):
         for k, r in systems.items():
             ttr = r.get("burst", {}).get("ttr", [])
             if ttr:
-                ax.step(ttr, [(i + 1) / r["burst"]["jobs"] for i in range(len(ttr))], where="post",
-                        label=f"{k} (p50 {r['burst']['p50']:.1f} s)")
+                cdf(ax, ttr, r["burst"]["jobs"], label=f"{k} (p50 {r['burst']['p50']:.1f} s)")
         for k, runs in res.get("ceiling", {}).items():
             ttr = runs[0]["ttr"]
-            ax.step(ttr, [(i + 1) / len(ttr) for i in range(len(ttr))], where="post",
-                    linestyle="--", label=f"{k} ceiling")
-        ax.set_xlabel("job creation -> every pod Running (s)")
-        ax.set_ylabel("fraction of jobs")
-        ax.set_title(f"Burst: {next(iter(systems.values()))['burst']['jobs']} jobs x 8 pods, "
-                     f"{res['nodes']} kwok nodes")
-        ax.grid(alpha=0.3)
+            cdf(ax, ttr, len(ttr), linestyle="--", label=f"{k} ceiling")
+        burst_axes(ax, next(iter(systems.values()))["burst"]["jobs"], res["nodes"])
         ax.legend()
         files.append(save(fig, out, "burst-cdf.png"))
     if any("writes" in r.get("burst", {}) for r in systems.values()):
@@ -108,24 +115,19 @@ def compare(runs, system, out, name):
     """One system's burst CDF from several invocations (`runs`: (label, results.json path)), each
     with its own RAW1 ceiling dashed in the same colour: how a change moved the system against
     the ceiling measured beside it."""
-    import json
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for label, path in runs:
         with open(path) as f:
             res = json.load(f)
         burst = res["systems"][system]["burst"]
-        ttr = burst["ttr"]
-        line, = ax.step(ttr, [(i + 1) / burst["jobs"] for i in range(len(ttr))], where="post",
-                        label=f"{system} {label} (p50 {burst['p50']:.1f} s)")
+        line = cdf(ax, burst["ttr"], burst["jobs"],
+                   label=f"{system} {label} (p50 {burst['p50']:.1f} s)")
         ceiling = res.get("ceiling", {}).get("RAW1", [])
         if ceiling:
             c = ceiling[0]["ttr"]
-            ax.step(c, [(i + 1) / len(c) for i in range(len(c))], where="post", linestyle="--",
-                    color=line.get_color(), alpha=0.5)
-    ax.set_xlabel("job creation -> every pod Running (s); dashed: RAW1 of the same invocation")
-    ax.set_ylabel("fraction of jobs")
-    ax.set_title(f"Burst: {burst['jobs']} jobs x 8 pods, {res['nodes']} kwok nodes")
-    ax.grid(alpha=0.3)
+            cdf(ax, c, len(c), linestyle="--", color=line.get_color(), alpha=0.5)
+    burst_axes(ax, burst["jobs"], res["nodes"],
+               "job creation -> every pod Running (s); dashed: RAW1 of the same invocation")
     ax.legend(fontsize=8, loc="lower right")
     return save(fig, out, name)
 

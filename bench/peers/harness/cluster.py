@@ -21,6 +21,7 @@ TOOLS_BIN = os.path.join(CACHE, "tools", "bin")
 DEAD_NODE_POLICY = os.path.join(REPO, "bench/peers/dead-node-policy.yaml")
 DEAD_NODES = "/api/v1/namespaces/default/configmaps/bench-dead-nodes"
 DEAD_NODE_BINDINGS = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
+DEAD_NODE_BINDING_PATH = DEAD_NODE_BINDINGS + "/bench-dead-nodes"
 DEAD_NODE_BINDING = {
     "apiVersion": "admissionregistration.k8s.io/v1",
     "kind": "ValidatingAdmissionPolicyBinding",
@@ -189,8 +190,7 @@ class Cluster:
         """The node's kubelet dies: the apiserver refuses kwok's writes for it
         (bench/peers/dead-node-policy.yaml), so its Lease's renewTime freezes and its pods stay
         as they are."""
-        binding = DEAD_NODE_BINDINGS + "/bench-dead-nodes"
-        if not self.api.exists(binding):
+        if not self.api.exists(DEAD_NODE_BINDING_PATH):
             self.api.create(DEAD_NODE_BINDINGS, DEAD_NODE_BINDING)
         self.api.merge_patch(DEAD_NODES, {"data": {node: "dead"}})
 
@@ -206,7 +206,7 @@ class Cluster:
         then kwok is restarted (it re-syncs every node it manages)."""
         left = self.api.merge_patch(DEAD_NODES, {"data": {node: None}}).get("data", {})
         if not set(left) - {"-"}:  # no node dead: unbound, the policy costs nothing
-            self.api.delete(DEAD_NODE_BINDINGS + "/bench-dead-nodes")
+            self.api.delete(DEAD_NODE_BINDING_PATH)
         if not wait or self._wait_node_healthy(node, 20):
             return
         log(f"{node} not back 20 s after its heartbeat resumed: restarting kwok")
