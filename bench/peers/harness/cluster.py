@@ -193,6 +193,27 @@ class Cluster:
         if not self.api.exists(DEAD_NODE_BINDING_PATH):
             self.api.create(DEAD_NODE_BINDINGS, DEAD_NODE_BINDING)
         self.api.merge_patch(DEAD_NODES, {"data": {node: "dead"}})
+        self._wait_dead(node)
+
+    def _wait_dead(self, node, timeout=15):
+        """Until the apiserver refuses kwok's write of the node's Lease (a dry run as kwok): the
+        policy's binding and params reach admission through informers, and a policy that never
+        takes effect (kubernetes/kubernetes#130887) would leave the node alive while a run
+        counted it dead."""
+        path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}?dryRun=All"
+        as_kwok = {"Impersonate-User": "kwok", "Impersonate-Group": "system:masters"}
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            lease = self.api.get(path.split("?")[0])
+            try:
+                self.api.request("PUT", path, lease, extra_headers=as_kwok)
+            except kubelib.ApiError as e:
+                if "is dead" in e.body:
+                    return
+                if e.status != 409:
+                    raise
+            time.sleep(0.2)
+        raise RuntimeError(f"{node}: the dead-node policy is not in effect after {timeout} s")
 
     def last_renewal(self, node):
         """The Lease's renewTime, seconds since the epoch (read before resume_heartbeat, it is

@@ -51,9 +51,10 @@ class Kube:
             self._local.conn = conn
         return conn
 
-    def request(self, method, path, body=None, content_type="application/json", ok=(200, 201)):
+    def request(self, method, path, body=None, content_type="application/json", ok=(200, 201),
+                extra_headers=None):
         data = None if body is None else json.dumps(body).encode()
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", **(extra_headers or {})}
         if data is not None:
             headers["Content-Type"] = content_type
         raw = self._exchange(method, path, data, headers, ok)
