@@ -22,6 +22,7 @@ DEAD_NODE_POLICY = os.path.join(REPO, "bench/peers/dead-node-policy.yaml")
 DEAD_NODES = "/api/v1/namespaces/default/configmaps/bench-dead-nodes"
 DEAD_NODE_BINDINGS = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
 DEAD_NODE_BINDING_PATH = DEAD_NODE_BINDINGS + "/bench-dead-nodes"
+NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 DEAD_NODE_BINDING = {
     "apiVersion": "admissionregistration.k8s.io/v1",
     "kind": "ValidatingAdmissionPolicyBinding",
@@ -200,13 +201,13 @@ class Cluster:
         policy's binding and params reach admission through informers, and a policy that never
         takes effect (kubernetes/kubernetes#130887) would leave the node alive while a run
         counted it dead."""
-        path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}?dryRun=All"
+        lease_path = f"{NODE_LEASES}/{node}"
         as_kwok = {"Impersonate-User": "kwok", "Impersonate-Group": "system:masters"}
         deadline = time.time() + timeout
         while time.time() < deadline:
-            lease = self.api.get(path.split("?")[0])
+            lease = self.api.get(lease_path)
             try:
-                self.api.request("PUT", path, lease, extra_headers=as_kwok)
+                self.api.request("PUT", lease_path + "?dryRun=All", lease, extra_headers=as_kwok)
             except kubelib.ApiError as e:
                 if "is dead" in e.body:
                     return
@@ -218,7 +219,7 @@ class Cluster:
     def last_renewal(self, node):
         """The Lease's renewTime, seconds since the epoch (read before resume_heartbeat, it is
         the dead node's last heartbeat)."""
-        lease = self.api.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}")
+        lease = self.api.get(f"{NODE_LEASES}/{node}")
         return kubelib.rfc3339(lease["spec"]["renewTime"])
 
     def resume_heartbeat(self, node, wait=True):
@@ -276,7 +277,7 @@ class Cluster:
 
     def _unsettled_nodes(self, max_age):
         dead = set((self.api.get(DEAD_NODES).get("data") or {}).keys())
-        leases, _ = self.api.list("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+        leases, _ = self.api.list(NODE_LEASES)
         now = time.time()
         fresh = {l["metadata"]["name"] for l in leases
                  if l["spec"].get("renewTime")
