@@ -145,10 +145,14 @@ Status OperatorApp::Start() {
   copts.node_health.restart_on_cordon = options_.restart_on_node_cordon;
   copts.node_health.silence_hold_fraction = options_.node_silence_hold_fraction;
   copts.kueue = options_.kueue;
+  // The controller and the scheduler cache the same pods and nodes: one decoded copy of each.
+  const kube::ObjectPools pools = kube::NewObjectPools();
+  if (options_.gang_scheduler) copts.pools = pools;
   p.controller = std::make_unique<controller::TrainingJobController>(
       *p.client, copts, p.kube_metrics.get(), p.metrics.get());
   if (options_.gang_scheduler) {
     scheduler::SchedulerOptions sopts;
+    sopts.pools = pools;
     // One watched namespace confines the scheduler's jobs and gangs to it (namespace-scoped
     // RBAC); with several, it watches TrainingJobs cluster-wide and needs cluster-wide reads.
     if (options_.namespaces.size() == 1) sopts.namespace_filter = options_.namespaces.front();

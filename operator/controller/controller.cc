@@ -13,8 +13,8 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
     : options_(std::move(options)),
       metrics_(metrics),
       clock_(clock),
-      caches_(client, options_.namespaces),
-      node_health_(client, options_.node_health, metrics),
+      caches_(client, options_.namespaces, options_.pools.pods),
+      node_health_(client, options_.node_health, metrics, options_.pools.nodes),
       expectations_(clock),
       events_(client, options_.events, clock),
       queue_(kControllerName, kube::DefaultControllerRateLimiter(clock), clock, kube_metrics),
@@ -22,8 +22,7 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
                      ? std::make_unique<LauncherMonitor>(
                            client, std::make_unique<RdzvLauncherControl>(), clock)
                      : nullptr),
-      kueue_(options_.kueue ? std::make_unique<KueueCaches>(client, options_.namespaces)
-                            : nullptr),
+      kueue_(options_.kueue ? std::make_unique<KueueCaches>(client, options_.namespaces) : nullptr),
       reconciler_(client, caches_, expectations_, events_, metrics,
                   PlanOptions{options_.launcher_image, PlanOptions().node_exclusion,
                               options_.operator_peer},

@@ -28,6 +28,7 @@
 #include "operator/controller/reconciler.h"
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/metrics.h"
+#include "operator/kube/object_pools.h"
 #include "operator/kube/workqueue.h"
 
 namespace lockstep::controller {
@@ -44,6 +45,8 @@ struct ControllerOptions {
   bool launcher_control = true;
   // Manage the jobs labelled kueue.x-k8s.io/queue-name through Kueue Workloads (docs/queues.md).
   bool kueue = false;
+  // Decoded pods and nodes shared with the gang scheduler's caches; null members: not shared.
+  kube::ObjectPools pools;
 };
 
 class TrainingJobController {

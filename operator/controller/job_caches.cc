@@ -40,7 +40,8 @@ std::string JobKeyOf(const kube::ObjectMeta& meta) {
   return JobKey(meta.namespace_, it->second);
 }
 
-JobCaches::JobCaches(kube::RestClient& client, const std::vector<std::string>& namespaces) {
+JobCaches::JobCaches(kube::RestClient& client, const std::vector<std::string>& namespaces,
+                     std::shared_ptr<kube::DecodePool<kube::Pod>> pod_pool) {
   std::vector<std::string> list = namespaces;
   if (list.empty()) list.push_back("");
   for (const std::string& ns : list) {
@@ -49,6 +50,7 @@ JobCaches::JobCaches(kube::RestClient& client, const std::vector<std::string>& n
                                                          ns, Decoder(&DecodeCachedJob));
     n.pods = std::make_unique<kube::Informer<kube::Pod>>(
         client, kube::resources::Pods(), ns, Decoder(&kube::DecodePod), ChildOptions());
+    n.pods->UseDecodePool(pod_pool);
     n.services = std::make_unique<kube::Informer<kube::MetaObject>>(
         client, kube::resources::Services(), ns, Decoder(&kube::DecodeMetaObject),
         ChildOptions());

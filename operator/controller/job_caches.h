@@ -18,6 +18,7 @@
 #include "operator/controller/gone_pods.h"
 #include "operator/controller/node_health.h"
 #include "operator/controller/plan_types.h"
+#include "operator/kube/decode_pool.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/objects.h"
 #include "operator/kube/rest_client.h"
@@ -40,8 +41,10 @@ struct CacheHandlers {
 
 class JobCaches {
  public:
-  // `namespaces` empty: all namespaces.
-  JobCaches(kube::RestClient& client, const std::vector<std::string>& namespaces);
+  // `namespaces` empty: all namespaces. `pod_pool`: shared with the gang scheduler's pod cache
+  // (kube/object_pools.h); null: pods decoded for these caches alone.
+  JobCaches(kube::RestClient& client, const std::vector<std::string>& namespaces,
+            std::shared_ptr<kube::DecodePool<kube::Pod>> pod_pool = nullptr);
   ~JobCaches();
 
   // Before Start().

@@ -240,8 +240,11 @@ struct NodeHealthMonitor::State {
 };
 
 NodeHealthMonitor::NodeHealthMonitor(kube::RestClient& client, NodeHealthOptions options,
-                                     ControllerMetrics* metrics)
-    : options_(options), state_(std::make_unique<State>(client, metrics)) {}
+                                     ControllerMetrics* metrics,
+                                     std::shared_ptr<kube::DecodePool<kube::Node>> node_pool)
+    : options_(options), state_(std::make_unique<State>(client, metrics)) {
+  state_->nodes.UseDecodePool(std::move(node_pool));
+}
 
 NodeHealthMonitor::~NodeHealthMonitor() { Stop(); }
 

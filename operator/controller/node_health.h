@@ -21,6 +21,7 @@
 
 #include "operator/api/types.h"
 #include "operator/controller/node_verdict.h"
+#include "operator/kube/decode_pool.h"
 #include "operator/kube/objects.h"
 #include "operator/kube/rest_client.h"
 
@@ -82,8 +83,11 @@ class NodeHealthMonitor {
   // `metrics` may be null; when set, each loss (not a later change of its reason) counts in
   // lockstep_node_failures_detected_total and, when its failure time is known and the monitor
   // was already watching, in lockstep_detection_delay_seconds.
+  // `node_pool`: shared with the gang scheduler's node cache (kube/object_pools.h); null: nodes
+  // decoded for this monitor alone.
   NodeHealthMonitor(kube::RestClient& client, NodeHealthOptions options,
-                    ControllerMetrics* metrics = nullptr);
+                    ControllerMetrics* metrics = nullptr,
+                    std::shared_ptr<kube::DecodePool<kube::Node>> node_pool = nullptr);
   ~NodeHealthMonitor();
 
   // Before Start(). Called (from a cache or the tick thread, never under a lock of the monitor)

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "operator/kube/decode_pool.h"
 #include "operator/kube/reflector.h"
 #include "operator/kube/store.h"
 
@@ -91,6 +92,12 @@ class Informer final : public InformerBase, private ReflectorSink {
   void AddIndexer(const std::string& name, typename Store<T>::IndexFunc fn) {
     store_.AddIndexer(name, std::move(fn));
   }
+  // Before Start(): decode through `pool`, sharing each object version with the pool's other
+  // informers (decode_pool.h); the pool's decoder replaces this informer's. Null: no change.
+  void UseDecodePool(std::shared_ptr<DecodePool<T>> pool) {
+    LS_CHECK(!started_);
+    pool_ = std::move(pool);
+  }
   void AddEventHandler(EventHandlers<T> handlers) {
     LS_CHECK(!started_);
     handlers_.push_back(std::move(handlers));
@@ -116,6 +123,7 @@ class Informer final : public InformerBase, private ReflectorSink {
 
  private:
   StatusOr<Ptr> Decode(const nlohmann::json& object) {
+    if (pool_ != nullptr) return pool_->Decode(object);
     StatusOr<T> decoded = decode_(object);
     if (!decoded.ok()) return decoded.status();
     return Ptr(std::make_shared<const T>(std::move(decoded).value()));
@@ -188,6 +196,7 @@ class Informer final : public InformerBase, private ReflectorSink {
 
   const std::string resource_;
   Decoder decode_;
+  std::shared_ptr<DecodePool<T>> pool_;  // null: decode_ alone
   Store<T> store_;
   std::vector<EventHandlers<T>> handlers_;
   bool started_ = false;

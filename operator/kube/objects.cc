@@ -100,6 +100,18 @@ Toleration DecodeToleration(const json& t) {
   return out;
 }
 
+std::vector<Condition> KeptPodConditions(const json& arr) {
+  std::vector<Condition> out;
+  if (!arr.is_array()) return out;
+  for (const auto& c : arr) {
+    const std::string type = Str(c, "type");
+    if (std::ranges::find(kPodConditionsKept, type) != std::end(kPodConditionsKept)) {
+      out.push_back(DecodeCondition(c));
+    }
+  }
+  return out;
+}
+
 NodeSelectorRequirement DecodeRequirement(const json& r) {
   return NodeSelectorRequirement{Str(r, "key"), Str(r, "operator"),
                                  StringList(Field(r, "values"))};
@@ -220,7 +232,7 @@ StatusOr<Pod> DecodePod(const json& object) {
     pod.reason = Str(status, "reason");
     pod.message = Str(status, "message");
     pod.pod_ip = Str(status, "podIP");
-    pod.conditions = Each<Condition>(Field(status, "conditions"), DecodeCondition);
+    pod.conditions = KeptPodConditions(Field(status, "conditions"));
     pod.container_statuses =
         Each<ContainerStatus>(Field(status, "containerStatuses"), DecodeContainerStatus);
     pod.init_container_statuses =

@@ -65,6 +65,8 @@ GangScheduler::GangScheduler(kube::RestClient& client, prometheus::Registry& reg
       jobs_(client, kube::resources::TrainingJobs(), options_.namespace_filter, DecodeJobInfo),
       priority_classes_(client, PriorityClasses(), "", DecodePriorityClass),
       assumed_(options_.assume_ttl) {
+  nodes_.UseDecodePool(options_.pools.nodes);
+  pods_.UseDecodePool(options_.pools.pods);
   AddHandlers();
 }
 

@@ -41,6 +41,7 @@
 #include "common/status.h"
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/informer.h"
+#include "operator/kube/object_pools.h"
 #include "operator/kube/objects.h"
 #include "operator/kube/rest_client.h"
 #include "operator/scheduler/cycle/assumed_pods.h"
@@ -78,6 +79,9 @@ struct SchedulerOptions {
   // how long freed capacity stays held for a preemptor that is not placed (e.g. deleted).
   bool preemption = true;
   std::chrono::seconds preemption_hold{120};
+  // Decoded pods and nodes shared with the controller's caches in the operator process
+  // (kube/object_pools.h); null members: decoded for the scheduler alone.
+  kube::ObjectPools pools;
 };
 
 class GangScheduler {

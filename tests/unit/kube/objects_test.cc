@@ -82,6 +82,32 @@ TEST(ObjectsTest, DecodesPodFields) {
   EXPECT_EQ(pod->container_statuses[1].state, "running");
 }
 
+// A running pod's Initialized, ContainersReady, PodScheduled and PodReadyToStartContainers are
+// read by nobody: only the kept types stay in the caches, in the order sent.
+TEST(ObjectsTest, KeepsOnlyThePodConditionsTheOperatorReads) {
+  StatusOr<Pod> pod = DecodePod(json::parse(R"({"metadata": {"name": "p"},
+    "status": {"phase": "Running", "conditions": [
+      {"type": "PodReadyToStartContainers", "status": "True"},
+      {"type": "Initialized", "status": "True"},
+      {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-02T03:04:05Z"},
+      {"type": "ContainersReady", "status": "True"},
+      {"type": "PodScheduled", "status": "True"},
+      {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"},
+      "not an object", {"status": "True"}]}})"));
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_EQ(pod->conditions.size(), 2u);
+  EXPECT_EQ(pod->conditions[0].type, "Ready");
+  EXPECT_EQ(pod->conditions[0].last_transition_time, "2026-01-02T03:04:05Z");
+  EXPECT_EQ(pod->conditions[1].type, "DisruptionTarget");
+  EXPECT_EQ(pod->conditions[1].reason, "PreemptionByScheduler");
+  EXPECT_EQ(pod->FindCondition("Initialized"), nullptr);
+  // Not an array: none, no error.
+  StatusOr<Pod> odd = DecodePod(json::parse(R"({"metadata": {"name": "p"},
+    "status": {"conditions": {"type": "Ready"}}})"));
+  ASSERT_TRUE(odd.ok()) << odd.status();
+  EXPECT_TRUE(odd->conditions.empty());
+}
+
 TEST(ObjectsTest, DecodesNode) {
   auto node = DecodeNode(json::parse(R"({
     "metadata": {"name": "gpu-node-0", "labels": {"topology.lockstep.dev/rack": "r0"}},
