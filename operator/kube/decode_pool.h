@@ -11,6 +11,13 @@
 // in the caches, so sharing changes nothing a reader can see. Objects without a uid or a
 // resourceVersion (never the API server's) are decoded privately.
 //
+// Only an object that is its version's content may be decoded through a pool: a list item, the
+// object of an ADDED or MODIFIED event. A DELETED event's may not: when an update makes an object
+// stop matching a watch's selector (the scheduler's non-terminal pods, a pod that succeeded),
+// the API server's watch cache sends DELETED with the object's *previous* content under the
+// update's resourceVersion. Pooled, that stale pod stood for the new version in the controller's
+// cache, and jobs whose pods had all succeeded stayed Running (CI, 2026-12-04).
+//
 // Memory: one entry (a hash and a weak_ptr, about 50 bytes) per version decoded; expired entries
 // are swept when the table has doubled since the last sweep, so it stays within about twice the
 // versions alive. The objects are allocated apart from their control blocks, so an expired

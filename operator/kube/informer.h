@@ -122,8 +122,10 @@ class Informer final : public InformerBase, private ReflectorSink {
   const std::string& resource() const override { return resource_; }
 
  private:
-  StatusOr<Ptr> Decode(const nlohmann::json& object) {
-    if (pool_ != nullptr) return pool_->Decode(object);
+  // `current`: the object is its version's content (a list item, an ADDED or MODIFIED event),
+  // so it may be shared through the pool; a DELETED event's object may not be (decode_pool.h).
+  StatusOr<Ptr> Decode(const nlohmann::json& object, bool current = true) {
+    if (pool_ != nullptr && current) return pool_->Decode(object);
     StatusOr<T> decoded = decode_(object);
     if (!decoded.ok()) return decoded.status();
     return Ptr(std::make_shared<const T>(std::move(decoded).value()));
@@ -165,7 +167,7 @@ class Informer final : public InformerBase, private ReflectorSink {
   }
 
   void OnEvent(WatchEventType type, nlohmann::json&& object) override {
-    StatusOr<Ptr> obj = Decode(object);
+    StatusOr<Ptr> obj = Decode(object, type != WatchEventType::kDeleted);
     if (!obj.ok()) {
       log::Error("cannot decode watch object", {{"resource", resource_},
                                                 {"error", obj.status().ToString()}});

@@ -168,8 +168,9 @@ TEST_F(CrudTest, BindingAndStatusSubresourcesOnPods) {
   EXPECT_TRUE(IsConflict(client().CreateSubresource(pods, ns(), "bound", "binding", binding).status()));
 
   ASSERT_TRUE(client().Create(pods, ns(), PendingPod("status")).ok());
+  // A condition type the decoder keeps (kPodConditionsKept), written through /status.
   json patch = {{"status",
-                 {{"conditions", json::array({{{"type", "lockstep.dev/Probe"},
+                 {{"conditions", json::array({{{"type", "DisruptionTarget"},
                                                {"status", "True"},
                                                {"reason", "WrittenByTest"}}})}}}};
   auto patched = client().MergePatch(pods, ns(), "status", patch, "status");
@@ -178,8 +179,8 @@ TEST_F(CrudTest, BindingAndStatusSubresourcesOnPods) {
   ASSERT_TRUE(status_json.ok()) << status_json.status();
   auto status_pod = DecodePod(*status_json);
   ASSERT_TRUE(status_pod.ok());
-  ASSERT_NE(status_pod->FindCondition("lockstep.dev/Probe"), nullptr);
-  EXPECT_EQ(status_pod->FindCondition("lockstep.dev/Probe")->reason, "WrittenByTest");
+  ASSERT_NE(status_pod->FindCondition("DisruptionTarget"), nullptr);
+  EXPECT_EQ(status_pod->FindCondition("DisruptionTarget")->reason, "WrittenByTest");
   // PUT on /status too.
   auto full = client().Get(pods, ns(), "status");
   ASSERT_TRUE(full.ok());

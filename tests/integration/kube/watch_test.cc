@@ -4,6 +4,7 @@
 
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "operator/kube/informer.h"
 #include "operator/kube/objects.h"
@@ -213,6 +214,61 @@ TEST_F(WatchTest, PodInformerIndexesByNodeAndJob) {
       [&] { return informer.store().ByIndex("job", "idx").size() == 3; }, seconds(30)));
   EXPECT_EQ(informer.store().ByIndex("node", "gpu-node-1").size(), 2u);
   EXPECT_EQ(informer.store().ByIndex("node", "gpu-node-2").size(), 1u);
+}
+
+// A watch with a field selector learns that a pod stopped matching through a DELETED event that
+// carries the pod's previous content under the update's resourceVersion (the API server's watch
+// cache). Through a decode pool, that content must never stand for the new version in an
+// informer that sees the pod as it is: a job whose pods succeeded stayed Running that way.
+TEST_F(WatchTest, ASelectorsDeletedEventNeverStandsForTheNewVersionInAPool) {
+  auto pool = std::make_shared<DecodePool<Pod>>(&DecodePod);
+  ReflectorOptions non_terminal;
+  non_terminal.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+  Informer<Pod> filtered(client(), resources::Pods(), ns(), DecodePod, non_terminal);
+  filtered.UseDecodePool(pool);
+  std::mutex mu;
+  std::vector<std::shared_ptr<const Pod>> deleted;  // held, as the controller holds a gone pod
+  filtered.AddEventHandler({nullptr, nullptr, [&](const std::shared_ptr<const Pod>& pod, bool) {
+                              std::lock_guard<std::mutex> lock(mu);
+                              deleted.push_back(pod);
+                            }});
+  filtered.Start();
+  ASSERT_TRUE(filtered.WaitForSync(seconds(30)));
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "done"}}},
+              {"spec",
+               {{"nodeName", "no-such-node"},
+                {"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}};
+  ASSERT_TRUE(client().Create(resources::Pods(), ns(), pod).ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return filtered.store().Get(ns() + "/done") != nullptr; },
+                               seconds(30)));
+  ASSERT_TRUE(client()
+                  .MergePatch(resources::Pods(), ns(), "done",
+                              {{"status", {{"phase", "Succeeded"}}}}, "status")
+                  .ok());
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return !deleted.empty();
+      },
+      seconds(30)));
+  std::shared_ptr<const Pod> last_matching;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    last_matching = deleted.front();
+  }
+  // The premise: the DELETED event's pod is not the succeeded one.
+  ASSERT_NE(last_matching->phase, "Succeeded");
+
+  Informer<Pod> all(client(), resources::Pods(), ns(), DecodePod);
+  all.UseDecodePool(pool);
+  all.Start();
+  ASSERT_TRUE(all.WaitForSync(seconds(30)));
+  const std::shared_ptr<const Pod> seen = all.store().Get(ns() + "/done");
+  ASSERT_NE(seen, nullptr);
+  EXPECT_EQ(seen->phase, "Succeeded");
+  EXPECT_NE(seen.get(), last_matching.get());
 }
 
 }  // namespace
