@@ -1,6 +1,8 @@
 // Every verb and subresource of RestClient against the real kube-apiserver.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "operator/kube/api_error.h"
 #include "operator/kube/objects.h"
 #include "tests/integration/kube/test_env.h"
@@ -168,19 +170,25 @@ TEST_F(CrudTest, BindingAndStatusSubresourcesOnPods) {
   EXPECT_TRUE(IsConflict(client().CreateSubresource(pods, ns(), "bound", "binding", binding).status()));
 
   ASSERT_TRUE(client().Create(pods, ns(), PendingPod("status")).ok());
-  // A condition type the decoder keeps (kPodConditionsKept), written through /status.
   json patch = {{"status",
-                 {{"conditions", json::array({{{"type", "DisruptionTarget"},
+                 {{"conditions", json::array({{{"type", "lockstep.dev/Probe"},
                                                {"status", "True"},
                                                {"reason", "WrittenByTest"}}})}}}};
   auto patched = client().MergePatch(pods, ns(), "status", patch, "status");
   ASSERT_TRUE(patched.ok()) << patched.status();
   auto status_json = client().Get(pods, ns(), "status");
   ASSERT_TRUE(status_json.ok()) << status_json.status();
+  const json& conditions = (*status_json)["status"]["conditions"];
+  ASSERT_TRUE(conditions.is_array()) << status_json->dump();
+  const auto probe = std::find_if(conditions.begin(), conditions.end(), [](const json& c) {
+    return c.value("type", "") == "lockstep.dev/Probe";
+  });
+  ASSERT_NE(probe, conditions.end()) << status_json->dump();
+  EXPECT_EQ(probe->value("reason", ""), "WrittenByTest");
+  // The caches keep only the condition types the operator reads (kPodConditionsKept).
   auto status_pod = DecodePod(*status_json);
   ASSERT_TRUE(status_pod.ok());
-  ASSERT_NE(status_pod->FindCondition("DisruptionTarget"), nullptr);
-  EXPECT_EQ(status_pod->FindCondition("DisruptionTarget")->reason, "WrittenByTest");
+  EXPECT_EQ(status_pod->FindCondition("lockstep.dev/Probe"), nullptr);
   // PUT on /status too.
   auto full = client().Get(pods, ns(), "status");
   ASSERT_TRUE(full.ok());
