@@ -1,10 +1,7 @@
 #include "tests/e2e/agent/state_dir.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,54 +45,43 @@ void StateDir::RemoveAll() {
 
 void StateDir::RemoveCreatedPaths() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::ifstream in(root_ + "/created-paths");
-  std::vector<std::string> paths;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) paths.push_back(line);
-  }
-  // Deepest (latest created) first, so a directory is empty by the time its turn comes. Files
-  // are the agent's own empty mount targets; a directory that is not empty is left alone.
-  for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
-    std::error_code ec;
-    if (fs::is_directory(fs::symlink_status(*it, ec))) {
-      if (rmdir(it->c_str()) != 0 && errno != ENOENT) {
-        log::Warning("created mount target not empty, left in place", {{"path", *it}});
-      }
-    } else {
-      fs::remove(*it, ec);
+  // Deepest first (std::map order reversed: a path sorts after its parents), so a directory
+  // is empty by the time its turn comes.
+  for (auto it = held_.rbegin(); it != held_.rend(); ++it) {
+    if (std::string problem = it->second.Release(); !problem.empty()) {
+      log::Warning("created mount target left in place", {{"problem", problem}});
     }
   }
-  fs::remove(root_ + "/created-paths");
+  held_.clear();
+  // Every recorded path: those released above are gone or held by another agent (a no-op
+  // then); those of a crashed run are removed here unless another agent holds them.
+  std::ifstream in(root_ + "/created-paths");
+  std::vector<std::pair<std::string, bool>> paths;  // path, file
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > 2 && (line[0] == 'd' || line[0] == 'f') && line[1] == ' ') {
+      paths.emplace_back(line.substr(2), line[0] == 'f');
+    }
+  }
+  for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
+    const std::string problem = SharedMountTarget::RemoveIfUnused(it->first, it->second, lock_dir_);
+    if (!problem.empty())
+      log::Warning("created mount target left in place", {{"problem", problem}});
+  }
+  std::error_code ec;
+  fs::remove(root_ + "/created-paths", ec);
 }
 
 Status StateDir::EnsurePath(const std::string& path, bool file) {
   std::lock_guard<std::mutex> lock(mu_);
-  const fs::path target(path);
-  std::error_code ec;
-  if (fs::exists(target, ec)) return Status::Ok();
-  std::vector<fs::path> missing;
-  for (fs::path p = file ? target.parent_path() : target; !p.empty() && !fs::exists(p, ec);
-       p = p.parent_path()) {
-    missing.push_back(p);
-    if (p == p.parent_path()) break;
+  if (held_.count(path) != 0) return Status::Ok();
+  {
+    std::ofstream record(root_ + "/created-paths", std::ios::app);
+    record << (file ? "f " : "d ") << path << "\n";
+    record.flush();
+    if (!record) return InternalError("cannot record the mount target " + path);
   }
-  std::ofstream record(root_ + "/created-paths", std::ios::app);
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (!fs::create_directory(*it, ec) && ec) {
-      return InternalError("mkdir " + it->string() + ": " + ec.message());
-    }
-    record << it->string() << "\n";
-  }
-  if (file) {
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 && errno != EEXIST) return InternalError("create " + path + ": " + strerror(errno));
-    if (fd >= 0) {
-      close(fd);
-      record << path << "\n";
-    }
-  }
-  record.flush();
-  if (!record) return InternalError("cannot record created path " + path);
+  LS_ASSIGN_OR_RETURN(SharedMountTarget target, SharedMountTarget::Acquire(path, file, lock_dir_));
+  held_.emplace(path, std::move(target));
   return Status::Ok();
 }
 

@@ -151,10 +151,6 @@ Status FrameworkCluster::Start() {
   LS_RETURN_IF_ERROR(client_->Create(kube::resources::Namespaces(), "", ns).status());
   LS_RETURN_IF_ERROR(kube::testing::WaitForDefaultServiceAccount(*client_, ns_));
   fs::create_directories(work_dir_);
-  // The operator's init container copies the launcher into an emptyDir at /lockstep/bin.
-  StatusOr<SharedMountTarget> target = SharedMountTarget::Acquire("/lockstep/bin");
-  LS_RETURN_IF_ERROR(target.status());
-  mount_target_.emplace(std::move(target).value());
 
   // Step 2: the agent's Nodes, then the operator (it then sees their capacity at once).
   LS_RETURN_IF_ERROR(StartAgent());
@@ -259,11 +255,6 @@ std::vector<std::string> FrameworkCluster::Stop() {
           problems.push_back("Node " + node + " was not deleted");
         }
       }
-    }
-  }
-  if (mount_target_.has_value()) {
-    if (std::string problem = mount_target_->Release(); !problem.empty()) {
-      problems.push_back(problem);
     }
   }
   if (client_ != nullptr) {

@@ -16,13 +16,11 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "operator/kube/rest_client.h"
-#include "tests/e2e/frameworks/shared_mount_target.h"
 #include "tests/integration/controller/operator_env.h"
 
 namespace lockstep::e2e {
@@ -110,7 +108,6 @@ class FrameworkCluster {
   std::unique_ptr<controller::testing::OperatorProcess> operator_;
   std::string id_, ns_, block_, bridge_, marker_, state_dir_, work_dir_, agent_log_;
   std::vector<std::string> nodes_;
-  std::optional<SharedMountTarget> mount_target_;  // /lockstep/bin while the agent runs
   pid_t agent_pid_ = 0;
   bool stopped_ = false;
   std::map<std::string, std::map<std::string, nlohmann::json>> seen_pods_;  // job -> uid -> pod
