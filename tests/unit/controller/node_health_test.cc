@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace lockstep::controller {
 namespace {
 
@@ -241,6 +244,35 @@ TEST(LeaseDeadlineTest, RenewTimePlusGrace) {
   options.lease_grace = seconds(3);
   EXPECT_EQ(LeaseDeadline(kFresh, options), T("2026-11-29T11:59:58.123456Z"));
   EXPECT_EQ(LeaseDeadline(LeaseRenewedAt(""), options), std::nullopt);
+  // Silence counted from a later start (a Lease view restored, a silence hold released).
+  EXPECT_EQ(LeaseDeadline(kFresh, options, T("2026-11-29T12:00:10Z")), T("2026-11-29T12:00:13Z"));
+  EXPECT_EQ(LeaseDeadline(kFresh, options, T("2026-11-29T11:00:00Z")),
+            T("2026-11-29T11:59:58.123456Z"));
+}
+
+TEST(NextTickDelayTest, SleepsATickOrUntilJustPastTheFirstGraceToEnd) {
+  using std::chrono::milliseconds;
+  using std::chrono::nanoseconds;
+  const api::Time now = T("2026-11-29T12:00:00Z");
+  const nanoseconds tick = seconds(1);
+  struct Case {
+    std::string name;
+    std::vector<api::Time> deadlines;
+    nanoseconds want;
+  };
+  const std::vector<Case> cases = {
+      {"no Leases", {}, tick},
+      {"every grace ends after the tick", {now + seconds(5), now + seconds(20)}, tick},
+      {"one ends within the tick", {now + seconds(5), now + milliseconds(300)}, milliseconds(301)},
+      {"the earliest of several",
+       {now + milliseconds(700), now + milliseconds(200)},
+       milliseconds(201)},
+      {"ended already: judged this pass, ignored", {now - milliseconds(10)}, tick},
+      {"ends right now", {now}, milliseconds(1)},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(NextTickDelay(now, c.deadlines, tick), c.want) << c.name;
+  }
 }
 
 }  // namespace
