@@ -20,6 +20,9 @@ namespace {
 
 constexpr char kNodeLeaseNamespace[] = "kube-node-lease";
 constexpr auto kTick = std::chrono::seconds(1);
+// Graces that end this close together are judged in one pass (NextTickDelay). Above zero, since
+// Judge's test is strictly past the grace.
+constexpr auto kCoalesce = std::chrono::milliseconds(250);
 
 // A Lease's renewTime is a MicroTime: ParseTime keeps its microseconds.
 std::optional<api::Time> ParseOptionalTime(const std::string& text) {
@@ -145,14 +148,13 @@ std::optional<api::Time> LeaseDeadline(const kube::Lease& lease, const NodeHealt
 }
 
 std::chrono::nanoseconds NextTickDelay(api::Time now, const std::vector<api::Time>& deadlines,
-                                       std::chrono::nanoseconds tick) {
-  // Judge's test is strictly past the grace: wake a millisecond after the deadline.
-  constexpr auto kPast = std::chrono::milliseconds(1);
+                                       std::chrono::nanoseconds tick,
+                                       std::chrono::nanoseconds coalesce) {
   std::chrono::nanoseconds delay = tick;
   for (const api::Time deadline : deadlines) {
     if (deadline < now) continue;
-    delay = std::min(delay, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now) +
-                                std::chrono::nanoseconds(kPast));
+    delay = std::min(
+        delay, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now) + coalesce);
   }
   return delay;
 }
@@ -317,7 +319,7 @@ void NodeHealthMonitor::Start() {
             deadlines.push_back(*deadline);
           }
         }
-        delay = NextTickDelay(now, deadlines, kTick);
+        delay = NextTickDelay(now, deadlines, kTick, kCoalesce);
         std::vector<std::tuple<std::string, NodeVerdict, Change>> news;
         bool first_pass = false;
         {

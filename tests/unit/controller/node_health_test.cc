@@ -250,11 +250,12 @@ TEST(LeaseDeadlineTest, RenewTimePlusGrace) {
             T("2026-11-29T11:59:58.123456Z"));
 }
 
-TEST(NextTickDelayTest, SleepsATickOrUntilJustPastTheFirstGraceToEnd) {
+TEST(NextTickDelayTest, SleepsATickOrUntilAWindowPastTheFirstGraceToEnd) {
   using std::chrono::milliseconds;
   using std::chrono::nanoseconds;
   const api::Time now = T("2026-11-29T12:00:00Z");
   const nanoseconds tick = seconds(1);
+  const nanoseconds coalesce = milliseconds(250);
   struct Case {
     std::string name;
     std::vector<api::Time> deadlines;
@@ -263,15 +264,16 @@ TEST(NextTickDelayTest, SleepsATickOrUntilJustPastTheFirstGraceToEnd) {
   const std::vector<Case> cases = {
       {"no Leases", {}, tick},
       {"every grace ends after the tick", {now + seconds(5), now + seconds(20)}, tick},
-      {"one ends within the tick", {now + seconds(5), now + milliseconds(300)}, milliseconds(301)},
+      {"one ends within the tick", {now + seconds(5), now + milliseconds(300)}, milliseconds(550)},
       {"the earliest of several",
        {now + milliseconds(700), now + milliseconds(200)},
-       milliseconds(201)},
+       milliseconds(450)},
+      {"the window would end past the tick", {now + milliseconds(800)}, tick},
       {"ended already: judged this pass, ignored", {now - milliseconds(10)}, tick},
-      {"ends right now", {now}, milliseconds(1)},
+      {"ends right now", {now}, coalesce},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(NextTickDelay(now, c.deadlines, tick), c.want) << c.name;
+    EXPECT_EQ(NextTickDelay(now, c.deadlines, tick, coalesce), c.want) << c.name;
   }
 }
 
