@@ -76,13 +76,18 @@ endfunction()
 # Adds every child folder of the current source dir that has a CMakeLists.txt, in sorted order,
 # so a new component folder needs no edit to its parent.
 function(lockstep_add_child_directories)
-  file(GLOB children LIST_DIRECTORIES true RELATIVE ${CMAKE_CURRENT_SOURCE_DIR}
-       ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  # The child CMakeLists.txt files, globbed with CONFIGURE_DEPENDS: one added later (bench/peers/
+  # gang/) reaches a build tree configured before it, e.g. bench/peers/run's build-release/,
+  # without a manual cmake run.
+  file(GLOB lists CONFIGURE_DEPENDS RELATIVE ${CMAKE_CURRENT_SOURCE_DIR}
+       ${CMAKE_CURRENT_SOURCE_DIR}/*/CMakeLists.txt)
+  set(children "")
+  foreach(list_file ${lists})
+    get_filename_component(child ${list_file} DIRECTORY)
+    list(APPEND children ${child})
+  endforeach()
   list(SORT children)
   foreach(child ${children})
-    if(IS_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/${child} AND
-       EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${child}/CMakeLists.txt)
-      add_subdirectory(${child})
-    endif()
+    add_subdirectory(${child})
   endforeach()
 endfunction()

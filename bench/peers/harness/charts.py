@@ -1,5 +1,7 @@
-"""PNG charts (matplotlib from the bench venv): the CDF of burst time-to-running per system, and
-partial gangs over time under contention."""
+"""PNG charts (matplotlib from the bench venv), one per workload: the CDF of burst time-to-running
+per system, the API writes behind it, partial gangs over time under contention, node-loss recovery
+(defaults and tuned) per system, each controller's peak RSS and CPU-seconds over the burst, and the
+Ray cluster's time to Running per repetition."""
 import json
 import os
 import shutil
@@ -10,6 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from . import census  # noqa: E402
+from . import report  # noqa: E402
+from .runs import median  # noqa: E402
 
 
 def cdf(ax, ttr, jobs, **style):
@@ -53,6 +57,12 @@ def draw(res, out, also_to=""):
         ax.grid(alpha=0.3)
         ax.legend()
         files.append(save(fig, out, "contention-partial.png"))
+    if any(v in r for r in systems.values() for v in report.NODELOSS):
+        files.append(nodeloss_chart(res, out))
+    if any(r.get("burst", {}).get("cost") for r in systems.values()):
+        files.append(cost_chart(res, out))
+    if res.get("ray"):
+        files.append(ray_chart(res, out))
     if also_to:
         os.makedirs(also_to, exist_ok=True)
         for f in files:
@@ -101,6 +111,71 @@ def writes_chart(res, out):
     ax.grid(alpha=0.3, axis="x")
     ax.legend(fontsize=7, loc="lower right")
     return save(fig, out, "burst-writes.png")
+
+
+def nodeloss_chart(res, out):
+    """Grouped bars, log scale: last heartbeat -> the job Running again off the lost node, each
+    system with its defaults and tuned. A run that hit the cap is drawn at the cap, hatched."""
+    rows = []
+    for k, r in res["systems"].items():
+        for label, n in report.nodeloss_variants(r, long=False):
+            got = n["recovery_s"]
+            rows.append((f"{k} {label}", got if got is not None else n["cap_s"], got is None))
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.8))
+    names = [n for n, _, _ in rows]
+    bars = ax.barh(names, [v for _, v, _ in rows],
+                   color=["tab:green" if n.startswith("L ") else "tab:gray" for n in names])
+    for bar, (_, v, capped) in zip(bars, rows):
+        if capped:
+            bar.set_hatch("//")
+        ax.text(v * 1.05, bar.get_y() + bar.get_height() / 2,
+                (f"> {v:.0f} s (cap)" if capped else f"{v:.1f} s"), va="center", fontsize=8)
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.set_xlabel("last heartbeat of the lost node -> every pod Running again off it (s, log)")
+    ax.set_title("Node loss: a job of 8 pods, one of its nodes goes silent")
+    ax.grid(alpha=0.3, axis="x")
+    return save(fig, out, "nodeloss.png")
+
+
+def cost_chart(res, out):
+    """Per controller process over the burst window: peak RSS (left) and CPU-seconds (right)."""
+    rows = [(f"{k}: {n}", c) for k, r in res["systems"].items()
+            for n, c in r.get("burst", {}).get("cost", {}).items()]
+    fig, (rss, cpu) = plt.subplots(1, 2, figsize=(9, 0.4 * len(rows) + 1.8), sharey=True)
+    names = [n for n, _ in rows]
+    colours = ["tab:green" if n.startswith("L:") else "tab:gray" for n in names]
+    for ax, key, label in ((rss, "peak_rss_mb", "peak RSS (MB)"), (cpu, "cpu_s", "CPU-seconds")):
+        values = [c.get(key) or 0 for _, c in rows]
+        ax.barh(names, values, color=colours)
+        for i, v in enumerate(values):
+            ax.text(v, i, f" {v:g}", va="center", fontsize=7)
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3, axis="x")
+    rss.invert_yaxis()
+    jobs = next((r["burst"]["jobs"] for r in res["systems"].values() if "burst" in r), "?")
+    fig.suptitle(f"Cost over the burst ({jobs} jobs x 8 pods, {res['nodes']} nodes), per process")
+    return save(fig, out, "cost.png")
+
+
+def ray_chart(res, out):
+    """Every repetition as a dot and the median as a bar: creation -> head and workers Running."""
+    fig, ax = plt.subplots(figsize=(6, 0.6 * len(res["ray"]) + 1.6))
+    names = list(res["ray"])
+    for i, k in enumerate(names):
+        reps = [v for v in res["ray"][k] if v is not None]
+        if not reps:
+            continue
+        mid = median(reps)
+        ax.barh(i, mid, color="tab:green" if k == "L" else "tab:gray", alpha=0.5)
+        ax.plot(reps, [i] * len(reps), "k.", alpha=0.7)
+        ax.text(max(reps) * 1.02, i, f"median {mid:.2f} s", va="center", fontsize=8)
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlabel("creation -> head + 7 workers Running (s); dots: repetitions")
+    ax.set_title("Ray: a 1 head + 7 worker cluster")
+    ax.grid(alpha=0.3, axis="x")
+    return save(fig, out, "ray.png")
 
 
 def save(fig, out, name):

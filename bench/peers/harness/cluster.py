@@ -223,13 +223,20 @@ class Cluster:
         return kubelib.rfc3339(lease["spec"]["renewTime"])
 
     def resume_heartbeat(self, node, wait=True):
-        """Lets kwok write for the node again and (wait) waits until it is Ready without taints.
+        """Lets kwok write for the node again and (wait) waits until it is Ready without taints
+        (without wait: restarts kwok at once and returns).
         kwok backs off from a Lease it failed to renew for a while and may not come back to it;
         then kwok is restarted (it re-syncs every node it manages)."""
         left = self.api.merge_patch(DEAD_NODES, {"data": {node: None}}).get("data", {})
         if not set(left) - {"-"}:  # no node dead: unbound, the policy costs nothing
             self.api.delete(DEAD_NODE_BINDING_PATH)
-        if not wait or self._wait_node_healthy(node, 20):
+        if not wait:
+            # --quick: the node was dead for the whole cap, long past kwok's back-off, and the
+            # next system's settle() would wait a minute for it before restarting kwok. Restarted
+            # now, kwok re-syncs while this system uninstalls; settle() waits for the rest.
+            self._restart_kwok()
+            return
+        if self._wait_node_healthy(node, 20):
             return
         log(f"{node} not back 20 s after its heartbeat resumed: restarting kwok")
         self._restart_kwok()

@@ -4,6 +4,26 @@ from . import census
 from .runs import fmt, median
 
 
+NODELOSS = ("nodeloss_default", "nodeloss_lease", "nodeloss_tuned")
+
+
+def nodeloss_variants(r, long=True):
+    """(label, figures) of each node-loss run of one system, in table order."""
+    for v in NODELOSS:
+        n = r.get(v)
+        if not n or "recovery_s" not in n:
+            continue
+        if v == "nodeloss_tuned":
+            label = "tuned: " + r.get("tuned_note", "") if long else "tuned"
+        elif v == "nodeloss_lease":
+            label = "without launchers (kwok pods): the Lease grace alone" if long else "no launchers"
+        else:
+            label = "default" + (", its launchers run (as in every Lockstep pod)"
+                                 if n.get("launchers") and long else
+                                 " + launchers" if n.get("launchers") else "")
+        yield label, n
+
+
 def ratio(peer, ours):
     if peer is None or ours in (None, 0):
         return "-"
@@ -24,11 +44,10 @@ def lines(res):
                                              for n, c in cost.items()))
             if "writes" in b:
                 parts.append(f"{b['writes']['per_job']} API writes per job")
-        for v in ("nodeloss_default", "nodeloss_tuned"):
-            if v in r and "recovery_s" in r[v]:
-                got = r[v]["recovery_s"]
-                parts.append(f"node loss {v.split('_')[1]} "
-                             + (f"{got:.1f} s" if got is not None else f"> {r[v]['cap_s']:.0f} s"))
+        for label, n in nodeloss_variants(r, long=False):
+            got = n["recovery_s"]
+            parts.append(f"node loss {label} "
+                         + (f"{got:.1f} s" if got is not None else f"> {n['cap_s']:.0f} s"))
         c = r.get("contention")
         if c:
             parts.append(f"contention makespan {fmt(c['makespan_s'])} s partial GPU-s "
@@ -98,19 +117,17 @@ def tables(res):
                          f"{c['deadlocked']} | {c['partial_gpu_s']} | {c['peak_partial']} | "
                          f"{ratio(c['makespan_s'], lc.get('makespan_s'))} |")
         t.append("")
-    if any("nodeloss_default" in r or "nodeloss_tuned" in r for r in s.values()):
+    if any(v in r for r in s.values() for v in NODELOSS):
         ld = L.get("nodeloss_default", {}).get("recovery_s")
-        t += ["| system | variant | last heartbeat -> job Running again s | / L's |",
-              "|---|---|---:|---:|"]
+        t += ["| system | variant | last heartbeat -> job Running again s | node killed -> "
+              "Running s | repetitions (from the last heartbeat) s | / L's default |",
+              "|---|---|---:|---:|---|---:|"]
         for k, r in s.items():
-            for v in ("nodeloss_default", "nodeloss_tuned"):
-                n = r.get(v)
-                if not n or "recovery_s" not in n:
-                    continue
+            for name, n in nodeloss_variants(r):
                 got = n["recovery_s"]
-                name = "default" if v.endswith("default") else "tuned: " + r.get("tuned_note", "")
                 shown = fmt(got) if got is not None else f"> {n['cap_s']:.0f} (not recovered)"
-                t.append(f"| {k} | {name} | {shown} | "
+                reps = ", ".join(fmt(x) for x in n.get("reps", []))
+                t.append(f"| {k} | {name} | {shown} | {fmt(n.get('from_stop_s'))} | {reps} | "
                          f"{ratio(got if got is not None else n['cap_s'], ld)}"
                          f"{'+' if got is None else ''} |")
         t.append("")

@@ -169,9 +169,11 @@ def finish_job(cluster, tracker, ns, job):
             log(f"finishing {p['metadata']['name']}: {e}")
 
 
-def node_loss(cluster, system, workload, tuned, timeout, restore=True):
+def node_loss(cluster, system, workload, tuned, timeout, restore=True, launchers=True):
     """3: one job running; one of its nodes stops heartbeating. Last Lease renewal -> every pod of
-    the job Running again, none on that node (pods being deleted do not count)."""
+    the job Running again, none on that node (pods being deleted do not count). With launchers,
+    the system's in-pod processes (system.launchers: Lockstep's) run for the job, and the lost
+    node's freezes the moment its Lease stops."""
     cluster.settle()
     ns = new_namespace(cluster, system.key, workload)
     system.prepare_namespace(ns, workload)
@@ -183,10 +185,20 @@ def node_loss(cluster, system, workload, tuned, timeout, restore=True):
         tracker.close()
         cluster.delete_namespace(ns)
         return {"error": "job never ran"}
+    gang, gang_error = None, None
+    if launchers:
+        try:
+            gang = system.launchers(ns, job)
+        except RuntimeError as e:  # measured without them, and said so in the results
+            gang_error = str(e)
+            log(f"{system.key} node loss without launchers: {e}")
     time.sleep(3)
     with tracker.lock:
         node = sorted(n for (j, n, ph, d) in tracker.pods.values() if j == job and n)[0]
+    stopped = time.time()
     cluster.stop_heartbeat(node)
+    if gang:
+        gang.freeze(node)
     log(f"{system.key} node loss ({'tuned' if tuned else 'default'}): stopped {node}")
 
     def recovered(t):
@@ -196,15 +208,37 @@ def node_loss(cluster, system, workload, tuned, timeout, restore=True):
     at = tracker.wait(recovered, timeout)
     tracker.close()
     last_renewal = cluster.last_renewal(node)
-    out = {"node": node, "recovery_s": (at - last_renewal) if at else None, "cap_s": timeout,
-           "tuned": tuned}
+    if gang:
+        gang.close()
+    # From the last renewal (the figure: a real node dies somewhere in its renewal interval, and
+    # a Lease-driven peer counts from there) and from the moment the harness killed the node.
+    out = {"node": node, "recovery_s": (at - last_renewal) if at else None,
+           "from_stop_s": (at - stopped) if at else None, "cap_s": timeout,
+           "tuned": tuned, "launchers": gang is not None}
+    if gang_error:
+        out["launchers_error"] = gang_error
     if at is None:
         with tracker.lock:
             out["left"] = [{"node": n, "phase": ph, "deleting": d}
                            for (j, n, ph, d) in tracker.pods.values() if j == job]
-    log(f"{system.key} node loss: {fmt(out['recovery_s'])} (cap {timeout} s)")
+    log(f"{system.key} node loss: {fmt(out['recovery_s'])} (cap {timeout} s"
+        f"{', its launchers ran' if gang else ''})")
     cluster.resume_heartbeat(node, wait=restore)
     cluster.delete_namespace(ns)
+    return out
+
+
+def node_loss_reps(reps, *args, **kwargs):
+    """node_loss `reps` times; the first run's figures with `recovery_s` the median of every
+    run's (None when any did not recover) and each run's in `reps`."""
+    runs = [node_loss(*args, **kwargs) for _ in range(max(1, reps))]
+    out = dict(runs[0])
+    if reps > 1 and all("recovery_s" in r for r in runs):
+        got = [r["recovery_s"] for r in runs]
+        out["reps"] = got
+        out["from_stop_reps"] = [r["from_stop_s"] for r in runs]
+        out["recovery_s"] = None if None in got else statistics.median(got)
+        out["from_stop_s"] = None if None in got else statistics.median(out["from_stop_reps"])
     return out
 
 

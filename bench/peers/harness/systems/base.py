@@ -180,6 +180,11 @@ class System:
     def render(self, job, ns, tuned=False):
         raise NotImplementedError
 
+    def launchers(self, ns, job):
+        """The in-pod processes that watch the job's peers (workload 3), started for job; None
+        where the system's pods have none that act on a lost node."""
+        return None
+
     def evidence(self, name):
         """Saves what the system exposes about where its time went (its metrics) as <name>."""
 

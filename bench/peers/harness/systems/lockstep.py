@@ -7,6 +7,7 @@ import time
 import urllib.request
 
 from .. import cluster as clusterlib
+from .. import gang as ganglib
 from . import base
 
 NS = "lockstep-system"
@@ -17,7 +18,7 @@ class Lockstep(base.System):
     key = "L"
     title = "Lockstep (operator + gang scheduler)"
     label = "lockstep.dev/job-name"
-    tuned_note = "defaults only (--node-lease-grace 20s)"
+    tuned_note = "defaults only (--node-lease-grace 20s, launchers' --peer-timeout 3s)"
     # Extra Helm values (--set) the chart is installed with.
     helm_sets = ()
 
@@ -67,6 +68,15 @@ class Lockstep(base.System):
                 pass
             time.sleep(0.3)
         raise RuntimeError("lockstep-operator did not lead within 90 s")
+
+    def launchers(self, ns, job):
+        """Real lockstep-launchers for the job's pods (gang.py), as every Lockstep pod runs one:
+        a silent node is reported by its peers' launchers (docs/failures.md "Peer evidence")."""
+        why = ganglib.available(self.build_dir)
+        if why:
+            clusterlib.log(f"L node loss without launchers: {why}")
+            return None
+        return ganglib.Gang(self.cluster, self.build_dir, ns, job, 1, self.out_dir)
 
     def evidence(self, name):
         try:
