@@ -72,6 +72,7 @@ print_env() {
 cmd_up() {
   if cluster_running; then
     log "cluster '$CLUSTER_NAME' is already running"
+    contain_simulated_addresses
     ensure_nodes
     (( WITH_KUEUE == 0 )) || kueue_up
     print_env
@@ -89,6 +90,7 @@ cmd_up() {
   allocate_ports
   make_pki
   write_kubeconfigs
+  contain_simulated_addresses
   start_component etcd && wait_etcd
   start_component apiserver && wait_apiserver
   start_component controller-manager

@@ -3,6 +3,28 @@
 # and `restart` touch exactly what `up` started and nothing broader.
 # shellcheck shell=bash
 
+# The addresses kwok gives its simulated pods and nodes. Nothing lives there: a process that
+# connects to one (the operator's launcher monitor polls worker-0's pod IP of every running job)
+# must get an answer from this machine, not send packets out through its default route.
+KWOK_POD_CIDR="10.244.0.0/16"
+KWOK_POD_CIDR_ARG="10.244.0.1/16"  # the same range as kwok's --cidr takes it (its first address)
+KWOK_NODE_IP="10.240.0.1"
+
+# contain_simulated_addresses: `unreachable` routes for kwok's pod range and node address, so a
+# connect there fails at once with EHOSTUNREACH (what the operator's probe reads as "no route")
+# instead of leaving the machine. Addresses put on lo for a test (the launcher gangs of
+# tests/integration/peer_loss and bench/peers) are local routes, which win over these. Idempotent
+# and machine-wide, kept after `down` (another cluster may be up; nothing real is in the range).
+contain_simulated_addresses() {
+  local sudo="" dest
+  [[ $(id -u) -eq 0 ]] || sudo="sudo -n"
+  for dest in "$KWOK_POD_CIDR" "$KWOK_NODE_IP/32"; do
+    $sudo ip route replace unreachable "$dest" 2>/dev/null ||
+      die "cannot route $dest to 'unreachable' (needs root: ip route replace unreachable $dest);" \
+        "without it, connects to simulated pods would leave this machine"
+  done
+}
+
 component_args() {
   local pki="$STATE/pki"
   case "$1" in
@@ -62,7 +84,7 @@ component_args() {
       echo "$TOOLS_BIN/kwok" --kubeconfig "$STATE/kwok.kubeconfig" --config "$STATE/run/kwok.yaml" \
         --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
         --manage-nodes-with-label-selector= --manage-single-node= \
-        --cidr 10.244.0.1/16 --node-ip 10.240.0.1 --node-lease-duration-seconds 40 \
+        --cidr "$KWOK_POD_CIDR_ARG" --node-ip "$KWOK_NODE_IP" --node-lease-duration-seconds 40 \
         --server-address "127.0.0.1:$KWOK_PORT" --v WARN ;;
     *) die "unknown component $1" ;;
   esac

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test of the local control plane (KUBECONFIG from hack/test.sh or `hack/cluster.sh env`):
-# a pod bound to a kwok node runs; RBAC denies an unprivileged service account; deleting the
-# namespace garbage-collects the pod.
+# a pod bound to a kwok node runs and its IP routes nowhere off this machine; RBAC denies an
+# unprivileged service account; deleting the namespace garbage-collects the pod.
 set -euo pipefail
 : "${KUBECONFIG:?KUBECONFIG must point at the local control plane (hack/cluster.sh up)}"
 NS="smoke-$$-$RANDOM"
@@ -33,6 +33,15 @@ POD
 pod_running() { [[ "$(kubectl get pod bound -n "$NS" -o jsonpath='{.status.phase}')" == Running ]]; }
 wait_for 30 pod_running || fail "kwok did not run the pod on $node"
 echo "ok: pod bound to $node is Running"
+
+# Its IP is kwok's, simulated: a connect there (the operator polls worker-0's pod IP of every
+# running job) must fail on this machine, never leave it through the default route.
+ip="$(kubectl get pod bound -n "$NS" -o jsonpath='{.status.podIP}')"
+[[ -n "$ip" ]] || fail "kwok gave the pod no IP"
+if route="$(ip route get "$ip" 2>&1)"; then
+  grep -q ' dev lo ' <<<"$route" || fail "a connect to pod IP $ip would leave this machine: $route"
+fi
+echo "ok: pod IP $ip does not route off this machine"
 
 kubectl create serviceaccount nobody -n "$NS" >/dev/null
 as=(--as "system:serviceaccount:$NS:nobody")
