@@ -51,8 +51,9 @@ def lines(res):
         c = r.get("contention")
         if c:
             parts.append(f"contention makespan {fmt(c['makespan_s'])} s partial GPU-s "
-                         f"{c['partial_gpu_s']} deadlocked {c['deadlocked']} peak partial "
-                         f"{c['peak_partial']}")
+                         f"{c['partial_gpu_s']} (by events {c.get('partial_gpu_s_events', '-')}, "
+                         f"longest span {fmt(c.get('partial_span_max_s'))} s) deadlocked "
+                         f"{c['deadlocked']} peak partial {c['peak_partial']}")
         out.append(" | ".join(parts))
         summary.append(f"{key} {fmt(b.get('p50')) if b else '-'}")
     for key, runs in res.get("ceiling", {}).items():
@@ -107,15 +108,18 @@ def tables(res):
         t.append("")
         t += writes_table(res)
     if any("contention" in r for r in s.values()):
-        t += ["| system | makespan s | finished | deadlocked | partial-gang GPU-s | peak partial gangs |"
-              " makespan / L's |", "|---|---:|---:|---:|---:|---:|---:|"]
+        t += ["| system | makespan s | finished | deadlocked | partial-gang GPU-s (0.5-s samples) |"
+              " partial-gang GPU-s (by events) | partial spans: count, p50 s, max s |"
+              " peak partial gangs | makespan / L's |", "|---|---:|---:|---:|---:|---:|---|---:|---:|"]
         lc = L.get("contention", {})
         for k, r in s.items():
             c = r.get("contention")
             if c:
                 t.append(f"| {k} | {fmt(c['makespan_s'])} | {c['finished']}/{c['jobs']} | "
-                         f"{c['deadlocked']} | {c['partial_gpu_s']} | {c['peak_partial']} | "
-                         f"{ratio(c['makespan_s'], lc.get('makespan_s'))} |")
+                         f"{c['deadlocked']} | {c['partial_gpu_s']} | "
+                         f"{c.get('partial_gpu_s_events', '-')} | {c.get('partial_spans', '-')}, "
+                         f"{fmt(c.get('partial_span_p50_s'))}, {fmt(c.get('partial_span_max_s'))} | "
+                         f"{c['peak_partial']} | {ratio(c['makespan_s'], lc.get('makespan_s'))} |")
         t.append("")
     if any(v in r for r in s.values() for v in NODELOSS):
         ld = L.get("nodeloss_default", {}).get("recovery_s")

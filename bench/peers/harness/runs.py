@@ -132,6 +132,8 @@ def contention(cluster, system, workload, stall_timeout, hard_timeout):
         for j, t in ready.items():
             if j not in finished and now - t >= workload.finish_after:
                 finished[j] = now
+                with tracker.lock:
+                    tracker.retire(j, time.time())
                 finisher.submit(finish_job, cluster, tracker, ns, j)
                 last_progress = now
         series.append((now - t0, len(partial), sum(1 for j in ready if j not in finished),
@@ -144,10 +146,27 @@ def contention(cluster, system, workload, stall_timeout, hard_timeout):
            "finished": len(finished), "deadlocked": len(sent) - len(finished),
            "partial_gpu_s": round(partial_gpu_s, 1), "peak_partial": peak_partial,
            "series": series, "jobs": workload.jobs}
+    out.update(partial_events(tracker, workload.gpus))
     log(f"{system.key} contention: makespan {fmt(out['makespan_s'])} finished {len(finished)}/"
-        f"{len(sent)} partial GPU-s {out['partial_gpu_s']} peak partial {peak_partial}")
+        f"{len(sent)} partial GPU-s {out['partial_gpu_s']} peak partial {peak_partial}; by events:"
+        f" {out['partial_gpu_s_events']} GPU-s in {out['partial_spans']} spans, p50"
+        f" {fmt(out['partial_span_p50_s'])} s, max {fmt(out['partial_span_max_s'])} s")
     cluster.delete_namespace(ns)
     return out
+
+
+def partial_events(tracker, gpus):
+    """The partial gangs as the watch events time them (the sampler above sees only the 0.5-s
+    instants): GPU-seconds held by partly bound gangs, and how long each partial span lasted. A
+    span still open at the end (a gang that never completed) counts up to now."""
+    with tracker.lock:
+        now = time.time()
+        for job in list(tracker.partial_since):
+            tracker.retire(job, now)
+        spans = sorted(tracker.partial_spans)
+        pod_s = tracker.partial_pod_s
+    return {"partial_gpu_s_events": round(pod_s * gpus, 1), "partial_spans": len(spans),
+            "partial_span_p50_s": pct(spans, 0.5), "partial_span_max_s": spans[-1] if spans else None}
 
 
 def finish_job(cluster, tracker, ns, job):

@@ -1,6 +1,7 @@
 """Watches a namespace's pods and keeps, per job, what the measurements need: when every pod of
-the job was first seen Running, and how many of its pods are bound right now. Times are when the
-harness received the watch event (time.time()), the same clock for every system."""
+the job was first seen Running, how many of its pods are bound right now, and every span in which
+a job was partly bound. Times are when the harness received the watch event (time.time()), the
+same clock for every system."""
 import threading
 import time
 
@@ -18,6 +19,15 @@ class Tracker:
         self.first_pod = {}      # job -> first time one of its pods was seen
         self.waiters = []        # [predicate, threading.Event, [time]]
         self.stop = threading.Event()
+        # Partial gangs timed by events, not samples: a job is partial while 0 < its bound pods
+        # (not terminal) < its size. A span opens at the event that makes it partial and closes
+        # at the one that ends it; the pod-seconds integrate its bound count over each span.
+        self.holding = {}        # job -> pods bound and not terminal
+        self.partial_since = {}  # job -> start of its open partial span
+        self.count_since = {}    # job -> time its current bound count began (while partial)
+        self.partial_spans = []  # seconds of each closed span
+        self.partial_pod_s = 0.0
+        self.retired = set()     # jobs no longer accounted (the harness is finishing them)
 
     def start(self):
         items, rv = self.api.list(kubelib.pods_path(self.ns))
@@ -46,11 +56,15 @@ class Tracker:
             return
         uid = pod["metadata"]["uid"]
         with self.lock:
+            held_before = _holds(self.pods.get(uid))
             if kind == "DELETED":
                 self.pods.pop(uid, None)
             else:
                 self.pods[uid] = (job, pod["spec"].get("nodeName"), pod["status"].get("phase"),
                                   bool(pod["metadata"].get("deletionTimestamp")))
+            delta = _holds(self.pods.get(uid)) - held_before
+            if delta:
+                self._account(job, delta, now)
             self.first_pod.setdefault(job, now)
             if job not in self.all_running and self.running(job) >= self.size:
                 self.all_running[job] = now
@@ -58,6 +72,35 @@ class Tracker:
                 if not w[1].is_set() and w[0](self):
                     w[2].append(now)
                     w[1].set()
+
+    def _account(self, job, delta, now):
+        """The job's bound count changed by delta at `now`: integrate the count it had while
+        partial, and open or close its partial span."""
+        before = self.holding.get(job, 0)
+        after = before + delta
+        self.holding[job] = after
+        if job in self.retired:
+            return
+        if job in self.count_since:
+            self.partial_pod_s += before * (now - self.count_since.pop(job))
+        if 0 < after < self.size:
+            self.count_since[job] = now
+            self.partial_since.setdefault(job, now)
+        elif job in self.partial_since:
+            self.partial_spans.append(now - self.partial_since.pop(job))
+
+    def retire(self, job, now):
+        """Stops accounting the job (its pods are about to be marked Succeeded one by one, which
+        is not a partial gang); a span still open ends now. Call with self.lock held."""
+        if job in self.count_since:
+            self.partial_pod_s += self.holding.get(job, 0) * (now - self.count_since.pop(job))
+        if job in self.partial_since:
+            self.partial_spans.append(now - self.partial_since.pop(job))
+        self.retired.add(job)
+
+    def open_partial(self, now):
+        """Spans still open at `now` (a gang partly bound when the measurement ends), in s."""
+        return [now - t for t in self.partial_since.values()]
 
     # Queries; call with self.lock held (predicates are).
     def live(self, job):
@@ -90,3 +133,12 @@ class Tracker:
 
     def wait_all_running(self, jobs, timeout):
         return self.wait(lambda t: all(j in t.all_running for j in jobs), timeout)
+
+
+def _holds(entry):
+    """1 when a tracked pod (job, node, phase, deleting) is bound and not terminal: it holds its
+    node's resources (a deleting pod holds them until it is gone), else 0."""
+    if entry is None:
+        return 0
+    _, node, phase, _ = entry
+    return 1 if node and phase not in TERMINAL else 0
