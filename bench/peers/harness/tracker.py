@@ -22,7 +22,7 @@ class Tracker:
         # Partial gangs timed by events, not samples: a job is partial while 0 < its bound pods
         # (not terminal) < its size. A span opens at the event that makes it partial and closes
         # at the one that ends it; the pod-seconds integrate its bound count over each span.
-        self.holding = {}        # job -> pods bound and not terminal
+        self.holding = {}        # job -> pods bound and not terminal (_holds), retired or not
         self.partial_since = {}  # job -> start of its open partial span
         self.count_since = {}    # job -> time its current bound count began (while partial)
         self.partial_spans = []  # seconds of each closed span
@@ -81,26 +81,28 @@ class Tracker:
         self.holding[job] = after
         if job in self.retired:
             return
-        if job in self.count_since:
-            self.partial_pod_s += before * (now - self.count_since.pop(job))
+        self._integrate(job, before, now)
         if 0 < after < self.size:
             self.count_since[job] = now
             self.partial_since.setdefault(job, now)
-        elif job in self.partial_since:
-            self.partial_spans.append(now - self.partial_since.pop(job))
+        else:
+            self._close_span(job, now)
 
     def retire(self, job, now):
         """Stops accounting the job (its pods are about to be marked Succeeded one by one, which
         is not a partial gang); a span still open ends now. Call with self.lock held."""
-        if job in self.count_since:
-            self.partial_pod_s += self.holding.get(job, 0) * (now - self.count_since.pop(job))
-        if job in self.partial_since:
-            self.partial_spans.append(now - self.partial_since.pop(job))
+        self._integrate(job, self.holding.get(job, 0), now)
+        self._close_span(job, now)
         self.retired.add(job)
 
-    def open_partial(self, now):
-        """Spans still open at `now` (a gang partly bound when the measurement ends), in s."""
-        return [now - t for t in self.partial_since.values()]
+    def _integrate(self, job, count, now):
+        """Adds the pod-seconds of the job's current partial count, held since count_since."""
+        if job in self.count_since:
+            self.partial_pod_s += count * (now - self.count_since.pop(job))
+
+    def _close_span(self, job, now):
+        if job in self.partial_since:
+            self.partial_spans.append(now - self.partial_since.pop(job))
 
     # Queries; call with self.lock held (predicates are).
     def live(self, job):
@@ -112,12 +114,8 @@ class Tracker:
 
     def bound(self):
         """job -> pods bound to a node and holding it (not terminal; deleting pods hold their
-        resources until they are gone)."""
-        out = {}
-        for (j, node, phase, deleting) in self.pods.values():
-            if node and phase not in TERMINAL:
-                out[j] = out.get(j, 0) + 1
-        return out
+        resources until they are gone): the counts _update keeps, jobs holding none left out."""
+        return {j: n for j, n in self.holding.items() if n}
 
     def wait(self, predicate, timeout):
         """Seconds-since-epoch of the event after which predicate(self) held, or None."""

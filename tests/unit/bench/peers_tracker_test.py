@@ -54,12 +54,14 @@ class PartialSpansTest(unittest.TestCase):
             t._update("MODIFIED", pod(f"p{i}", node=f"n{i}", phase="Succeeded"), 41.0 + i)
         self.assertEqual(t.partial_spans, [0.0])  # the four creates at one instant
         self.assertEqual(t.partial_pod_s, 0.0)
+        self.assertEqual(t.bound(), {})  # the sampler's counts still follow a retired job
 
     def test_a_gang_that_never_completes_is_charged_until_it_is_retired(self):
         t = tracker()
         t._update("ADDED", pod("a", node="n0"), 0.0)
         t._update("ADDED", pod("b", node="n1"), 1.0)
-        self.assertEqual(t.open_partial(5.0), [5.0])
+        self.assertEqual(t.partial_since, {"j": 0.0})  # open since its first pod
+        self.assertEqual(t.bound(), {"j": 2})
         t.retire("j", 5.0)
         self.assertEqual(t.partial_spans, [5.0])
         self.assertAlmostEqual(t.partial_pod_s, 1 * 1 + 2 * 4)
@@ -72,6 +74,7 @@ class PartialSpansTest(unittest.TestCase):
         t._update("ADDED", pod("b", node="n1"), 0.0)
         t._update("MODIFIED", pod("a", node="n0", deleting=True), 1.0)
         self.assertEqual(t.partial_spans, [0.0])  # still whole while a is deleting
+        self.assertEqual(t.bound(), {"j": 2})
         t._update("DELETED", pod("a", node="n0", deleting=True), 2.0)
         t._update("DELETED", pod("b", node="n1", deleting=True), 2.5)
         self.assertEqual(t.partial_spans, [0.0, 0.5])
