@@ -85,14 +85,16 @@ TEST_F(OperatorTest, FourWorkerJobGetsItsChildrenAndTheyAreCollectedWithIt) {
   EXPECT_EQ(names, (std::vector<std::string>{"four-worker-0", "four-worker-1", "four-worker-2",
                                              "four-worker-3"}));
 
+  // The pass that creates the pods writes Pending/CreatingPods (it saw none yet); the status to
+  // check is the one written after the operator has seen all four.
   auto job = WaitForJob(client(), ns(), "four", [](const json& j) {
-    return j.contains("status") && j["status"].value("workersReady", "") == "0/4";
+    return j.contains("status") && j["status"].value("state", "") == "Scheduling";
   });
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ((*job)["status"]["selector"], "lockstep.dev/job-name=four");
   EXPECT_EQ((*job)["status"]["replicas"], 4);
   EXPECT_EQ((*job)["status"]["observedGeneration"], 1);
-  EXPECT_EQ((*job)["status"]["state"], "Scheduling");
+  EXPECT_EQ((*job)["status"]["workersReady"], "0/4");
   EXPECT_EQ((*job)["status"]["reason"], "WaitingForScheduler");
   // Scheduled is the gang scheduler's alone (off here: --gang-scheduler=false).
   EXPECT_EQ(ConditionReason(*job, "Scheduled"), "");
