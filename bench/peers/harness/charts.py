@@ -57,7 +57,7 @@ def draw(res, out, also_to=""):
         ax.grid(alpha=0.3)
         ax.legend()
         files.append(save(fig, out, "contention-partial.png"))
-    if any(v in r for r in systems.values() for v in report.NODELOSS):
+    if any(report.has_nodeloss(r) for r in systems.values()):
         files.append(nodeloss_chart(res, out))
     if any(r.get("burst", {}).get("cost") for r in systems.values()):
         files.append(cost_chart(res, out))
@@ -118,9 +118,10 @@ def nodeloss_chart(res, out):
     system with its defaults and tuned. A run that hit the cap is drawn at the cap, hatched."""
     rows = []
     for k, r in res["systems"].items():
-        for label, n in report.nodeloss_variants(r, long=False):
+        for placement, label, n in report.nodeloss_variants(r, long=False):
             got = n["recovery_s"]
-            rows.append((f"{k} {label}", got if got is not None else n["cap_s"], got is None))
+            rows.append((f"{k} {label} ({placement})", got if got is not None else n["cap_s"],
+                         got is None))
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.8))
     names = [n for n, _, _ in rows]
     bars = ax.barh(names, [v for _, v, _ in rows],
@@ -133,7 +134,8 @@ def nodeloss_chart(res, out):
     ax.set_xscale("log")
     ax.invert_yaxis()
     ax.set_xlabel("last heartbeat of the lost node -> every pod Running again off it (s, log)")
-    ax.set_title("Node loss: a job of 8 pods, one of its nodes goes silent")
+    ax.set_title("Node loss: a job of 8 pods, the node of one goes silent\n"
+                 "(packed: all 8 on that node; spread: one pod per node)")
     ax.grid(alpha=0.3, axis="x")
     return save(fig, out, "nodeloss.png")
 

@@ -187,6 +187,17 @@ class Cluster:
             self.api.merge_patch(f"/api/v1/nodes/{name}",
                                  {"metadata": {"labels": {"bench.lockstep.dev/pool": pool}}})
 
+    def set_pool(self, pool, names):
+        """Exactly the nodes `names` carry bench.lockstep.dev/pool=<pool> (others lose it)."""
+        have, _ = self.api.list("/api/v1/nodes", f"bench.lockstep.dev/pool={pool}")
+        for n in have:
+            if n["metadata"]["name"] not in names:
+                self.api.merge_patch(f"/api/v1/nodes/{n['metadata']['name']}",
+                                     {"metadata": {"labels": {"bench.lockstep.dev/pool": None}}})
+        for name in names:
+            self.api.merge_patch(f"/api/v1/nodes/{name}",
+                                 {"metadata": {"labels": {"bench.lockstep.dev/pool": pool}}})
+
     def stop_heartbeat(self, node):
         """The node's kubelet dies: the apiserver refuses kwok's writes for it
         (bench/peers/dead-node-policy.yaml), so its Lease's renewTime freezes and its pods stay

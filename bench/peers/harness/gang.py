@@ -37,7 +37,10 @@ class Gang:
         tj = api.get(f"/apis/lockstep.dev/v1alpha1/namespaces/{ns}/trainingjobs/{job}")
         secret = api.get(f"/api/v1/namespaces/{ns}/secrets/{job}-rdzv")
         pods = self._pods(api, ns, job, tj["spec"]["replicas"])
-        self.index = {p["node"]: i for i, p in enumerate(pods)}
+        # Every rank a node holds: a gang packed onto one 8-GPU node has all 8 of them there.
+        self.ranks = {}
+        for i, p in enumerate(pods):
+            self.ranks.setdefault(p["node"], []).append(i)
         self.dir = os.path.join(out_dir, "gangs", f"{ns}-{job}")
         os.makedirs(self.dir, exist_ok=True)
         self.proc = subprocess.Popen([os.path.join(build_dir, HELPER)], stdin=subprocess.PIPE,
@@ -86,9 +89,17 @@ class Gang:
             raise RuntimeError(f"launcher gang: {got or 'exited'} (logs in {self.dir})")
 
     def freeze(self, node):
-        """The node dies without a word: its launcher stops answering (SIGSTOP, packets dropped)."""
-        self._send(f"freeze {self.index[node]}")
-        self._expect("frozen")
+        """The node dies without a word: every launcher of the gang on it stops answering
+        (SIGSTOP, its packets dropped), whatever the placement. The freezes are sent together and
+        their answers read after, so the node's ranks stop within the helper's few iptables calls
+        of each other (far under the launchers' 3-s peer timeout). Returns the ranks frozen."""
+        ranks = self.ranks.get(node, [])
+        for i in ranks:
+            self.proc.stdin.write(f"freeze {i}\n")
+        self.proc.stdin.flush()
+        for _ in ranks:
+            self._expect("frozen")
+        return list(ranks)
 
     def close(self):
         if self.proc.poll() is None:

@@ -32,10 +32,16 @@ def parse():
     p.add_argument("--workloads", default="burst,contention,nodeloss,ray")
     p.add_argument("--node-loss-cap", type=float, default=600.0)
     p.add_argument("--node-loss-reps", type=int, default=1,
-                   help="repetitions of L's node loss, the median the figure: with launchers "
-                        "it counts from the node's death, which falls anywhere in the Lease's "
-                        "10-s renewal interval; the peers count from the last renewal (their "
-                        "node monitor's grace does), so theirs run once")
+                   help="repetitions of every system's node loss in each placement and "
+                        "variant, the median the figure (and the range beside it)")
+    p.add_argument("--node-loss-placements", default="packed,spread",
+                   help="packed: the whole gang on the lost node (only the Lease can tell "
+                        "any system); spread: one pod per node, a worker's node lost "
+                        "(Lockstep's launchers on the other seven can report it); "
+                        "spread-rank0: one pod per node, rank 0's node lost")
+    p.add_argument("--node-loss-tuned-only", action="store_true",
+                   help="the peers' node loss only with their tuning (their defaults wait out "
+                        "the 300-s eviction); L runs with its defaults either way")
     p.add_argument("--ray-reps", type=int, default=3)
     p.add_argument("--cluster", default="i16-peers")
     p.add_argument("--keep-cluster", action="store_true")
@@ -50,6 +56,10 @@ def parse():
     if a.quick:
         # Peers' node loss tuned only (their defaults take > 5 min), dead nodes not brought back.
         a.nodes, a.jobs, a.workloads, a.node_loss_cap = 50, 20, "burst,nodeloss", 75.0
+        a.node_loss_tuned_only = True
+    a.node_loss_placements = [x for x in a.node_loss_placements.split(",") if x]
+    for x in a.node_loss_placements:
+        wl.node_loss(a.nodes, x)  # an unknown placement stops the run before the cluster starts
     return a
 
 
@@ -137,18 +147,7 @@ def run_system(cluster, key, args, works, burst, timeout):
             out["contention"] = runs.contention(cluster, system, cont, stall_timeout=120,
                                                 hard_timeout=1800)
         if "nodeloss" in works:
-            loss = wl.node_loss(args.nodes)
-            reps = args.node_loss_reps if key == "L" else 1
-            if not args.quick or key == "L":
-                out["nodeloss_default"] = runs.node_loss_reps(
-                    reps, cluster, system, loss, False, args.node_loss_cap, not args.quick)
-            if key == "L" and not args.quick:
-                # L as its pods run in kwok without launchers: what the Lease grace alone does.
-                out["nodeloss_lease"] = runs.node_loss_reps(
-                    reps, cluster, system, loss, False, args.node_loss_cap, launchers=False)
-        if "nodeloss" in works and key != "L" and (key != "KU" or args.quick):
-            out["nodeloss_tuned"] = runs.node_loss(cluster, system, loss, True,
-                                                   args.node_loss_cap, not args.quick)
+            out["nodeloss"] = node_losses(cluster, key, system, args, tuned_install=False)
     finally:
         system.uninstall()
     if "nodeloss" in works and key == "KU" and not args.quick:
@@ -156,11 +155,33 @@ def run_system(cluster, key, args, works, burst, timeout):
         system = make(key, cluster, args.out, args, tuned=True)
         try:
             system.install()
-            out["nodeloss_tuned"] = runs.node_loss(cluster, system, wl.node_loss(args.nodes),
-                                                   True, args.node_loss_cap)
+            for placement, got in node_losses(cluster, key, system, args,
+                                              tuned_install=True).items():
+                out["nodeloss"][placement].update(got)
         finally:
             system.uninstall()
     out["tuned_note"] = system.tuned_note
+    return out
+
+
+def node_losses(cluster, key, system, args, tuned_install):
+    """Workload 3 for one system, every placement asked for: placement -> variant -> figures.
+    Variants: "default" (L: its launchers run, as in every Lockstep pod), "lease" (L in the
+    spread placement without launchers: what the Lease grace alone does; in the packed one the
+    launchers all die with the node, so "default" is that already), "tuned" (each peer with the
+    tuning its docs offer; KU's on its second, tuned install)."""
+    out = {}
+    reps, cap, restore = args.node_loss_reps, args.node_loss_cap, not args.quick
+    for placement in args.node_loss_placements:
+        loss = wl.node_loss(args.nodes, placement)
+        got = out[placement] = {}
+        if not tuned_install and (key in ("L", "LB") or not args.node_loss_tuned_only):
+            got["default"] = runs.node_loss_reps(reps, cluster, system, loss, False, cap, restore)
+        if key in ("L", "LB") and not args.quick and placement != "packed":
+            got["lease"] = runs.node_loss_reps(reps, cluster, system, loss, False, cap, restore,
+                                               launchers=False)
+        if key not in ("L", "LB") and (tuned_install or key != "KU" or args.quick):
+            got["tuned"] = runs.node_loss_reps(reps, cluster, system, loss, True, cap, restore)
     return out
 
 

@@ -4,24 +4,38 @@ from . import census
 from .runs import fmt, median
 
 
-NODELOSS = ("nodeloss_default", "nodeloss_lease", "nodeloss_tuned")
+NODELOSS = ("nodeloss_default", "nodeloss_lease", "nodeloss_tuned")  # results before 2026-12-07
+VARIANTS = ("default", "lease", "tuned")
+
+
+def has_nodeloss(r):
+    return "nodeloss" in r or any(v in r for v in NODELOSS)
 
 
 def nodeloss_variants(r, long=True):
-    """(label, figures) of each node-loss run of one system, in table order."""
-    for v in NODELOSS:
-        n = r.get(v)
+    """(placement, label, figures) of each node-loss run of one system, in table order. Results
+    from before the placements were named (flat nodeloss_* keys) come as placement "unnamed"."""
+    if "nodeloss" in r:
+        cases = [(p, v, r["nodeloss"][p].get(v)) for p in r["nodeloss"] for v in VARIANTS]
+    else:
+        cases = [("unnamed", v[len("nodeloss_"):], r.get(v)) for v in NODELOSS]
+    for placement, v, n in cases:
         if not n or "recovery_s" not in n:
             continue
-        if v == "nodeloss_tuned":
+        if v == "tuned":
             label = "tuned: " + r.get("tuned_note", "") if long else "tuned"
-        elif v == "nodeloss_lease":
+        elif v == "lease":
             label = "without launchers (kwok pods): the Lease grace alone" if long else "no launchers"
         else:
             label = "default" + (", its launchers run (as in every Lockstep pod)"
                                  if n.get("launchers") and long else
                                  " + launchers" if n.get("launchers") else "")
-        yield label, n
+        yield placement, label, n
+
+
+def spread(values):
+    vals = [v for v in values if v is not None]
+    return f"{min(vals):.2f}-{max(vals):.2f}" if len(vals) > 1 else ""
 
 
 def ratio(peer, ours):
@@ -44,9 +58,9 @@ def lines(res):
                                              for n, c in cost.items()))
             if "writes" in b:
                 parts.append(f"{b['writes']['per_job']} API writes per job")
-        for label, n in nodeloss_variants(r, long=False):
+        for placement, label, n in nodeloss_variants(r, long=False):
             got = n["recovery_s"]
-            parts.append(f"node loss {label} "
+            parts.append(f"node loss {placement} {label} "
                          + (f"{got:.1f} s" if got is not None else f"> {n['cap_s']:.0f} s"))
         c = r.get("contention")
         if c:
@@ -121,19 +135,26 @@ def tables(res):
                          f"{fmt(c.get('partial_span_p50_s'))}, {fmt(c.get('partial_span_max_s'))} | "
                          f"{c['peak_partial']} | {ratio(c['makespan_s'], lc.get('makespan_s'))} |")
         t.append("")
-    if any(v in r for r in s.values() for v in NODELOSS):
-        ld = L.get("nodeloss_default", {}).get("recovery_s")
-        t += ["| system | variant | last heartbeat -> job Running again s | node killed -> "
-              "Running s | repetitions (from the last heartbeat) s | / L's default |",
-              "|---|---|---:|---:|---|---:|"]
-        for k, r in s.items():
-            for name, n in nodeloss_variants(r):
-                got = n["recovery_s"]
-                shown = fmt(got) if got is not None else f"> {n['cap_s']:.0f} (not recovered)"
-                reps = ", ".join(fmt(x) for x in n.get("reps", []))
-                t.append(f"| {k} | {name} | {shown} | {fmt(n.get('from_stop_s'))} | {reps} | "
-                         f"{ratio(got if got is not None else n['cap_s'], ld)}"
-                         f"{'+' if got is None else ''} |")
+    if any(has_nodeloss(r) for r in s.values()):
+        ours = {p: n["recovery_s"] for p, label, n in nodeloss_variants(L)
+                if label.startswith("default")}
+        t += ["| placement | system | variant | last heartbeat -> job Running again s (median) | "
+              "range | node killed -> Running s (median) | range | repetitions (from the last "
+              "heartbeat) s | pods on the lost node | / L's default |",
+              "|---|---|---|---:|---|---:|---|---|---:|---:|"]
+        for p in dict.fromkeys(p for r in s.values() for p, _, _ in nodeloss_variants(r)):
+            for k, r in s.items():
+                for placement, name, n in nodeloss_variants(r):
+                    if placement != p:
+                        continue
+                    got = n["recovery_s"]
+                    shown = fmt(got) if got is not None else f"> {n['cap_s']:.0f} (not recovered)"
+                    reps = ", ".join(fmt(x) for x in n.get("reps", []))
+                    t.append(f"| {p} | {k} | {name} | {shown} | {spread(n.get('reps', []))} | "
+                             f"{fmt(n.get('from_stop_s'))} | {spread(n.get('from_stop_reps', []))}"
+                             f" | {reps} | {n.get('pods_on_lost_node', '-')} | "
+                             f"{ratio(got if got is not None else n['cap_s'], ours.get(p))}"
+                             f"{'+' if got is None else ''} |")
         t.append("")
     if "ray" in res:
         lr = median(res["ray"].get("L", []))

@@ -8,6 +8,7 @@ from . import census
 from . import cost as costlib
 from . import kube as kubelib
 from . import raw as rawlib
+from . import workload as wl
 from .cluster import log
 from .tracker import Tracker
 
@@ -188,12 +189,25 @@ def finish_job(cluster, tracker, ns, job):
             log(f"finishing {p['metadata']['name']}: {e}")
 
 
+_packed_runs = [0]
+
+
 def node_loss(cluster, system, workload, tuned, timeout, restore=True, launchers=True):
-    """3: one job running; one of its nodes stops heartbeating. Last Lease renewal -> every pod of
-    the job Running again, none on that node (pods being deleted do not count). With launchers,
-    the system's in-pod processes (system.launchers: Lockstep's) run for the job, and the lost
-    node's freezes the moment its Lease stops."""
+    """3: one job running, placed as workload.placement says (workload.node_loss); the node of
+    one of its pods stops heartbeating. Last Lease renewal -> every pod of the job Running again,
+    none on that node (pods being deleted do not count). With launchers, the system's in-pod
+    processes (system.launchers: Lockstep's) run for the job, and every one of them on the lost
+    node freezes the moment its Lease stops."""
     cluster.settle()
+    pool_nodes = None
+    if workload.placement == "packed":
+        # The pool is one node while the job is placed (each run the next of the list's last
+        # NODE_LOSS_POOL_NODES, so a node lost in the run before is not reused at once), then
+        # all of them, so that the gang has somewhere to go when its node is lost.
+        pool_nodes = cluster.node_names()[-wl.NODE_LOSS_POOL_NODES:]
+        first = pool_nodes[_packed_runs[0] % len(pool_nodes)]
+        _packed_runs[0] += 1
+        cluster.set_pool(workload.pool, [first])
     ns = new_namespace(cluster, system.key, workload)
     system.prepare_namespace(ns, workload)
     tracker = Tracker(cluster.api, ns, system.job_of, workload.pods)
@@ -203,7 +217,9 @@ def node_loss(cluster, system, workload, tuned, timeout, restore=True, launchers
     if tracker.wait_all_running([job], 180) is None:
         tracker.close()
         cluster.delete_namespace(ns)
-        return {"error": "job never ran"}
+        return {"error": "job never ran", "placement": workload.placement}
+    if pool_nodes:
+        cluster.set_pool(workload.pool, pool_nodes)
     gang, gang_error = None, None
     if launchers:
         try:
@@ -213,12 +229,14 @@ def node_loss(cluster, system, workload, tuned, timeout, restore=True, launchers
             log(f"{system.key} node loss without launchers: {e}")
     time.sleep(3)
     with tracker.lock:
-        node = sorted(n for (j, n, ph, d) in tracker.pods.values() if j == job and n)[0]
+        placed = [n for (j, n, ph, d) in tracker.pods.values() if j == job and n and not d]
+    lost_pod, node = lost_member(cluster, system, ns, job, workload.lose)
     stopped = time.time()
     cluster.stop_heartbeat(node)
-    if gang:
-        gang.freeze(node)
-    log(f"{system.key} node loss ({'tuned' if tuned else 'default'}): stopped {node}")
+    frozen = gang.freeze(node) if gang else None
+    log(f"{system.key} node loss ({workload.placement}, {'tuned' if tuned else 'default'}): "
+        f"stopped {node}, {placed.count(node)} of the job's {len(placed)} pods on it"
+        + (f", launchers of ranks {frozen} frozen" if gang else ""))
 
     def recovered(t):
         live = t.live(job)
@@ -233,23 +251,41 @@ def node_loss(cluster, system, workload, tuned, timeout, restore=True, launchers
     # a Lease-driven peer counts from there) and from the moment the harness killed the node.
     out = {"node": node, "recovery_s": (at - last_renewal) if at else None,
            "from_stop_s": (at - stopped) if at else None, "cap_s": timeout,
-           "tuned": tuned, "launchers": gang is not None}
+           "tuned": tuned, "launchers": gang is not None, "placement": workload.placement,
+           "job_nodes": len(set(placed)), "pods_on_lost_node": placed.count(node),
+           "lost_pod": lost_pod}
+    if gang:
+        out["frozen_ranks"] = frozen
     if gang_error:
         out["launchers_error"] = gang_error
     if at is None:
         with tracker.lock:
             out["left"] = [{"node": n, "phase": ph, "deleting": d}
                            for (j, n, ph, d) in tracker.pods.values() if j == job]
-    log(f"{system.key} node loss: {fmt(out['recovery_s'])} (cap {timeout} s"
+    log(f"{system.key} node loss ({workload.placement}): {fmt(out['recovery_s'])} s from the "
+        f"last heartbeat, {fmt(out['from_stop_s'])} s from the kill (cap {timeout} s"
         f"{', its launchers ran' if gang else ''})")
     cluster.resume_heartbeat(node, wait=restore)
     cluster.delete_namespace(ns)
     return out
 
 
+def lost_member(cluster, system, ns, job, which):
+    """(pod, its node): the job's bound pod whose name sorts first ("first") or last ("last").
+    Every system names rank 0 first (Lockstep's worker-0, which hosts the rendezvous and which
+    the operator asks about its peers; training-operator's master-0; JobSet's job index 0), so
+    "last" is a plain worker and "first" the gang's rank 0."""
+    items, _ = cluster.api.list(kubelib.pods_path(ns))
+    pods = sorted((p["metadata"]["name"], p["spec"]["nodeName"]) for p in items
+                  if system.job_of(p) == job and p["spec"].get("nodeName")
+                  and not p["metadata"].get("deletionTimestamp"))
+    return pods[0] if which == "first" else pods[-1]
+
+
 def node_loss_reps(reps, *args, **kwargs):
-    """node_loss `reps` times; the first run's figures with `recovery_s` the median of every
-    run's (None when any did not recover) and each run's in `reps`."""
+    """node_loss `reps` times; the first run's figures with `recovery_s` and `from_stop_s` the
+    medians of every run's (None when any did not recover), each run's in `reps` and
+    `from_stop_reps`, and every run's own record in `runs`."""
     runs = [node_loss(*args, **kwargs) for _ in range(max(1, reps))]
     out = dict(runs[0])
     if reps > 1 and all("recovery_s" in r for r in runs):
@@ -258,6 +294,7 @@ def node_loss_reps(reps, *args, **kwargs):
         out["from_stop_reps"] = [r["from_stop_s"] for r in runs]
         out["recovery_s"] = None if None in got else statistics.median(got)
         out["from_stop_s"] = None if None in got else statistics.median(out["from_stop_reps"])
+        out["runs"] = runs
     return out
 
 
