@@ -51,7 +51,8 @@ main() {
     --target "$SCRATCH/site" "$SCRATCH"/wheel/lockstep-*.whl
   [[ -x "$SCRATCH/site/bin/kubectl-lockstep" ]] || die "the wheel installs no kubectl-lockstep"
   export PYTHONPATH="$SCRATCH/site" LOCKSTEP_SDK_INSTALLED=1 PATH="$SCRATCH/site/bin:$PATH"
-  kubectl-lockstep --help >/dev/null
+  # kubectl finds the plugin on PATH by its name.
+  kubectl lockstep --help >/dev/null || die "kubectl does not run the kubectl-lockstep plugin"
 
   local rc=0 mypy_rc=0
   log "sdk: mypy --strict"

@@ -17,6 +17,9 @@ import sys
 from typing import Any, Sequence
 
 import yaml
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config import ConfigException
+from urllib3.exceptions import HTTPError
 
 from lockstep import _api
 from lockstep.client import TrainingJobClient, TrainingJobError, WaitTimeoutError
@@ -231,20 +234,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
-    except Exception as e:  # the client's ApiException, a kubeconfig error: one line, no trace
-        if type(e).__name__ in ("ApiException", "ConfigException", "MaxRetryError"):
-            reason = getattr(e, "reason", None) or e
-            body = getattr(e, "body", None)
-            detail = ""
-            if body:
-                try:
-                    detail = ": " + json.loads(body).get("message", "")
-                except (ValueError, AttributeError):
-                    detail = f": {body}"
-            print(f"error: {reason}{detail}", file=sys.stderr)
-            return 1
-        raise
-
+    except ApiException as e:  # one line, no traceback
+        detail = ""
+        if e.body:
+            try:
+                detail = ": " + str(json.loads(e.body).get("message", ""))
+            except (ValueError, AttributeError):
+                detail = f": {e.body}"
+        print(f"error: {e.status} {e.reason}{detail}", file=sys.stderr)
+        return 1
+    except (ConfigException, HTTPError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
 
 if __name__ == "__main__":
     sys.exit(main())
