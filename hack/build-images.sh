@@ -13,8 +13,10 @@
 # files with fixed modes, layer entries in sorted order, so a rebuild of the same tree gives the
 # same digests. The test node agent runs pods from these layouts (docs/e2e.md, "Images").
 #
-#   hack/build-images.sh [--build-dir DIR] [--out DIR] [--no-build]
+#   hack/build-images.sh [--build-dir DIR] [--out DIR] [--no-build] [--examples FRAMEWORK]...
 #       --no-build: pack the binaries the build dir holds (tests, which must not reconfigure it)
+#       --examples jax: also lockstep/examples-jax, the training image the examples run in on
+#         real kubelet nodes (hack/lib/examples-image.sh), as build/images/examples-jax.tar
 #   hack/build-images.sh --print-recipe operator|launcher
 #       what the image holds and how it starts, in Dockerfile syntax (the Dockerfile test
 #       compares it with docker/<image>.Dockerfile's final stage)
@@ -23,6 +25,7 @@
 # and root, so that the layers' files are owned by root.
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
+source "$REPO_ROOT/hack/lib/examples-image.sh"
 
 IMAGES=(operator launcher)
 
@@ -32,6 +35,7 @@ recipe() {
   case "$1" in
     operator) ENTRYPOINT=(/lockstep-operator) PORTS=(8080 8081) ;;
     launcher) ENTRYPOINT=(/bin/cp) CMD=(--help) ;;
+    examples-*) CMD=(python3) ;;
     *) die "unknown image $1 (operator or launcher)" ;;
   esac
 }
@@ -70,10 +74,16 @@ pack() {
   umoci init --layout "$layout"
   umoci new --image "$layout:build"
   umoci unpack --image "$layout:build" "$bundle" >/dev/null
-  "$REPO_ROOT/docker/stage-rootfs.sh" --image "$image" --bin "$bin" --out "$bundle/rootfs"
+  local staged_by="docker/stage-rootfs.sh --image $image"
+  if [[ "$image" == examples-* ]]; then
+    staged_by="hack/lib/examples-image.sh ${image#examples-}"
+    stage_examples_rootfs "${image#examples-}" "$bundle/rootfs"
+  else
+    "$REPO_ROOT/docker/stage-rootfs.sh" --image "$image" --bin "$bin" --out "$bundle/rootfs"
+  fi
   touch -h -d "@$SOURCE_DATE_EPOCH" "$bundle/rootfs"
   umoci repack --image "$layout:build" --history.created "$created" \
-    --history.created_by "docker/stage-rootfs.sh --image $image" "$bundle"
+    --history.created_by "$staged_by" "$bundle"
   recipe "$image"
   local args=(--no-history --created "$created" --config.user "$USER") part
   for part in "${ENTRYPOINT[@]}"; do args+=(--config.entrypoint "$part"); done
@@ -108,15 +118,16 @@ PY
 }
 
 main() {
-  local build="${LOCKSTEP_BUILD_DIR:-build}" no_build=""
+  local build="${LOCKSTEP_BUILD_DIR:-build}" no_build="" examples=()
   OUT=""
   while (( $# > 0 )); do
     case "$1" in
       --build-dir) build="$2"; shift 2 ;;
       --out) OUT="$2"; shift 2 ;;
       --no-build) no_build=1; shift ;;
+      --examples) examples+=("$2"); shift 2 ;;
       --print-recipe) print_recipe "$2"; return ;;
-      -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; return 2 ;;
+      -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; return 2 ;;
       *) die "unknown argument: $1" ;;
     esac
   done
@@ -143,7 +154,7 @@ main() {
   done
   rm -f "$OUT/digests"
   local image
-  for image in "${IMAGES[@]}"; do
+  for image in "${IMAGES[@]}" "${examples[@]/#/examples-}"; do
     log "packing lockstep/$image:$version into $OUT/$image"
     pack "$image" "lockstep/$image:$version" "$WORK/bin"
     report "$image" "lockstep/$image:$version"

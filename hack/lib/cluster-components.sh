@@ -39,7 +39,7 @@ component_args() {
         --unsafe-no-fsync --quota-backend-bytes 8589934592 ;;
     apiserver)
       write_audit_policy
-      echo "$TOOLS_BIN/kube-apiserver" --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
+      echo "$TOOLS_BIN/kube-apiserver" --bind-address "$API_HOST" --advertise-address "$API_HOST" \
         --secure-port "$APISERVER_PORT" --etcd-servers "http://127.0.0.1:$ETCD_CLIENT_PORT" \
         --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
         --client-ca-file "$pki/ca.crt" \
@@ -175,7 +175,7 @@ cluster_running() {
 
 apiserver_ready() {
   curl -sf --max-time 2 --cacert "$STATE/pki/ca.crt" --cert "$STATE/pki/admin.crt" \
-    --key "$STATE/pki/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
+    --key "$STATE/pki/admin.key" "https://$API_HOST:$APISERVER_PORT/readyz" >/dev/null 2>&1
 }
 
 # wait_until DESCRIPTION SECONDS COMMAND...: polls COMMAND every 0.2 s. Gives up at once when a
@@ -200,7 +200,7 @@ wait_until() {
 # dead_component: the name of a started component (one with a pid file) that is not running.
 dead_component() {
   local c
-  for c in etcd apiserver controller-manager kwok kueue; do
+  for c in etcd apiserver controller-manager kwok kueue kube-scheduler coredns; do
     if [[ -f "$STATE/pids/$c" ]] && ! component_alive "$c"; then echo "$c"; return 0; fi
   done
 }

@@ -6,12 +6,16 @@ allocate_ports() {
   python3 - >"$STATE/ports.env" <<'PY'
 import socket
 socks = []
-for name in ["ETCD_CLIENT_PORT", "ETCD_PEER_PORT", "APISERVER_PORT", "KCM_PORT", "KWOK_PORT"]:
+for name in ["ETCD_CLIENT_PORT", "ETCD_PEER_PORT", "APISERVER_PORT", "KCM_PORT", "KWOK_PORT",
+             "SCHEDULER_PORT", "COREDNS_HEALTH_PORT"]:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     socks.append(s)
     print(f"{name}={s.getsockname()[1]}")
 PY
+  # Where the apiserver listens: loopback, or with kubelet nodes the host's end of their bridge,
+  # which their pods and kubelets can reach (hack/lib/cluster-kubelet.sh).
+  echo "API_HOST=${API_HOST:-127.0.0.1}" >>"$STATE/ports.env"
   # shellcheck disable=SC1091
   source "$STATE/ports.env"
 }
@@ -19,6 +23,7 @@ PY
 load_ports() {
   # shellcheck disable=SC1091
   source "$STATE/ports.env"
+  API_HOST="${API_HOST:-127.0.0.1}"  # a cluster started before API_HOST was written
 }
 
 # sign_cert NAME SUBJECT [SAN]: a key and a certificate signed by the cluster CA.
@@ -49,7 +54,7 @@ make_pki() {
   openssl req -x509 -new -key "$pki/ca.key" -subj "/CN=lockstep-local-ca" -days 365 -sha256 \
     -out "$pki/ca.crt" 2>/dev/null
   sign_cert apiserver "/CN=kube-apiserver" \
-    "IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1"
+    "IP:$API_HOST,IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1"
   sign_cert admin "/O=system:masters/CN=lockstep-admin"
   # The apiserver's identity towards kubelets (logs, exec): the test node agent checks it
   # against the CA and asks the apiserver whether it may (a SubjectAccessReview), as a kubelet.
@@ -71,7 +76,7 @@ kind: Config
 clusters:
 - name: $CLUSTER_NAME
   cluster:
-    server: https://127.0.0.1:$APISERVER_PORT
+    server: https://$API_HOST:$APISERVER_PORT
     certificate-authority-data: $(base64 -w0 <"$pki/ca.crt")
 users:
 - name: $user

@@ -11,9 +11,13 @@ passed on in this one line:
 Then a few SGD steps of a linear model whose batch is sharded over every process's devices (the
 gradient reduction crosses processes), and a cross-process sum. Prints
 `JAX process=<i> count=<n> sum=<sum of 1..n> sha=<digest of the final weights>`.
+
+--steps and --step-seconds make a longer job (the kubelet tier kills a node under one).
 """
+import argparse
 import hashlib
 import os
+import time
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +27,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--step-seconds", type=float, default=0.0,
+                        help="sleep after each step, so the job lasts steps x this")
+    args = parser.parse_args()
     # Cross-process collectives on CPU go through Gloo (GPUs use NCCL regardless). This must be
     # set before initialize(), and asking which backend is in use would already start it.
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
@@ -50,8 +59,11 @@ def main():
         grad = jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
         return w - 0.1 * grad
 
-    for _ in range(20):
+    for _ in range(args.steps):
         w = step(w, x, y)
+        if args.step_seconds > 0:
+            w.block_until_ready()
+            time.sleep(args.step_seconds)
     host_w = np.asarray(multihost_utils.process_allgather(w, tiled=True))
     sha = hashlib.sha256(host_w.tobytes()).hexdigest()[:16]
     print(f"JAX process={pid} count={count} devices={jax.device_count()} sum={total} sha={sha}",

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# The kubelet tier: Lockstep on real nodes (docs/e2e.md, "Real kubelet nodes"). A cluster of its
+# own with 3 real kubelets (containerd and runc, the CNI bridge, kube-proxy, CoreDNS,
+# kube-scheduler, kube-network-policies enforcing NetworkPolicy):
+#   1. nodes: Ready, their runtime containerd, nvidia.com/gpu advertised;
+#   2. images: the operator, launcher and lockstep/examples-jax images built by
+#      hack/build-images.sh and loaded into every node's containerd;
+#   3. helm install: both operator replicas Running from the operator image on kubelet nodes,
+#      placed by kube-scheduler, one leads; `kubectl logs` through the kubelet;
+#   4. a JAX TrainingJob in a namespace that enforces Pod Security `restricted`: its pods are
+#      created placed by Lockstep, the init container copies the launcher from the launcher
+#      image, the ranks find the coordinator by its DNS name (CoreDNS) and the job Succeeds with
+#      every process agreeing on the weights;
+#   5. NetworkPolicy enforced by the kernel: while a job runs, a pod of that job opens worker-0's
+#      rendezvous port; a pod in another namespace cannot, but reaches a port the policy leaves
+#      open;
+#   6. a node's death (kubelet, containerd and every container killed, its link cut): the
+#      operator sees its Lease expire, restarts the gang on the living nodes and the job
+#      Succeeds with one restart.
+# `hack/cluster.sh down` at the end fails the test if a node left anything behind.
+#
+#   tests/kubelet/kubelet_e2e_test.sh BUILD_DIR
+# Needs root; prints LOCKSTEP_TEST_SKIPPED otherwise.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="$(realpath -m "${1:-$REPO/build}")"
+STARTED=$SECONDS
+
+skip() { echo "LOCKSTEP_TEST_SKIPPED: $*"; exit 0; }
+ok() { echo "ok: $* ($((SECONDS - STARTED)) s)"; }
+fail() {
+  echo "FAIL: $*" >&2
+  kubectl get nodes -o wide >&2 2>/dev/null || true
+  kubectl get pods -A -o wide >&2 2>/dev/null || true
+  kubectl get tj -A -o wide >&2 2>/dev/null || true
+  kubectl get events -A --sort-by=.lastTimestamp 2>/dev/null | tail -25 >&2 || true
+  local leader; leader="$(leader_pod 2>/dev/null || true)"
+  [[ -z "$leader" ]] || kubectl logs -n "$OP_NS" "$leader" --tail 30 >&2 2>/dev/null || true
+  exit 1
+}
+
+(( EUID == 0 )) || skip "real kubelet nodes need root"
+for bin in lockstep-operator lockstep-launcher; do
+  [[ -x "$BUILD/bin/$bin" ]] || fail "$BUILD/bin/$bin is not built"
+done
+
+source "$REPO/hack/lib/common.sh"
+CLUSTER="${LOCKSTEP_TEST_CLUSTER:-lockstep-test}-kubelet"
+WORK="$(mktemp -d)"
+OP_NS=lockstep-system RELEASE=lockstep NS=kubelet-e2e OTHER_NS=kubelet-e2e-other
+VERSION="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' "$REPO/helm/lockstep/Chart.yaml")"
+
+cleanup() {
+  local rc=$?
+  if ! "$REPO/hack/cluster.sh" down --name "$CLUSTER" >"$WORK/down.log" 2>&1; then
+    cat "$WORK/down.log" >&2
+    echo "FAIL: hack/cluster.sh down: the kubelet nodes left something behind" >&2
+    rc=1
+  fi
+  rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+
+# wait_for WHAT SECONDS COMMAND...: polls COMMAND every 0.5 s.
+wait_for() {
+  local what="$1" limit="$2"; shift 2
+  local deadline=$((SECONDS + limit))
+  until "$@" >/dev/null 2>&1; do
+    (( SECONDS < deadline )) || fail "$what: not within ${limit} s"
+    sleep 0.5
+  done
+}
+
+# ---- 1. nodes ---------------------------------------------------------------------------------
+"$REPO/hack/cluster.sh" down --name "$CLUSTER" >/dev/null 2>&1 || true
+eval "$("$REPO/hack/cluster.sh" up --name "$CLUSTER" --nodes 0 --kubelet-nodes 3)"
+nodes="$(kubectl get nodes -l lockstep.dev/kubelet-node=true \
+  -o jsonpath='{range .items[*]}{.metadata.name} {.status.nodeInfo.containerRuntimeVersion} {.status.capacity.nvidia\.com/gpu}{"\n"}{end}')"
+[[ "$(grep -c '^kubelet-node-[0-9] containerd://1\.[0-9.]*[^ ]* 2$' <<<"$nodes")" == 3 ]] ||
+  fail "3 kubelet nodes with containerd and 2 GPUs each, got: $nodes"
+ok "nodes: $(tr '\n' ';' <<<"$nodes")"
+
+# ---- 2. images --------------------------------------------------------------------------------
+"$REPO/hack/build-images.sh" --build-dir "$BUILD" --no-build --out "$WORK/images" --examples jax \
+  >"$WORK/images.log" 2>&1 || { tail -20 "$WORK/images.log" >&2; fail "hack/build-images.sh"; }
+"$REPO/hack/cluster.sh" load-images --name "$CLUSTER" "$WORK"/images/*.tar >"$WORK/load.log" 2>&1 ||
+  { cat "$WORK/load.log" >&2; fail "hack/cluster.sh load-images"; }
+ok "images: $(awk '{print $1}' "$WORK/images/digests" | tr '\n' ' ')in every node's containerd"
+
+# ---- 3. the operator from its image ---------------------------------------------------------
+kubectl create namespace "$OP_NS" >/dev/null
+helm install "$RELEASE" "$REPO/helm/lockstep" -n "$OP_NS" \
+  --set "operator.extraArgs={--node-lease-grace=10s}" >"$WORK/helm.log" 2>&1 ||
+  { cat "$WORK/helm.log" >&2; fail "helm install"; }
+leader_pod() {
+  local holder; holder="$(kubectl get lease "$RELEASE-lockstep" -n "$OP_NS" \
+    -o jsonpath='{.spec.holderIdentity}' 2>/dev/null)"
+  [[ -n "$holder" ]] && echo "${holder%%_*}"
+}
+leader_running() {
+  local pod; pod="$(leader_pod)" || return 1
+  [[ "$(kubectl get pod -n "$OP_NS" "$pod" -o jsonpath='{.status.phase}')" == Running ]]
+}
+wait_for "both operator pods Available" 120 kubectl rollout status deployment -n "$OP_NS" \
+  --timeout 2s "$RELEASE-lockstep"
+wait_for "an operator pod leads" 60 leader_running
+op_nodes="$(kubectl get pods -n "$OP_NS" -l app.kubernetes.io/component=operator \
+  -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{end}')"
+grep -qE '^(kubelet-node-[0-9] ){2}$' <<<"$op_nodes" || fail "operator pods on kubelet nodes: $op_nodes"
+kubectl logs -n "$OP_NS" "$(leader_pod)" --tail 200 | grep -q . || fail "kubectl logs of the leader"
+ok "operator: $(leader_pod) leads, pods on $op_nodes(kube-scheduler placed them); kubectl logs works"
+
+# ---- 4. a JAX job under Pod Security restricted ----------------------------------------------
+kubectl create namespace "$NS" >/dev/null
+kubectl label namespace "$NS" pod-security.kubernetes.io/enforce=restricted >/dev/null
+# jax_job NAME STEPS: the JAX example on the kubelet nodes, 2 pods, as a restricted namespace
+# admits it.
+jax_job() {
+  cat <<EOF
+apiVersion: lockstep.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: $1, namespace: $NS}
+spec:
+  framework: JAX
+  replicas: 2
+  procsPerPod: 1
+  template:
+    spec:
+      nodeSelector: {lockstep.dev/kubelet-node: "true"}
+      terminationGracePeriodSeconds: 5
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        seccompProfile: {type: RuntimeDefault}
+      containers:
+      - name: trainer
+        image: lockstep/examples-jax:$VERSION
+        imagePullPolicy: Never
+        command: [python3, /examples/frameworks/jax/train.py]
+        args: [--steps, "$2", --step-seconds, "0.1"]
+        securityContext:
+          allowPrivilegeEscalation: false
+          capabilities: {drop: [ALL]}
+        resources:
+          requests: {cpu: 100m, memory: 256Mi}
+  failurePolicy:
+    maxRestarts: 2
+    backoff: {initialSeconds: 1, maxSeconds: 2}
+EOF
+}
+job_state() { kubectl get tj "$1" -n "$NS" -o jsonpath='{.status.state}'; }
+job_is() { [[ "$(job_state "$1")" == "$2" ]]; }
+jax_job jax-1 5 | kubectl apply -f - >"$WORK/apply.log" 2>&1 || { cat "$WORK/apply.log" >&2; fail "apply jax-1"; }
+wait_for "jax-1 Succeeded" 240 job_is jax-1 Succeeded
+logs="$(kubectl logs -n "$NS" -l lockstep.dev/job-name=jax-1 -c trainer --tail 50)"
+shas="$(grep -o 'JAX process=[0-9] count=2 .* sha=[0-9a-f]*' <<<"$logs" | sed 's/.*sha=//' | sort -u)"
+[[ "$(grep -c 'JAX process=' <<<"$logs")" == 2 && "$(wc -l <<<"$shas")" == 1 ]] ||
+  fail "jax-1: two processes with one sha, got: $logs"
+ok "jax-1 Succeeded on real kubelets under Pod Security restricted; both processes sha=$shas"
+
+# ---- 5. NetworkPolicy enforced ---------------------------------------------------------------
+jax_job jax-net 3000 | kubectl apply -f - >/dev/null
+wait_for "jax-net Running" 120 job_is jax-net Running
+worker0_ip="$(kubectl get pods -n "$NS" -l lockstep.dev/job-name=jax-net,lockstep.dev/replica-index=0 \
+  -o jsonpath='{.items[0].status.podIP}')"
+[[ -n "$worker0_ip" ]] || fail "jax-net's worker-0 has no IP"
+kubectl create namespace "$OTHER_NS" >/dev/null
+# probe_pod NAME NAMESPACE LABELS PORT: a pod that tries to open IP:PORT for 3 s and prints
+# "open" or "closed: <error>".
+probe_pod() {
+  cat <<EOF | kubectl apply -f - >/dev/null
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $2, labels: {$3}}
+spec:
+  restartPolicy: Never
+  nodeSelector: {lockstep.dev/kubelet-node: "true"}
+  securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: probe
+    image: lockstep/examples-jax:$VERSION
+    imagePullPolicy: Never
+    command: [python3, -c, "import socket,sys\ntry:\n  socket.create_connection(('$worker0_ip', $4), timeout=3); print('open')\nexcept OSError as e:\n  print('closed:', e)"]
+    securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+EOF
+}
+probe_result() {
+  local phase; phase="$(kubectl get pod "$1" -n "$2" -o jsonpath='{.status.phase}')"
+  [[ "$phase" == Succeeded || "$phase" == Failed ]] && kubectl logs "$1" -n "$2"
+}
+probe() {
+  probe_pod "$@"
+  wait_for "probe $1 done" 60 probe_result "$1" "$2"
+  probe_result "$1" "$2"
+}
+same="$(probe same-job "$NS" "lockstep.dev/job-name: jax-net" 29400)"
+[[ "$same" == open ]] || fail "a pod of the job could not open worker-0's rendezvous port: $same"
+other="$(probe other-ns "$OTHER_NS" "app: probe" 29400)"
+[[ "$other" == closed* ]] || fail "a pod of another namespace opened worker-0's rendezvous port: $other"
+ok "NetworkPolicy enforced: same job -> $worker0_ip:29400 $same; other namespace -> $other"
+
+# ---- 6. a node dies ---------------------------------------------------------------------------
+victim="$(kubectl get pods -n "$NS" -l lockstep.dev/job-name=jax-net,lockstep.dev/replica-index=1 \
+  -o jsonpath='{.items[0].spec.nodeName}')"
+[[ "$victim" == kubelet-node-* ]] || fail "jax-net's worker-1 is on '$victim'"
+killed_at=$SECONDS
+"$REPO/hack/cluster.sh" kill-node "$victim" --name "$CLUSTER" >/dev/null 2>&1
+restarted() {
+  [[ "$(kubectl get tj jax-net -n "$NS" -o jsonpath='{.status.restarts}')" -ge 1 ]] && job_is jax-net Running
+}
+wait_for "jax-net running again after $victim died" 120 restarted
+recovered=$((SECONDS - killed_at))
+on_victim="$(kubectl get pods -n "$NS" -l lockstep.dev/job-name=jax-net \
+  -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{.metadata.deletionTimestamp}{"\n"}{end}' |
+  awk -v n="$victim" '$1 == n && NF == 1' | wc -l)"
+(( on_victim == 0 )) || fail "the restarted gang has a live pod on the dead node $victim"
+ok "$victim killed: jax-net running again as attempt $(kubectl get tj jax-net -n "$NS" \
+  -o jsonpath='{.status.restarts}') ${recovered} s later ($(kubectl get tj jax-net -n "$NS" \
+  -o jsonpath='{.status.lastRestart.reason}'))"
+echo "kubelet e2e passed in $((SECONDS - STARTED)) s"
