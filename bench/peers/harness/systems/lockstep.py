@@ -46,12 +46,16 @@ class Lockstep(base.System):
         args = [a for a in args if not a.startswith(("--metrics-bind-address=",
                                                      "--health-probe-bind-address=",
                                                      "--log-format="))]
+        self.health = clusterlib.free_port()
         args += [f"--metrics-bind-address={self.metrics}",
-                 f"--health-probe-bind-address=127.0.0.1:{clusterlib.free_port()}",
+                 f"--health-probe-bind-address=127.0.0.1:{self.health}",
                  "--log-format=text"]
         kc = c.service_account_kubeconfig(NS, RELEASE, os.path.join(self.out_dir, "L.kubeconfig"))
         self.start("operator", [os.path.join(self.build_dir, "bin/lockstep-operator"),
                                 "--kubeconfig", kc, *args], env={"POD_NAMESPACE": NS, **self.env})
+        # Ready as every system is: its own readiness endpoint (its caches, the scheduler's
+        # too, synced), and, as only the leader's workers run, leading.
+        base.wait_ready(self, self.health, "operator", timeout=90)
         self._wait_leader()
 
     def _wait_leader(self, timeout=90):
