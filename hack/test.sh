@@ -2,10 +2,10 @@
 # Runs every test tier of Lockstep from a fresh clone on a fresh machine:
 #   setup (hack/setup.sh) -> build (build/) -> local control plane up -> build-asan/ (ASan+UBSan)
 #   -> unit (sanitized) -> integration (ctest -j) beside launcher -> measure -> chaos -> e2e
-#   -> summary.
+#   -> kubelet (real nodes, a cluster of its own) -> summary.
 #
 #   hack/test.sh                 everything
-#   hack/test.sh unit            only some tiers (unit integration launcher measure chaos e2e)
+#   hack/test.sh unit            only some tiers (unit integration launcher measure chaos e2e kubelet sdk)
 #
 # Environment: LOCKSTEP_CACHE (tool/pip/ccache/venv caches, default ~/.cache/lockstep),
 # LOCKSTEP_TEST_CLUSTER (cluster name, default lockstep-test), CTEST_ARGS (extra ctest flags),
@@ -18,7 +18,7 @@ source "$(dirname "$0")/lib/common.sh"
 cd "$REPO_ROOT"
 
 TIERS=("$@")
-(( ${#TIERS[@]} > 0 )) || TIERS=(unit integration launcher measure chaos e2e)
+(( ${#TIERS[@]} > 0 )) || TIERS=(unit integration launcher measure chaos e2e kubelet sdk)
 CLUSTER="${LOCKSTEP_TEST_CLUSTER:-lockstep-test}"
 RESULTS="$REPO_ROOT/build/test-results"
 INTEGRATION_JOBS="${LOCKSTEP_INTEGRATION_JOBS:-4}"
@@ -156,6 +156,17 @@ stop_background() {
   kill "$BACKGROUND_PID" 2>/dev/null || true
 }
 
+# run_sdk_tier: the Python SDK, kubectl plugin and Kubeflow converter (sdk/test.sh, pytest: its
+# own venv, unit tests, converted training-operator examples on the apiserver, e2e on agent nodes).
+run_sdk_tier() {
+  log "tier sdk (sdk/test.sh)"
+  local started=$SECONDS rc=0
+  sdk/test.sh 2>&1 | tee "$RESULTS/sdk.log" || rc=$?
+  echo "$rc" >"$RESULTS/sdk.rc"
+  echo "$((SECONDS - started))" >"$RESULTS/sdk.seconds"
+  count_tier sdk
+}
+
 start_cluster() {
   log "starting local control plane '$CLUSTER'"
   # Kueue runs beside it when setup built it (hack/build-peers.sh kueue); its tests skip if not.
@@ -193,7 +204,8 @@ main() {
   local tier tiers=()
   for tier in integration launcher measure chaos e2e; do want_tier "$tier" && tiers+=("$tier"); done
   check_tier_executables build "${tiers[@]}"
-  if want_tier integration || want_tier measure || want_tier chaos || want_tier e2e; then
+  if want_tier integration || want_tier measure || want_tier chaos || want_tier e2e ||
+     want_tier sdk; then
     trap 'stop_background; stop_cluster' EXIT
     start_cluster
   fi
@@ -215,6 +227,10 @@ main() {
   # run is hack/chaos.sh; docs/reliability.md).
   want_tier chaos && run_tier chaos build
   want_tier e2e && run_tier e2e build
+  # Real kubelet nodes in a cluster of the tier's own (tests/kubelet), after the agent tiers: its
+  # containers and images would otherwise share the two cores with their timing-bound tests.
+  want_tier kubelet && run_tier kubelet build
+  want_tier sdk && run_sdk_tier
   local elapsed=$((SECONDS - started))
   echo "lockstep tests (${TIERS[*]}) in ${elapsed}s"
   printf '  %s\n' "${TIER_LINES[@]}"
