@@ -63,8 +63,10 @@ http:
 health:
   storagedriver: {enabled: true, interval: 10s, threshold: 3}
 CONFIG
-  # The registry reads REGISTRY_* variables as configuration overrides: none may leak in.
-  env -u REGISTRY_HTTP_ADDR -u REGISTRY_STORAGE setsid "$bin" serve "$dir/config.yml" \
+  # The registry reads REGISTRY_* variables as configuration overrides: none may leak in. It
+  # exports OpenTelemetry traces to localhost:4318 unless told not to.
+  env -u REGISTRY_HTTP_ADDR -u REGISTRY_STORAGE OTEL_TRACES_EXPORTER=none OTEL_SDK_DISABLED=true \
+    setsid "$bin" serve "$dir/config.yml" \
     >"$dir/registry.log" 2>&1 </dev/null &
   echo $! >"$dir/pid"
   echo "$host:$port" >"$dir/address"
