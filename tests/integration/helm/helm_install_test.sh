@@ -2,7 +2,8 @@
 # The chart against the local control plane: `helm lint` is clean and the schema rejects a wrong
 # type; `helm install` creates every object (the operator's pods stay Pending: there is no
 # kube-scheduler and kwok nodes run nothing; that is expected); the ServiceAccount holds exactly
-# the grants the operator needs; `helm upgrade` to a chart whose CRD has a new field applies it;
+# the grants the operator needs; namespace editors (the built-in `edit` role) create TrainingJobs
+# and viewers only read them; `helm upgrade` to a chart whose CRD has a new field applies it;
 # `helm uninstall` removes the operator but keeps the CRD and users' TrainingJobs.
 set -euo pipefail
 # shellcheck source=tests/integration/helm/lib.sh
@@ -31,12 +32,14 @@ lint() {
     fail "helm lint accepted replicaCount=two"
   fi
   grep -q "replicaCount" "$WORK/lint.bad" || fail "schema error does not name the field"
-  if helm install "$RELEASE" "$CHART" -n "$NS" --dry-run --set crds.install=yes \
+  if helm install "$RELEASE" "$CHART" -n "$NS" --dry-run=server --set crds.install=yes \
        >"$WORK/install.bad" 2>&1; then
     fail "helm install accepted crds.install=yes"
   fi
+  grep -q "crds" "$WORK/install.bad" || fail "install's schema error does not name the field: $(cat "$WORK/install.bad")"
   ok "schema rejects wrong value types (lint and install)"
-  helm template "$RELEASE" "$CHART" -n "$NS" >"$WORK/rendered.yaml" || fail "helm template"
+  helm template "$RELEASE" "$CHART" -n "$NS" --kube-version "$K8S_VERSION" >"$WORK/rendered.yaml" ||
+    fail "helm template"
   ok "helm template renders $(grep -c '^kind:' "$WORK/rendered.yaml") objects"
 }
 
@@ -162,6 +165,56 @@ GRANTS
   ok "ServiceAccount grants: every verb the operator uses, none of the near misses"
 }
 
+# Namespace users through the built-in roles (rbac.aggregateToDefaultRoles): an editor (a
+# RoleBinding to `edit`) creates a TrainingJob, a viewer (`view`) reads it and cannot create one,
+# neither writes its status, and a user with no binding sees nothing. Impersonated users against
+# the real API server, whose clusterrole-aggregation controller copies the chart's rules into the
+# built-in roles.
+user_roles() {
+  local editor="alice-$SUFFIX" viewer="bob-$SUFFIX" stranger="carol-$SUFFIX"
+  kubectl create rolebinding editors -n "$JOBS_NS" --clusterrole edit --user "$editor" >/dev/null
+  kubectl create rolebinding viewers -n "$JOBS_NS" --clusterrole view --user "$viewer" >/dev/null
+  # as_can USER VERB RESOURCE[/SUBRESOURCE] (a subresource in --subresource, as can_i does)
+  as_can() {
+    local sub=(); [[ "$3" == */* ]] && sub=(--subresource "${3#*/}")
+    kubectl auth can-i "$2" "${3%%/*}" "${sub[@]}" -n "$JOBS_NS" --as "$1" 2>/dev/null || true
+  }
+  aggregated() { [[ "$(as_can "$editor" create trainingjobs.lockstep.dev)" == yes ]]; }
+  wait_for 30 aggregated || fail "an editor cannot create TrainingJobs (edit not aggregated)"
+  training_job by-editor | kubectl create -n "$JOBS_NS" --as "$editor" -f - >/dev/null 2>"$WORK/editor.err" ||
+    fail "the editor's create was refused: $(cat "$WORK/editor.err")"
+  kubectl patch trainingjob by-editor -n "$JOBS_NS" --as "$editor" --type=merge \
+    -p '{"metadata":{"labels":{"team":"a"}}}' >/dev/null || fail "the editor cannot patch a job"
+  kubectl get trainingjob by-editor -n "$JOBS_NS" --as "$viewer" >/dev/null ||
+    fail "the viewer cannot read a TrainingJob"
+  if training_job by-viewer | kubectl create -n "$JOBS_NS" --as "$viewer" -f - \
+       >/dev/null 2>"$WORK/viewer.err"; then
+    fail "the viewer created a TrainingJob"
+  fi
+  grep -q Forbidden "$WORK/viewer.err" || fail "the viewer's create failed, not as Forbidden: $(cat "$WORK/viewer.err")"
+  local who verb resource want got bad=0
+  while read -r who verb resource want; do
+    case "$who" in @E) got="$(as_can "$editor" "$verb" "$resource")" ;;
+                   @V) got="$(as_can "$viewer" "$verb" "$resource")" ;;
+                   @S) got="$(as_can "$stranger" "$verb" "$resource")" ;; esac
+    [[ "$got" == "$want" ]] || { echo "  $who $verb $resource: want $want, got $got" >&2; bad=1; }
+  done <<'CAN'
+@E delete trainingjobs.lockstep.dev yes
+@E deletecollection trainingjobs.lockstep.dev yes
+@E get trainingjobs.lockstep.dev/status yes
+@E patch trainingjobs.lockstep.dev/status no
+@V list trainingjobs.lockstep.dev yes
+@V watch trainingjobs.lockstep.dev yes
+@V delete trainingjobs.lockstep.dev no
+@V patch trainingjobs.lockstep.dev no
+@S get trainingjobs.lockstep.dev no
+CAN
+  (( bad == 0 )) || fail "the aggregated roles grant other than intended"
+  kubectl delete trainingjob by-editor -n "$JOBS_NS" --as "$editor" >/dev/null ||
+    fail "the editor cannot delete a job"
+  ok "namespace users: edit creates/patches/deletes TrainingJobs, view reads, neither writes status"
+}
+
 # The CRD gains spec.upgradeProbe in a copy of the chart; after `helm upgrade` the API server
 # keeps that field on a TrainingJob instead of pruning it.
 upgrade() {
@@ -215,6 +268,7 @@ lint
 install
 kubectl create namespace "$JOBS_NS" >/dev/null
 rbac
+user_roles
 upgrade
 uninstall
 echo "helm install/upgrade/uninstall: all checks passed"

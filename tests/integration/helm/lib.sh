@@ -8,6 +8,9 @@ CHART="$REPO/helm/lockstep"
 CRD_NAME=trainingjobs.lockstep.dev
 CRD_FILE=lockstep.dev_trainingjobs.yaml
 SUFFIX="$$-$RANDOM"
+# The Kubernetes the tests run on, for the commands that render without asking the cluster
+# (helm template): the chart's kubeVersion refuses helm's default.
+K8S_VERSION="$(source "$REPO/hack/lib/versions.sh" && echo "$K8S_VERSION")"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }

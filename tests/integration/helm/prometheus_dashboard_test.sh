@@ -5,6 +5,14 @@
 # recovers), then evaluate each panel's PromQL with the template variables substituted through
 # Prometheus's HTTP API on loopback. A query that returns no series fails the test.
 #
+# The scrape is configured as prometheus-operator configures it from the chart's ServiceMonitor
+# (helm template --set serviceMonitor.enabled=true): the target carries the labels it gives
+# every ServiceMonitor target (namespace and service of the operator's Service, endpoint, job)
+# and honor_labels is the ServiceMonitor's honorLabels. The namespace picker must offer the jobs'
+# namespace and the panels are evaluated with it chosen: with honorLabels false Prometheus
+# renames the jobs' `namespace` label `exported_namespace` and both fail
+# (LOCKSTEP_TEST_HELM_SET=serviceMonitor.honorLabels=false shows it).
+#
 #   prometheus_dashboard_test.sh /path/to/lockstep-operator
 set -euo pipefail
 # shellcheck source=tests/integration/helm/lib.sh
@@ -50,21 +58,44 @@ start_operator() {
   ok "operator ready, metrics on 127.0.0.1:$METRICS_PORT"
 }
 
+# The chart's ServiceMonitor as prometheus-operator turns it into a scrape config, the target
+# being this operator process: "<honorLabels> <Service name> <Service namespace>".
+service_monitor() {
+  local set=(--set serviceMonitor.enabled=true)
+  [[ -z "${LOCKSTEP_TEST_HELM_SET:-}" ]] || set+=(--set "$LOCKSTEP_TEST_HELM_SET")
+  helm template lockstep "$CHART" -n lockstep-system --kube-version "$K8S_VERSION" "${set[@]}" \
+    --show-only templates/servicemonitor.yaml | python3 -c '
+import sys, yaml
+sm = yaml.safe_load(sys.stdin)
+endpoint = sm["spec"]["endpoints"][0]
+service = sm["metadata"]["name"] + "-metrics"
+print(str(endpoint.get("honorLabels", False)).lower(), service,
+      sm["spec"]["namespaceSelector"]["matchNames"][0])'
+}
+
 start_prometheus() {
   PROM_PORT="$(free_port)"
+  local honor service service_ns
+  read -r honor service service_ns < <(service_monitor) || fail "no ServiceMonitor rendered"
+  SCRAPE_JOB="$service"
   cat >"$WORK/prometheus.yml" <<CONFIG
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 scrape_configs:
-- job_name: lockstep-operator
-  static_configs: [{targets: ["127.0.0.1:$METRICS_PORT"]}]
+- job_name: serviceMonitor/$service_ns/lockstep/0
+  honor_labels: $honor
+  static_configs:
+  - targets: ["127.0.0.1:$METRICS_PORT"]
+    labels: {namespace: $service_ns, service: $service, endpoint: metrics, job: $service,
+             pod: lockstep-operator-0, container: operator}
 CONFIG
+  ok "scrape config from the chart's ServiceMonitor: honor_labels $honor, target namespace $service_ns"
   "$PROMETHEUS" --config.file "$WORK/prometheus.yml" --storage.tsdb.path "$WORK/tsdb" \
     --web.listen-address "127.0.0.1:$PROM_PORT" --log.level warn >"$WORK/prometheus.log" 2>&1 &
   PROMETHEUS_PID=$!
   up() {
     local r
     r="$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode 'query=up == 1')" &&
-      grep -q '"lockstep-operator"' <<<"$r"
+      grep -q "\"$SCRAPE_JOB\"" <<<"$r"
   }
   wait_for 60 up || { tail -20 "$WORK/prometheus.log"; fail "Prometheus does not scrape"; }
   local version; version="$("$PROMETHEUS" --version 2>&1 | head -1 | awk '{print $3}')"
@@ -130,21 +161,41 @@ report_progress() {
 }
 
 # One line per target: "<panel title>\t<expr>", template variables substituted as Grafana would
-# with the defaults (namespace: All).
+# with the jobs' namespace chosen in the picker.
 panel_queries() {
-  python3 - "$DASHBOARD" <<'PY'
+  python3 - "$DASHBOARD" "$JOBS_NS" <<'PY'
 import json, sys
 dashboard = json.load(open(sys.argv[1]))
 for panel in dashboard["panels"]:
     for target in panel.get("targets", []):
         expr = (target["expr"].replace("$__rate_interval", "1m")
-                .replace("$namespace", ".*").replace("${namespace}", ".*"))
+                .replace("$namespace", sys.argv[2]).replace("${namespace}", sys.argv[2]))
         print(f'{panel["title"]}\t{expr}')
 PY
 }
 
+# The namespace picker's choices (its label_values() query, as Grafana asks Prometheus for it)
+# include the jobs' namespace.
+namespace_picker() {
+  local query match
+  query="$(jq -r '.templating.list[] | select(.name == "namespace") | .query.query // .query' \
+             "$DASHBOARD")"
+  [[ "$query" =~ ^label_values\(([a-z_]+),\ *namespace\)$ ]] || fail "picker query: $query"
+  match="${BASH_REMATCH[1]}"
+  local values
+  values="$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/label/namespace/values" \
+              --data-urlencode "match[]=$match" -G | jq -r '.data[]')"
+  if ! grep -qx "$JOBS_NS" <<<"$values"; then
+    echo "FAIL: the namespace picker offers [$(tr '\n' ' ' <<<"$values")], not $JOBS_NS" >&2
+    return 1
+  fi
+  ok "the namespace picker offers $JOBS_NS ($query)"
+}
+
 evaluate_panels() {
   sleep 5  # at least a few scrapes after the last transition, for rate() windows
+  local picker=0
+  namespace_picker || picker=1
   local title expr result count failed=0 total=0
   while IFS=$'\t' read -r title expr; do
     total=$((total + 1))
@@ -163,6 +214,7 @@ evaluate_panels() {
     echo "FAIL: $failed of $total panel queries returned no series" >&2
     return 1
   fi
+  (( picker == 0 )) || return 1
   ok "all $total panel queries return data"
 }
 

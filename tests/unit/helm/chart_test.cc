@@ -226,7 +226,13 @@ TEST(HelmChart, ClusterScopeGrantsExactlyWhatTheOperatorUses) {
   const auto role = chart.Find("ClusterRole", kFullname);
   ASSERT_TRUE(role);
   EXPECT_EQ(Grants(*role), Union(kNamespacedGrants, kClusterReadGrants));
-  EXPECT_EQ(chart.OfKind("ClusterRole").size(), 1u);
+  // The operator's one ClusterRole; the other two are users' (aggregated into edit and view).
+  std::set<std::string> cluster_roles;
+  for (const YAML::Node& r : chart.OfKind("ClusterRole")) {
+    cluster_roles.insert(r["metadata"]["name"].as<std::string>());
+  }
+  EXPECT_EQ(cluster_roles,
+            (std::set<std::string>{kFullname, kFullname + "-edit", kFullname + "-view"}));
 
   const auto election = chart.Find("Role", kFullname + "-leader-election");
   ASSERT_TRUE(election);
@@ -344,6 +350,8 @@ TEST(HelmChart, ServiceMonitorSelectsTheMetricsService) {
   EXPECT_EQ((*monitor)["metadata"]["labels"]["release"].as<std::string>(),
             "kube-prometheus-stack");
   EXPECT_EQ((*monitor)["spec"]["endpoints"][0]["port"].as<std::string>(), "metrics");
+  // The jobs' own namespace label must survive the target's (prometheus_dashboard_test.sh).
+  EXPECT_TRUE((*monitor)["spec"]["endpoints"][0]["honorLabels"].as<bool>(false));
   const auto service = chart.Find("Service", kFullname + "-metrics");
   ASSERT_TRUE(service);
   EXPECT_EQ((*service)["spec"]["ports"][0]["name"].as<std::string>(), "metrics");
@@ -351,6 +359,60 @@ TEST(HelmChart, ServiceMonitorSelectsTheMetricsService) {
   for (const auto& [key, value] : (*monitor)["spec"]["selector"]["matchLabels"].as<Labels>()) {
     EXPECT_EQ((*service)["metadata"]["labels"][key].as<std::string>(""), value) << key;
   }
+}
+
+// Namespace users get TrainingJobs through the built-in roles: edit and admin write them, view
+// reads them, nobody but the operator writes their status. tests/integration/helm checks the
+// aggregation on a real API server with impersonated users.
+TEST(HelmChart, UserRolesAggregateIntoTheBuiltInRoles) {
+  const RenderedChart chart = RenderChart();
+  ASSERT_EQ(chart.error, "");
+  const auto edit = chart.Find("ClusterRole", kFullname + "-edit");
+  const auto view = chart.Find("ClusterRole", kFullname + "-view");
+  ASSERT_TRUE(edit);
+  ASSERT_TRUE(view);
+  const YAML::Node edit_labels = (*edit)["metadata"]["labels"];
+  EXPECT_EQ(edit_labels["rbac.authorization.k8s.io/aggregate-to-edit"].as<std::string>(""), "true");
+  EXPECT_EQ(edit_labels["rbac.authorization.k8s.io/aggregate-to-admin"].as<std::string>(""),
+            "true");
+  EXPECT_FALSE(edit_labels["rbac.authorization.k8s.io/aggregate-to-view"]);
+  EXPECT_EQ((*view)["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"]
+                .as<std::string>(""),
+            "true");
+  std::set<Grant> edit_grants, view_grants;
+  for (const char* verb : {"get", "list", "watch"}) {
+    view_grants.insert({"lockstep.dev", "trainingjobs", verb});
+    view_grants.insert({"lockstep.dev", "trainingjobs/status", verb});
+  }
+  edit_grants = view_grants;
+  for (const char* verb : {"create", "update", "patch", "delete", "deletecollection"}) {
+    edit_grants.insert({"lockstep.dev", "trainingjobs", verb});
+  }
+  EXPECT_EQ(Grants(*edit), edit_grants);
+  EXPECT_EQ(Grants(*view), view_grants);
+
+  for (const char* off : {"rbac.aggregateToDefaultRoles=false", "rbac.create=false"}) {
+    const RenderedChart without = RenderChart({"--set", off});
+    ASSERT_EQ(without.error, "");
+    EXPECT_FALSE(without.Find("ClusterRole", kFullname + "-edit")) << off;
+    EXPECT_FALSE(without.Find("ClusterRole", kFullname + "-view")) << off;
+  }
+}
+
+TEST(HelmChart, ChartDeclaresTheOldestTestedKubernetes) {
+  // hack/lib/versions.sh's K8S_VERSION is the only Kubernetes the tests run on: its minor
+  // release is the oldest the chart admits, with any patch and provider suffix.
+  const std::string tested = TestedKubeVersion();  // v1.34.4
+  ASSERT_EQ(tested.rfind("v1.", 0), 0u) << tested;
+  const std::string minor = tested.substr(1, tested.find_last_of('.') - 1);  // 1.34
+  const YAML::Node chart = YAML::LoadFile(SourcePath("helm/lockstep/Chart.yaml"));
+  EXPECT_EQ(chart["kubeVersion"].as<std::string>(""), ">=" + minor + ".0-0");
+  // Rendering for one minor release older is refused; for the tested one and a provider's
+  // suffixed version of it, accepted.
+  const int minor_number = std::stoi(minor.substr(minor.find('.') + 1));
+  const std::string older = "v1." + std::to_string(minor_number - 1) + ".9";
+  EXPECT_NE(RenderChart({"--kube-version", older}).error, "") << older;
+  EXPECT_EQ(RenderChart({"--kube-version", "v" + minor + ".2-eks-1234"}).error, "");
 }
 
 TEST(HelmChart, DashboardConfigMapCarriesTheDashboardFile) {

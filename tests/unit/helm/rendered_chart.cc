@@ -20,9 +20,21 @@ std::optional<YAML::Node> RenderedChart::Find(const std::string& kind,
   return std::nullopt;
 }
 
+const std::string& TestedKubeVersion() {
+  static const std::string* version = [] {
+    const CommandResult run = RunCommand(
+        {"bash", "-c", "source " + SourcePath("hack/lib/versions.sh") + " && printf %s \"$K8S_VERSION\""});
+    return new std::string(run.ok() ? run.out : "");
+  }();
+  return *version;
+}
+
 RenderedChart RenderChart(const std::vector<std::string>& args) {
+  // As for the Kubernetes the tests run on: the chart's kubeVersion refuses helm's built-in
+  // default (v1.20 in a helm built without its release ldflags).
   std::vector<std::string> argv = {HelmBinary(), "template", kRelease,
-                                   SourcePath("helm/lockstep"), "--namespace", kNamespace};
+                                   SourcePath("helm/lockstep"), "--namespace", kNamespace,
+                                   "--kube-version", TestedKubeVersion()};
   argv.insert(argv.end(), args.begin(), args.end());
   const CommandResult run = RunCommand(argv);
   RenderedChart chart;

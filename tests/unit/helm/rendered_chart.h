@@ -24,8 +24,11 @@ struct RenderedChart {
   std::optional<YAML::Node> Find(const std::string& kind, const std::string& name) const;
 };
 
-// Renders with release kRelease in kNamespace; `args` are extra flags such as
-// {"--set", "rbac.scope=namespace"}.
+// K8S_VERSION of hack/lib/versions.sh, the Kubernetes the tests run on (e.g. "v1.34.4").
+const std::string& TestedKubeVersion();
+
+// Renders with release kRelease in kNamespace for TestedKubeVersion(); `args` are extra flags
+// such as {"--set", "rbac.scope=namespace"}.
 RenderedChart RenderChart(const std::vector<std::string>& args = {});
 
 // (apiGroup, resource, verb) for every rule of a Role or ClusterRole, expanded.
