@@ -77,7 +77,13 @@ build_kube_network_policies() {
 }
 
 build_kwok() { go_install_build "$1" kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"; }
-build_helm() { go_install_build "$1" helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"; }
+# helm's default Kubernetes version (for `helm template` and lint without a cluster) is v1.20
+# unless stamped, and the chart's kubeVersion (>= 1.34) refuses that: stamp the control plane's.
+build_helm() {
+  local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
+  GOFLAGS="$GOFLAGS -ldflags=-X=helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" \
+    go_install_build "$1" helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
+}
 
 main() {
   command -v go >/dev/null || die "go is required to build the control plane tools"

@@ -115,6 +115,8 @@ main() {
   # Kueue, which hack/test.sh runs beside its cluster (hack/lib/cluster-kueue.sh); keyed and
   # cached like the tools, so a warm run only checks it.
   timed_step "Kueue (Go)" "$REPO_ROOT/hack/build-peers.sh" kueue
+  # The local cluster's OCI registry (hack/cluster.sh up --registry; the release e2e test).
+  timed_step "local registry (Go)" "$REPO_ROOT/hack/build-registry.sh"
   finish_venvs "$venv_log"
   VENVS_PID=""
   timed_step "NCCL library" "$REPO_ROOT/hack/setup-nccl.sh" >/dev/null

@@ -245,6 +245,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$dir/cni/net.d"
+  # The local registry's CA (hack/lib/cluster-registry.sh writes certs.d/<host:port>/ there
+  # when the cluster runs one), so nodes pull from it over verified TLS.
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$STATE/registry/certs.d"
 EOF
   cat >"$dir/cni/net.d/10-lockstep.conflist" <<EOF
 {
@@ -556,13 +560,22 @@ kubelet_node_processes() {
 # of it is killed with SIGKILL in one pass (frozen first, so none of them acts on another's
 # death), and its network link is cut, so its pods' addresses stop answering.
 kubelet_kill_node() {
-  local i="$1" pids
+  local i="$1" pids round
   kubelet_settings
-  pids="$(kubelet_node_processes "$i" | sort -u | tr '\n' ' ')"
-  # shellcheck disable=SC2086
-  [[ -z "${pids// }" ]] || { kill -STOP $pids 2>/dev/null || true; kill -KILL $pids 2>/dev/null || true; }
+  # Again until nothing is left: containerd may have forked a shim between the listing and the
+  # signals (seen when a node was killed while its pods were starting).
+  for round in 1 2 3 4 5 6 7 8 9 10; do
+    pids="$(kubelet_node_processes "$i" | sort -u | tr '\n' ' ')"
+    [[ -n "${pids// }" ]] || break
+    # shellcheck disable=SC2086
+    kill -STOP $pids 2>/dev/null || true
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null || true
+    # Their pid files go after the first round: a later round must not signal a reused pid.
+    rm -f "$STATE/pids/containerd-$i" "$STATE/pids/kubelet-$i" "$STATE/pids/kube-proxy-$i"
+    sleep 0.1
+  done
   ip link set "$KUBELET_BRIDGE$i" down 2>/dev/null || true
-  rm -f "$STATE/pids/containerd-$i" "$STATE/pids/kubelet-$i" "$STATE/pids/kube-proxy-$i"
 }
 
 # kubelet_node_remove I: after kubelet_kill_node, everything node I left on the host: mounts

@@ -9,8 +9,9 @@
 #      placed by kube-scheduler, one leads; `kubectl logs` through the kubelet;
 #   4. a JAX TrainingJob in a namespace that enforces Pod Security `restricted`: its pods are
 #      created placed by Lockstep, the init container copies the launcher from the launcher
-#      image, the ranks find the coordinator by its DNS name (CoreDNS) and the job Succeeds with
-#      every process agreeing on the weights;
+#      image, worker-1's launcher reaches worker-0's rendezvous by its DNS name (the job's
+#      headless Service, through CoreDNS) and the job Succeeds with every process agreeing on
+#      the weights;
 #   5. NetworkPolicy enforced by the kernel: while a job runs, a pod of that job opens worker-0's
 #      rendezvous port; a pod in another namespace times out there (dropped), while its
 #      connection to a port the policy leaves open reaches worker-0 and is refused (nothing
