@@ -63,7 +63,7 @@ main() {
     export LOCKSTEP_SDK_REQUIRE_E2E=1
   fi
   log "sdk: pytest ${suites[*]}"
-  "$venv/bin/python" -m pytest -p no:cacheprovider -rfEs --durations=5 \
+  "$venv/bin/python" -m pytest -p no:cacheprovider -rfEs --durations=5 --rootdir "$REPO_ROOT" \
     --junitxml "$SCRATCH/junit.xml" -o junit_family=xunit1 "${suites[@]}" || rc=1
   summary "$SCRATCH/junit.xml" "$mypy_rc"
   log "sdk: $((SECONDS - started)) s"

@@ -110,10 +110,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise SystemExit(f"error: {e}") from e
     for name in names:
         print(f"trainingjob.{_api.GROUP}/{name} created")
+    rc = 0
     if args.follow:
-        for name in names:
-            return _print_logs(client, name, True, None)
-    return 0
+        for name in names:  # one after the other: each until its job has finished
+            rc = _print_logs(client, name, True, None) or rc
+    return rc
 
 
 def _print_logs(client: TrainingJobClient, name: str, follow: bool,
