@@ -185,14 +185,24 @@ Status OperatorApp::Start() {
     p.health_server.Handle("/readyz", [&p] {
       // Not ready: name the caches still waiting for their first list (a start-up that hangs
       // on one says which, to a probe's failure message as to a person with curl).
-      if (p.controller->CachesSynced()) return HttpResponse{200, "text/plain", "ok\n"};
-      return HttpResponse{503, "text/plain",
-                          "informer caches not synced: " + p.controller->UnsyncedCaches() + "\n"};
+      const bool scheduler_synced = p.scheduler == nullptr || p.scheduler->HasSynced();
+      if (p.controller->CachesSynced() && scheduler_synced) {
+        return HttpResponse{200, "text/plain", "ok\n"};
+      }
+      std::string unsynced = p.controller->UnsyncedCaches();
+      if (!scheduler_synced) {
+        unsynced += (unsynced.empty() ? "" : ", ") + std::string("scheduler: ") +
+                    p.scheduler->UnsyncedCaches();
+      }
+      return HttpResponse{503, "text/plain", "informer caches not synced: " + unsynced + "\n"};
     });
     LS_RETURN_IF_ERROR(p.health_server.Start(options_.health_probe_bind_address));
   }
 
   p.controller->StartCaches();
+  // A standby's scheduler caches fill before it leads: its first creates are placed at once
+  // (gang_scheduler.h, StartCaches). Only cycles and binds wait for leadership.
+  if (p.scheduler) p.scheduler->StartCaches();
   if (!options_.leader_elect) {
     p.controller->StartWorkers();
     if (p.scheduler) p.scheduler->Start();

@@ -104,6 +104,18 @@ void GangScheduler::AddHandlers() {
   priority_classes_.AddEventHandler({trigger, trigger, trigger});
 }
 
+void GangScheduler::StartCaches() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (caches_started_) return;
+    caches_started_ = true;
+  }
+  nodes_.Start();
+  pods_.Start();
+  jobs_.Start();
+  priority_classes_.Start();
+}
+
 void GangScheduler::Start() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -112,10 +124,7 @@ void GangScheduler::Start() {
   }
   pool_ = std::make_unique<ThreadPool>(options_.bind_workers);
   binder_ = std::make_unique<Binder>(client_, *pool_, assumed_, clock_);
-  nodes_.Start();
-  pods_.Start();
-  jobs_.Start();
-  priority_classes_.Start();
+  StartCaches();
   loop_ = std::thread([this] { Loop(); });
 }
 

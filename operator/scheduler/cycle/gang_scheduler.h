@@ -19,7 +19,8 @@
 // so no cycle and no other PlaceForCreate hands the same capacity out (docs/scheduler-cycle.md,
 // "Created placed").
 //
-// Lifecycle: construct, Start(), wait for HasSynced(), Stop() (also in the destructor).
+// Lifecycle: construct, StartCaches() (optional, early), Start(), wait for HasSynced(), Stop()
+// (also in the destructor).
 // Thread-safe. The RestClient and registry must outlive the scheduler.
 
 #include <prometheus/registry.h>
@@ -92,6 +93,12 @@ class GangScheduler {
   GangScheduler(const GangScheduler&) = delete;
   GangScheduler& operator=(const GangScheduler&) = delete;
 
+  // Starts the informers alone: no cycle runs, nothing is bound. A standby operator calls it
+  // before it leads so that its caches are full when it does: a PlaceForCreate on caches still
+  // listing falls back to the binding path, and each cost the new leader up to kJobCacheWait
+  // before it did (issue 43, "Ready means ready"). Idempotent; Start() calls it.
+  void StartCaches();
+  // StartCaches(), then the cycle loop and the bind pool.
   void Start();
   // Stops the cycle loop and informers, then waits for binds in flight (and their undo).
   void Stop();
@@ -222,6 +229,7 @@ class GangScheduler {
   static std::string BindOnlyKey(const std::string& job_uid, const std::string& gang_key);
   bool dirty_ = false;                                // guarded by mu_
   bool stopping_ = false;                             // guarded by mu_
+  bool caches_started_ = false;                       // guarded by mu_
   std::set<std::string> in_flight_;                   // gang keys being bound; guarded by mu_
   std::map<std::string, Steady> first_seen_;          // gang key -> queue entry; cycle thread
   Steady last_gauges_{};                              // cycle thread

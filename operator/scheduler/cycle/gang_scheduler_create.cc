@@ -72,6 +72,12 @@ StatusOr<GangScheduler::CreateGrant> GangScheduler::PlaceForCreate(
     }
     pods.push_back(std::make_shared<const kube::Pod>(std::move(*pod)));
   }
+  // Caches still listing cannot place anything: say so at once rather than after the job cache
+  // wait below (a new leader whose caches started late spent that wait on every first create).
+  if (!HasSynced()) {
+    metrics_.create_fallback.Increment();
+    return FailedPreconditionError("the scheduler's caches have not synced: " + UnsyncedCaches());
+  }
   const auto asked = std::chrono::steady_clock::now();
   if (!pods.empty()) WaitForJobCache(*pods.front());
   const auto cache_seen = std::chrono::steady_clock::now();
