@@ -13,6 +13,8 @@
 
 #include "common/log.h"
 #include "operator/app/http_server.h"
+#include "operator/app/metrics_auth.h"
+#include "operator/app/tls_context.h"
 #include "operator/controller/controller.h"
 #include "operator/controller/controller_metrics.h"
 #include "operator/kube/config.h"
@@ -39,6 +41,10 @@ struct OperatorApp::Parts {
   std::thread elector_thread;
   HttpServer metrics_server;
   HttpServer health_server;
+  // --metrics-secure: reviews each scrape's token; last, so it stops (and no longer calls the
+  // metrics handler) before anything that handler reads is destroyed.
+  std::unique_ptr<kube::RestClient> metrics_auth_client;
+  std::unique_ptr<MetricsAuthorizer> metrics_auth;
 };
 
 namespace {
@@ -97,6 +103,38 @@ HttpResponse Metrics(prometheus::Registry& registry,
 }
 
 }  // namespace
+
+// --metrics-secure: TLS with the given or a self-signed certificate, and /metrics only for
+// tokens allowed to get it (metrics_auth.h). The reviews run on the authorizer's thread, which
+// also renders the metrics once a scrape is allowed.
+Status OperatorApp::ServeSecureMetrics(const OperatorOptions& o, Parts& p) {
+  std::unique_ptr<TlsServerContext> tls;
+  if (o.metrics_cert_path.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    LS_ASSIGN_OR_RETURN(tls,
+                        TlsServerContext::SelfSigned("lockstep-operator", {"localhost", host}));
+    log::Info("metrics serving certificate is self-signed, made at start (no --metrics-cert-path)",
+              {{"sha256", tls->Fingerprint()}});
+  } else {
+    const std::string cert = o.metrics_cert_path + "/" + o.metrics_cert_name;
+    LS_ASSIGN_OR_RETURN(tls, TlsServerContext::FromFiles(cert, o.metrics_cert_path + "/" +
+                                                                   o.metrics_cert_key));
+    log::Info("metrics serving certificate loaded",
+              {{"cert", cert}, {"sha256", tls->Fingerprint()}});
+  }
+  p.metrics_server.EnableTls(std::move(tls));
+  p.metrics_auth_client = std::make_unique<kube::RestClient>(
+      p.transport, MetricsAuthorizer::ClientOptions(), p.kube_metrics.get());
+  p.metrics_auth = std::make_unique<MetricsAuthorizer>(*p.metrics_auth_client);
+  p.metrics_server.HandleAsync("/metrics", [&p](const HttpRequest& req, HttpResponder respond) {
+    p.metrics_auth->Check(req, [&p, respond = std::move(respond)](AuthResult r) {
+      if (r.code != 200) return respond({r.code, "text/plain; charset=utf-8", r.message});
+      respond(Metrics(*p.registry, *p.controller));
+    });
+  });
+  return Status::Ok();
+}
 
 OperatorApp::OperatorApp(OperatorOptions options)
     : options_(std::move(options)), parts_(std::make_unique<Parts>()) {}
@@ -176,9 +214,14 @@ Status OperatorApp::Start() {
   }
 
   if (options_.metrics_bind_address != "0") {
-    p.metrics_server.Handle("/metrics", [&p] { return Metrics(*p.registry, *p.controller); });
+    if (options_.metrics_secure) {
+      LS_RETURN_IF_ERROR(ServeSecureMetrics(options_, p));
+    } else {
+      p.metrics_server.Handle("/metrics", [&p] { return Metrics(*p.registry, *p.controller); });
+    }
     LS_RETURN_IF_ERROR(p.metrics_server.Start(options_.metrics_bind_address));
-    log::Info("serving metrics", {{"address", options_.metrics_bind_address}});
+    log::Info("serving metrics", {{"address", options_.metrics_bind_address},
+                                  {"secure", options_.metrics_secure ? "true" : "false"}});
   }
   if (options_.health_probe_bind_address != "0") {
     p.health_server.Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });

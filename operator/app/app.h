@@ -57,6 +57,8 @@ class OperatorApp {
     std::thread thread_;  // last: starts after the members above exist
   };
   Status Start();
+  // /metrics over HTTPS for allowed bearer tokens (--metrics-secure).
+  static Status ServeSecureMetrics(const OperatorOptions& options, Parts& parts);
   // The leader elector (not yet running) whose lease fences every write of the clients.
   Status MakeElector(const std::string& identity);
   void WaitForShutdown();

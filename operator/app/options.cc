@@ -134,6 +134,23 @@ const std::map<std::string, Setter>& Setters() {
          o->metrics_bind_address = v;
          return CheckAddress("metrics-bind-address", v);
        }},
+      {"metrics-secure", [](const std::string& v, OperatorOptions* o) {
+         return ParseBool("metrics-secure", v, &o->metrics_secure);
+       }},
+      {"metrics-cert-path", [](const std::string& v, OperatorOptions* o) {
+         o->metrics_cert_path = v;
+         return Status::Ok();
+       }},
+      {"metrics-cert-name", [](const std::string& v, OperatorOptions* o) {
+         if (v.empty()) return InvalidArgumentError("--metrics-cert-name: empty value");
+         o->metrics_cert_name = v;
+         return Status::Ok();
+       }},
+      {"metrics-cert-key", [](const std::string& v, OperatorOptions* o) {
+         if (v.empty()) return InvalidArgumentError("--metrics-cert-key: empty value");
+         o->metrics_cert_key = v;
+         return Status::Ok();
+       }},
       {"health-probe-bind-address", [](const std::string& v, OperatorOptions* o) {
          o->health_probe_bind_address = v;
          return CheckAddress("health-probe-bind-address", v);
@@ -193,7 +210,7 @@ const std::map<std::string, Setter>& Setters() {
 
 bool IsBoolFlag(const std::string& name) {
   return name == "leader-elect" || name == "gang-scheduler" || name == "kueue" ||
-         name == "create-placed";
+         name == "create-placed" || name == "metrics-secure";
 }
 
 }  // namespace
@@ -228,6 +245,9 @@ StatusOr<OperatorOptions> ParseFlags(const std::vector<std::string>& args) {
     }
     LS_RETURN_IF_ERROR(it->second(value, &o));
   }
+  if (!o.metrics_secure && !o.metrics_cert_path.empty()) {
+    return InvalidArgumentError("--metrics-cert-path needs --metrics-secure");
+  }
   return o;
 }
 
@@ -243,6 +263,17 @@ Flags:
   --leader-election-namespace NS     namespace of the Lease (default: $POD_NAMESPACE or in-cluster)
   --leader-election-id NAME          name of the Lease (default lockstep-operator)
   --metrics-bind-address ADDR        Prometheus /metrics on host:port (default :8080; 0 disables)
+  --metrics-secure[=true|false]      serve /metrics over HTTPS, only to bearer tokens allowed to get
+                                     the non-resource URL /metrics (TokenReview, then
+                                     SubjectAccessReview, as kubebuilder's --metrics-secure;
+                                     default false; docs/install.md "Secure metrics")
+  --metrics-cert-path DIR            with --metrics-secure: directory of the serving certificate,
+                                     e.g. a mounted kubernetes.io/tls Secret, reread when it
+                                     changes (default: a self-signed certificate made at start).
+                                     The --metrics-cert-* names are kubebuilder's, so its
+                                     manifests and cert-manager Secrets work unchanged
+  --metrics-cert-name FILE           certificate file in DIR, then intermediates (default tls.crt)
+  --metrics-cert-key FILE            private key file in DIR (default tls.key)
   --health-probe-bind-address ADDR   /healthz and /readyz on host:port (default :8081; 0 disables)
   --qps N                            client-side API requests per second (default 200; <=0 off)
   --burst N                          client-side API burst (default 400)

@@ -119,6 +119,9 @@ TEST(HelmChart, SchemaRejectsWrongTypesAndUnknownKeys) {
       {"--set", "kueue.enabled=yes"},
       {"--set", "kueue.queue=default"},
       {"--set", "replicas=3"},  // a typo of replicaCount must not pass silently
+      {"--set", "metrics.secure=yes"},
+      {"--set", "metrics.readerSubjects[0].kind=Pod", "--set", "metrics.readerSubjects[0].name=p"},
+      {"--set", "serviceMonitor.tlsConfig=insecure"},
   };
   for (const std::vector<std::string>& flags : bad) {
     std::vector<std::string> argv = {HelmBinary(), "lint", SourcePath("helm/lockstep")};
@@ -459,6 +462,156 @@ TEST(HelmChart, TestHookCurlsTheMetricsService) {
   EXPECT_NE(script.find(kFullname + "-metrics." + kNamespace + ".svc:8080/metrics"),
             std::string::npos)
       << script;
+}
+
+// metrics.secure (off by default): the flags, the operator's grants to review tokens, the
+// scrapers' role, the ServiceMonitor's https endpoint, the test hook's own reader. The operator's
+// answers to real tokens: tests/integration/helm/metrics_secure_test.sh.
+std::vector<std::string> Args(const YAML::Node& deployment) {
+  return StringList(OperatorContainer(deployment)["args"]);
+}
+
+TEST(HelmChart, MetricsSecureOffAddsNothing) {
+  const RenderedChart chart = RenderChart({"--set", "serviceMonitor.enabled=true"});
+  ASSERT_EQ(chart.error, "");
+  const auto deployment = chart.Find("Deployment", kFullname);
+  ASSERT_TRUE(deployment);
+  for (const std::string& arg : Args(*deployment)) {
+    EXPECT_EQ(arg.find("--metrics-secure"), std::string::npos);
+    EXPECT_EQ(arg.find("--metrics-cert"), std::string::npos);
+  }
+  EXPECT_FALSE(chart.Find("ClusterRole", kFullname + "-metrics-auth"));
+  EXPECT_FALSE(chart.Find("ClusterRole", kFullname + "-metrics-reader"));
+  EXPECT_FALSE(chart.Find("ServiceAccount", kFullname + "-test-metrics"));
+  const auto monitor = chart.Find("ServiceMonitor", kFullname);
+  ASSERT_TRUE(monitor);
+  EXPECT_FALSE((*monitor)["spec"]["endpoints"][0]["scheme"]);
+  EXPECT_FALSE((*monitor)["spec"]["endpoints"][0]["tlsConfig"]);
+  const auto pod = chart.Find("Pod", kFullname + "-test-metrics");
+  ASSERT_TRUE(pod);
+  EXPECT_FALSE((*pod)["spec"]["automountServiceAccountToken"].as<bool>(true));
+}
+
+TEST(HelmChart, MetricsSecureServesHttpsToTheMetricsReaderRole) {
+  for (const std::string scope : {"cluster", "namespace"}) {
+    SCOPED_TRACE("rbac.scope=" + scope);
+    const RenderedChart chart =
+        RenderChart({"--set", "metrics.secure=true", "--set", "serviceMonitor.enabled=true",
+                     "--set", "rbac.scope=" + scope});
+    ASSERT_EQ(chart.error, "");
+    const auto deployment = chart.Find("Deployment", kFullname);
+    ASSERT_TRUE(deployment);
+    EXPECT_TRUE(Contains(Args(*deployment), "--metrics-secure"));
+    for (const std::string& arg : Args(*deployment)) {
+      EXPECT_EQ(arg.find("--metrics-cert-path"), std::string::npos) << "self-signed by default";
+    }
+    // The operator may create reviews (cluster-scoped in either scope), nothing more.
+    const auto auth = chart.Find("ClusterRole", kFullname + "-metrics-auth");
+    ASSERT_TRUE(auth);
+    EXPECT_EQ(Grants(*auth), (std::set<Grant>{{"authentication.k8s.io", "tokenreviews", "create"},
+                                             {"authorization.k8s.io", "subjectaccessreviews",
+                                              "create"}}));
+    const auto auth_binding = chart.Find("ClusterRoleBinding", kFullname + "-metrics-auth");
+    ASSERT_TRUE(auth_binding);
+    EXPECT_EQ((*auth_binding)["roleRef"]["name"].as<std::string>(), kFullname + "-metrics-auth");
+    EXPECT_EQ((*auth_binding)["subjects"][0]["name"].as<std::string>(), kFullname);
+    EXPECT_EQ((*auth_binding)["subjects"][0]["namespace"].as<std::string>(), kNamespace);
+    // Scrapers: get on the non-resource URL /metrics, as kubebuilder's metrics-reader.
+    const auto reader = chart.Find("ClusterRole", kFullname + "-metrics-reader");
+    ASSERT_TRUE(reader);
+    ASSERT_EQ((*reader)["rules"].size(), 1u);
+    EXPECT_EQ(StringList((*reader)["rules"][0]["nonResourceURLs"]),
+              std::vector<std::string>{"/metrics"});
+    EXPECT_EQ(StringList((*reader)["rules"][0]["verbs"]), std::vector<std::string>{"get"});
+    EXPECT_FALSE(chart.Find("ClusterRoleBinding", kFullname + "-metrics-reader"))
+        << "bound only to metrics.readerSubjects";
+    // Prometheus: https with its own ServiceAccount's token; the self-signed certificate is
+    // not verified.
+    const auto monitor = chart.Find("ServiceMonitor", kFullname);
+    ASSERT_TRUE(monitor);
+    const YAML::Node endpoint = (*monitor)["spec"]["endpoints"][0];
+    EXPECT_EQ(endpoint["scheme"].as<std::string>(""), "https");
+    EXPECT_EQ(endpoint["bearerTokenFile"].as<std::string>(""),
+              "/var/run/secrets/kubernetes.io/serviceaccount/token");
+    EXPECT_TRUE(endpoint["tlsConfig"]["insecureSkipVerify"].as<bool>(false));
+    EXPECT_TRUE(endpoint["honorLabels"].as<bool>(false));
+    // helm test: a ServiceAccount bound to the reader role for the test, the pod using it.
+    const auto sa = chart.Find("ServiceAccount", kFullname + "-test-metrics");
+    const auto test_binding = chart.Find("ClusterRoleBinding", kFullname + "-test-metrics");
+    const auto pod = chart.Find("Pod", kFullname + "-test-metrics");
+    ASSERT_TRUE(sa && test_binding && pod);
+    for (const YAML::Node& hook : {*sa, *test_binding}) {
+      EXPECT_EQ(hook["metadata"]["annotations"]["helm.sh/hook"].as<std::string>(""), "test");
+      EXPECT_EQ(hook["metadata"]["annotations"]["helm.sh/hook-weight"].as<std::string>(""), "-1");
+    }
+    EXPECT_EQ((*test_binding)["roleRef"]["name"].as<std::string>(), kFullname + "-metrics-reader");
+    EXPECT_EQ((*pod)["spec"]["serviceAccountName"].as<std::string>(""),
+              kFullname + "-test-metrics");
+    EXPECT_TRUE((*pod)["spec"]["automountServiceAccountToken"].as<bool>(false));
+    const std::string script = (*pod)["spec"]["containers"][0]["args"][0].as<std::string>();
+    EXPECT_NE(script.find("https://" + kFullname + "-metrics." + kNamespace + ".svc:8080/metrics"),
+              std::string::npos)
+        << script;
+    EXPECT_NE(script.find("Authorization: Bearer $token"), std::string::npos);
+    EXPECT_NE(script.find("[ \"$code\" = 401 ]"), std::string::npos);
+  }
+}
+
+TEST(HelmChart, MetricsCertSecretIsMountedAndVerifiedByTheServiceMonitor) {
+  const RenderedChart chart = RenderChart(
+      {"--set", "metrics.secure=true", "--set", "metrics.certSecret=metrics-tls", "--set",
+       "serviceMonitor.enabled=true"});
+  ASSERT_EQ(chart.error, "");
+  const auto deployment = chart.Find("Deployment", kFullname);
+  ASSERT_TRUE(deployment);
+  EXPECT_TRUE(Contains(Args(*deployment), "--metrics-cert-path=/etc/lockstep/metrics-certs"));
+  bool mounted = false;
+  for (const YAML::Node& m : OperatorContainer(*deployment)["volumeMounts"]) {
+    if (m["name"].as<std::string>() != "metrics-certs") continue;
+    mounted = true;
+    EXPECT_EQ(m["mountPath"].as<std::string>(), "/etc/lockstep/metrics-certs");
+    EXPECT_TRUE(m["readOnly"].as<bool>(false));
+  }
+  EXPECT_TRUE(mounted);
+  bool volume = false;
+  for (const YAML::Node& v : (*deployment)["spec"]["template"]["spec"]["volumes"]) {
+    if (v["name"].as<std::string>() != "metrics-certs") continue;
+    volume = true;
+    EXPECT_EQ(v["secret"]["secretName"].as<std::string>(""), "metrics-tls");
+  }
+  EXPECT_TRUE(volume);
+  const auto monitor = chart.Find("ServiceMonitor", kFullname);
+  ASSERT_TRUE(monitor);
+  const YAML::Node tls = (*monitor)["spec"]["endpoints"][0]["tlsConfig"];
+  EXPECT_FALSE(tls["insecureSkipVerify"]);
+  EXPECT_EQ(tls["serverName"].as<std::string>(""),
+            kFullname + "-metrics." + kNamespace + ".svc");
+  EXPECT_EQ(tls["ca"]["secret"]["name"].as<std::string>(""), "metrics-tls");
+  EXPECT_EQ(tls["ca"]["secret"]["key"].as<std::string>(""), "ca.crt");
+}
+
+TEST(HelmChart, MetricsReaderSubjectsAndATlsConfigOfYourOwn) {
+  const RenderedChart chart = RenderChart(
+      {"--set", "metrics.secure=true", "--set", "serviceMonitor.enabled=true",
+       "--set", "metrics.readerSubjects[0].kind=ServiceAccount",
+       "--set", "metrics.readerSubjects[0].name=prometheus",
+       "--set", "metrics.readerSubjects[0].namespace=monitoring",
+       "--set", "serviceMonitor.tlsConfig.serverName=operator.example",
+       "--set", "serviceMonitor.tlsConfig.ca.configMap.name=corp-ca",
+       "--set", "serviceMonitor.tlsConfig.ca.configMap.key=ca.crt"});
+  ASSERT_EQ(chart.error, "");
+  const auto binding = chart.Find("ClusterRoleBinding", kFullname + "-metrics-reader");
+  ASSERT_TRUE(binding);
+  EXPECT_EQ((*binding)["roleRef"]["name"].as<std::string>(), kFullname + "-metrics-reader");
+  ASSERT_EQ((*binding)["subjects"].size(), 1u);
+  EXPECT_EQ((*binding)["subjects"][0]["name"].as<std::string>(), "prometheus");
+  EXPECT_EQ((*binding)["subjects"][0]["namespace"].as<std::string>(), "monitoring");
+  const auto monitor = chart.Find("ServiceMonitor", kFullname);
+  ASSERT_TRUE(monitor);
+  const YAML::Node tls = (*monitor)["spec"]["endpoints"][0]["tlsConfig"];
+  EXPECT_EQ(tls["serverName"].as<std::string>(""), "operator.example");
+  EXPECT_EQ(tls["ca"]["configMap"]["name"].as<std::string>(""), "corp-ca");
+  EXPECT_FALSE(tls["insecureSkipVerify"]);
 }
 
 }  // namespace
