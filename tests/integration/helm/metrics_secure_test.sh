@@ -6,8 +6,10 @@
 # and with a made-up one, 403 for a ServiceAccount without the metrics-reader role, 200 for one
 # bound to it through metrics.readerSubjects. The operator's TokenReview and SubjectAccessReview
 # go through the chart's grants; repeated scrapes cost no API call (the decision is cached); no
-# token reaches the log. Then again with a certificate from files (--metrics-cert-path), which
-# curl verifies.
+# token reaches the log. A real Prometheus scrapes it as prometheus-operator configures it from
+# the chart's secure ServiceMonitor (https, the token file as bearer credentials, the tlsConfig):
+# up with the reader's token, down with 403 with the other's. Then again with a certificate from
+# files (--metrics-cert-path), which curl verifies.
 #
 #   metrics_secure_test.sh /path/to/lockstep-operator
 #
@@ -29,6 +31,7 @@ RELEASE="ls-msec-$RANDOM"
 FULLNAME="$RELEASE-lockstep"
 WORK="$(mktemp -d)"
 OPERATOR_PID=""
+PROMETHEUS_PID=""
 
 stop_operator() {
   if [[ -n "$OPERATOR_PID" ]]; then
@@ -38,6 +41,10 @@ stop_operator() {
   fi
 }
 cleanup() {
+  if [[ -n "$PROMETHEUS_PID" ]]; then
+    kill "$PROMETHEUS_PID" 2>/dev/null || true
+    wait "$PROMETHEUS_PID" 2>/dev/null || true
+  fi
   stop_operator
   helm uninstall "$RELEASE" -n "$NS" >/dev/null 2>&1 || true
   kubectl delete namespace "$NS" "$JOBS_NS" --wait=false >/dev/null 2>&1 || true
@@ -120,6 +127,65 @@ check_answers() {
   ok "5 more scrapes with the same token: no API call (POSTs stay $after)"
 }
 
+# The chart's secure ServiceMonitor endpoint as prometheus-operator turns it into a scrape config
+# (scheme, bearerTokenFile as authorization credentials_file, tlsConfig), for two targets: the
+# same operator scraped with the reader's token and with the intruder's.
+prometheus_scrapes() {
+  local prom="${PROMETHEUS:-$(command -v prometheus || true)}"
+  if [[ -z "$prom" ]]; then
+    echo "note: prometheus not installed; the scrape by a real Prometheus is not exercised"
+    return
+  fi
+  local scheme skip token_file
+  read -r scheme skip token_file < <(
+    helm template "$RELEASE" "$CHART" -n "$NS" --kube-version "$K8S_VERSION" \
+      --set metrics.secure=true --set serviceMonitor.enabled=true \
+      --show-only templates/servicemonitor.yaml | python3 -c '
+import sys, yaml
+e = yaml.safe_load(sys.stdin)["spec"]["endpoints"][0]
+print(e["scheme"], str(e["tlsConfig"].get("insecureSkipVerify", False)).lower(), e["bearerTokenFile"])'
+  ) || fail "no secure ServiceMonitor rendered"
+  [[ "$scheme" == https && "$skip" == true &&
+     "$token_file" == /var/run/secrets/kubernetes.io/serviceaccount/token ]] ||
+    fail "ServiceMonitor: scheme $scheme, insecureSkipVerify $skip, bearerTokenFile $token_file"
+  # What the kubelet mounts at $token_file in Prometheus's pod.
+  printf '%s' "$PROM" >"$WORK/reader.token"
+  printf '%s' "$INTRUDER" >"$WORK/intruder.token"
+  local job port; port="$(free_port)"
+  {
+    echo "global: {scrape_interval: 1s}"
+    echo "scrape_configs:"
+    for job in reader intruder; do
+      cat <<JOB
+- job_name: $job
+  scheme: $scheme
+  authorization: {type: Bearer, credentials_file: $WORK/$job.token}
+  tls_config: {insecure_skip_verify: $skip}
+  static_configs: [{targets: ["127.0.0.1:$METRICS_PORT"]}]
+JOB
+    done
+  } >"$WORK/prometheus.yml"
+  "$prom" --config.file "$WORK/prometheus.yml" --storage.tsdb.path "$WORK/tsdb" \
+    --web.listen-address "127.0.0.1:$port" --log.level warn >"$WORK/prometheus.log" 2>&1 &
+  PROMETHEUS_PID=$!
+  targets() { curl -fsS "http://127.0.0.1:$port/api/v1/targets" 2>/dev/null; }
+  both_seen() {
+    targets | python3 -c '
+import json, sys
+t = {a["labels"]["job"]: a for a in json.load(sys.stdin)["data"]["activeTargets"]}
+ok = t["reader"]["health"] == "up" and t["intruder"]["health"] == "down" and "403" in t["intruder"]["lastError"]
+sys.exit(0 if ok else 1)' 2>/dev/null
+  }
+  wait_for 60 both_seen || { targets; tail -5 "$WORK/prometheus.log"; fail "Prometheus's targets"; }
+  local series
+  series="$(curl -fsS "http://127.0.0.1:$port/api/v1/query" \
+              --data-urlencode 'query=count(rest_client_requests_total{job="reader"})' |
+            python3 -c 'import json, sys; r = json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)')"
+  (( series > 0 )) || fail "no series scraped with the reader's token"
+  kill "$PROMETHEUS_PID"; wait "$PROMETHEUS_PID" 2>/dev/null || true; PROMETHEUS_PID=""
+  ok "Prometheus ($("$prom" --version 2>&1 | head -1 | awk '{print $3}')) with the ServiceMonitor's https, bearer token file and tlsConfig: reader up ($series series), intruder down (403)"
+}
+
 self_signed() {
   write_service_account_kubeconfig "$NS" "$FULLNAME" 1h "$WORK/sa.kubeconfig" ||
     fail "TokenRequest failed"
@@ -128,6 +194,7 @@ self_signed() {
   start_operator
   grep -q "self-signed" "$WORK/operator.log" || fail "the self-signed certificate is not logged"
   check_answers
+  prometheus_scrapes
   stop_operator
 }
 
