@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -61,6 +62,8 @@ struct RendezvousServer::Conn {
 
 namespace {
 constexpr uint32_t kMaxNprocPerNode = 1u << 16;
+// TensorFlow's parameter-server task type, as roles name it (launcher/world.h).
+constexpr char kParameterServerRole[] = "ps";
 // One read of an authenticated peer (net::ReadAvailable's default, as before): a busy peer
 // cannot hold the loop from the others.
 constexpr size_t kMemberReadBytes = 1u << 20;
@@ -371,7 +374,7 @@ Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
         // A finished member may leave without that counting as a lost peer.
         members_.erase(c.join.node_rank);
         SetState(c, ConnState::kWaiting);
-        if (d.ends_job && d.attempt == attempt_) EndJob(c);
+        if (d.attempt == attempt_ && (d.ends_job || OnlyParameterServersLeft())) EndJob(c);
       }
       return Status::Ok();
     }
@@ -677,6 +680,14 @@ void RendezvousServer::CompleteRound() {
              {"world_size", std::to_string(world.world_size)},
              {"nccl_id", world.nccl_id.empty() ? "none" : "set"},
              {"gather_ms", std::to_string(took.count())}});
+}
+
+bool RendezvousServer::OnlyParameterServersLeft() const {
+  if (members_.empty()) return false;
+  return std::all_of(members_.begin(), members_.end(), [this](const auto& member) {
+    auto it = conns_.find(member.second);
+    return it != conns_.end() && it->second->join.role == kParameterServerRole;
+  });
 }
 
 void RendezvousServer::EndJob(const Conn& finished) {

@@ -135,8 +135,14 @@ class RendezvousServer {
   void Refuse(Conn& c, protocol::RefuseCode code, const std::string& reason);
   void MaybeComplete();
   void CompleteRound();
-  // A member whose success ends the job finished (Done::ends_job): the others are told to stop.
+  // A member whose success ends the job finished (Done::ends_job), or the last member that is
+  // not a parameter server did (OnlyParameterServersLeft): the others are told to stop.
   void EndJob(const Conn& finished);
+  // Every member still in the round is a TensorFlow parameter server ("ps"): they serve until
+  // stopped, so nothing is left for them to do. A PS job without a chief (TensorFlow 1's
+  // between-graph pattern, Kubeflow TFJob's dist-mnist) ends this way once every worker is done;
+  // with a chief, the chief's Done ends it first.
+  bool OnlyParameterServersLeft() const;
   // `cause`: what failed (recorded as the last failure); null for a requested restart.
   // `spare_promoted`: a standby spare takes `node_rank` in the next round (Promote follows).
   void AbortRound(protocol::FailureReason reason, int node_rank, const std::string& message,

@@ -186,6 +186,36 @@ TEST_F(FailureTest, ATensorFlowChiefsSuccessStopsThePsAndWorkersWhichExitZero) {
   }
 }
 
+// TensorFlow 1's between-graph pattern (Kubeflow TFJob's dist-mnist): workers and parameter
+// servers, no chief. The ps tasks serve until stopped; once every worker is done they are told
+// the job finished, and node 0 (worker 0, the rendezvous server's host) stops waiting for them.
+TEST_F(FailureTest, ATensorFlowJobWithoutAChiefEndsWhenEveryWorkerHasAndStopsThePs) {
+  struct Node {
+    const char* role;
+    int role_index;
+    std::vector<std::string> child_args;
+  };
+  const std::vector<Node> nodes = {{"worker", 0, {}}, {"ps", 0, {"--forever"}}, {"worker", 1, {}}};
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    LauncherSpec spec = Spec(3, i, 1, nodes[i].child_args,
+                             {"--framework", "tensorflow", "--role", nodes[i].role,
+                              "--framework-port", std::to_string(FreePort())});
+    spec.env["LOCKSTEP_ROLE_INDEX"] = std::to_string(nodes[i].role_index);
+    launchers_.push_back(std::make_unique<LauncherProcess>(
+        spec, dir_.path() + "/launcher." + std::to_string(i) + ".log"));
+  }
+  for (int i = 0; i < 3; ++i) {
+    std::optional<int> code = launchers_[i]->Wait(seconds(30));
+    ASSERT_TRUE(code.has_value()) << "node " << i << " still runs\n" << Logs();
+    EXPECT_EQ(*code, 0) << "node " << i << "\n" << Logs();
+  }
+  for (int i : {0, 2}) {
+    EXPECT_NE(Termination(i).find("\"reason\":\"succeeded\""), std::string::npos)
+        << Termination(i);
+  }
+  EXPECT_NE(Termination(1).find("\"reason\":\"finished\""), std::string::npos) << Termination(1);
+}
+
 // An exit code the job's FailJob rules name (--fail-exit-codes) is not restarted in place even with
 // budget left: restarting cannot fix it, and the operator fails the job on that code anyway.
 TEST_F(FailureTest, AFailJobExitCodeEndsTheGangWithoutAnInPlaceRestart) {
