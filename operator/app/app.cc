@@ -128,7 +128,7 @@ Status OperatorApp::ServeSecureMetrics(const OperatorOptions& o, Parts& p) {
       p.transport, MetricsAuthorizer::ClientOptions(), p.kube_metrics.get());
   p.metrics_auth = std::make_unique<MetricsAuthorizer>(*p.metrics_auth_client);
   p.metrics_server.HandleAsync("/metrics", [&p](const HttpRequest& req, HttpResponder respond) {
-    p.metrics_auth->Check(req, [&p, respond = std::move(respond)](AuthResult r) {
+    p.metrics_auth->Check(req, [&p, respond = std::move(respond)](const AuthResult& r) {
       if (r.code != 200) return respond({r.code, "text/plain; charset=utf-8", r.message});
       respond(Metrics(*p.registry, *p.controller));
     });

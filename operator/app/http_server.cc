@@ -22,7 +22,7 @@
 namespace lockstep::app {
 namespace {
 
-constexpr size_t kMaxRequestBytes = 16 * 1024;
+constexpr size_t kMaxRequestBytes = size_t{16} * 1024;
 
 std::string StatusText(int code) {
   switch (code) {
@@ -77,9 +77,8 @@ HttpServer::HttpServer() : answers_(std::make_shared<Answers>()) {}
 HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::Handle(const std::string& path, HttpHandler handler) {
-  handlers_[path] = [handler = std::move(handler)](const HttpRequest&, HttpResponder respond) {
-    respond(handler());
-  };
+  handlers_[path] = [handler = std::move(handler)](
+                        const HttpRequest&, const HttpResponder& respond) { respond(handler()); };
 }
 
 void HttpServer::HandleAsync(const std::string& path, HttpAsyncHandler handler) {
@@ -351,7 +350,7 @@ void HttpServer::Dispatch(uint64_t id, Connection& c) {
     return;
   }
   c.phase = Phase::kWaiting;
-  it->second(*req, [answers = answers_, id, method = req->method](HttpResponse resp) {
+  it->second(*req, [answers = answers_, id, method = req->method](const HttpResponse& resp) {
     std::string bytes = FormatResponse(resp, method);
     std::lock_guard<std::mutex> lock(answers->mu);
     if (answers->closed) return;

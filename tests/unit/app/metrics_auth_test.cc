@@ -149,7 +149,7 @@ class MetricsAuthorizerTest : public testing::FakeKubeTest {
     std::promise<AuthResult> got;
     StatusOr<HttpRequest> req = Scrape(authorization);
     EXPECT_TRUE(req.ok());
-    auth.Check(*req, [&got](AuthResult r) { got.set_value(r); });
+    auth.Check(*req, [&got](const AuthResult& r) { got.set_value(r); });
     std::future<AuthResult> f = got.get_future();
     if (f.wait_for(seconds(5)) != std::future_status::ready) return {-1, "no answer"};
     return f.get();
@@ -250,7 +250,7 @@ TEST_F(MetricsAuthorizerTest, ConcurrentScrapesShareAReviewAndPendingIsBounded) 
   Hold(true);
   std::mutex got_mu;
   std::vector<AuthResult> got;
-  auto record = [&](AuthResult r) {
+  auto record = [&](const AuthResult& r) {
     std::lock_guard<std::mutex> lock(got_mu);
     got.push_back(r);
   };
@@ -260,7 +260,7 @@ TEST_F(MetricsAuthorizerTest, ConcurrentScrapesShareAReviewAndPendingIsBounded) 
     auth.Check(*Scrape("Bearer other-" + std::to_string(i)), record);
   }
   AuthResult refused;
-  auth.Check(*Scrape("Bearer one-too-many"), [&refused](AuthResult r) { refused = r; });
+  auth.Check(*Scrape("Bearer one-too-many"), [&refused](const AuthResult& r) { refused = r; });
   EXPECT_EQ(refused.code, 503);  // answered at once, on this thread
   Hold(false);
   ASSERT_TRUE(WaitUntil(
