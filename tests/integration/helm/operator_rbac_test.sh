@@ -155,7 +155,12 @@ reconcile_job() {
   local state; state="$(job_field "$JOBS_NS" rbac-e2e .status.state)"
   ok "TrainingJob reconciled with the chart's RBAC: Service, Secret, 2 pods, status $state"
   if [[ -n "$KUEUE" ]]; then
-    [[ "$(job_field "$JOBS_NS" rbac-e2e '.status.conditions[?(@.type=="Admitted")].status')" == True ]] ||
+    # The pass that creates the pods writes Admitted in its one status write, after the creates:
+    # the pods can be seen first (CI 2026-12-07 read the previous pass's status, Queued).
+    admitted() {
+      [[ "$(job_field "$JOBS_NS" rbac-e2e '.status.conditions[?(@.type=="Admitted")].status')" == True ]]
+    }
+    wait_for 30 admitted ||
       fail "the job's pods exist but it does not read Admitted=True"
     ok "admitted by Kueue through the Workload the operator created (kueue.enabled grants)"
   fi
