@@ -181,6 +181,9 @@ class FakeCoreV1Api:
         self.pods: list[k8s.V1Pod] = []
         self.logs: dict[str, str] = {}
         self.log_calls: list[JsonDict] = []
+        # Pods deleted between a list and the read of their log (the operator stops the pods
+        # still running when a success policy ends the job): their log read answers 404.
+        self.deleted_before_log: set[str] = set()
         self.lock = threading.Lock()
 
     def set_pods(self, pods: list[k8s.V1Pod]) -> None:
@@ -197,6 +200,8 @@ class FakeCoreV1Api:
     def read_namespaced_pod_log(self, name: str, namespace: str, **kwargs: Any) -> Any:
         with self.lock:
             self.log_calls.append({"name": name, **kwargs})
+            if name in self.deleted_before_log:
+                self.pods = [p for p in self.pods if p.metadata.name != name]
             match = [p for p in self.pods if p.metadata.name == name]
         if not match:
             raise api_error(404, "NotFound")

@@ -165,6 +165,15 @@ def test_logs_now_rank_by_rank_with_prefixes(fakes: Any) -> None:
         "[rank 1] a1", "[rank 1] b1"]
 
 
+def test_logs_now_skips_a_pod_deleted_after_the_list(fakes: Any) -> None:
+    client, custom, core = fakes
+    two_ranks(custom, core)
+    core.deleted_before_log = {"j-worker-1"}
+    assert [str(x) for x in client.logs("j", follow=False)] == ["[rank 0] a0", "[rank 0] b0"]
+    core.deleted_before_log = {"j-worker-0"}
+    assert [str(x) for x in client.logs("j", follow=False)] == []
+
+
 def test_logs_skip_older_attempts_and_pods_not_started(fakes: Any) -> None:
     client, custom, core = fakes
     custom.put("j", {"state": "Running", "attempt": 1})

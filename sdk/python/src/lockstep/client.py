@@ -258,8 +258,15 @@ class TrainingJobClient:
         for rank, pod in ranks.by_rank(ranks.pods_of_attempt(self.pods(obj), attempt), obj):
             if (keep is not None and rank not in keep) or not ranks.trainer_started(pod):
                 continue
-            text = self._core.read_namespaced_pod_log(
-                pod["metadata"]["name"], self.namespace, container=_trainer_name(pod))
+            try:
+                text = self._core.read_namespaced_pod_log(
+                    pod["metadata"]["name"], self.namespace, container=_trainer_name(pod))
+            except ApiException as e:
+                # Deleted since the list (a success policy that ends the job stops the pods
+                # still running; a restart replaces them): its log went with it.
+                if e.status == 404:
+                    continue
+                raise
             for line in str(text).splitlines():
                 yield LogLine(rank, pod["metadata"]["name"], attempt, line)
 
