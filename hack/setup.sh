@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything Lockstep needs on a fresh Debian 12 machine; safe to rerun (each step checks
 # before it acts, so a warm run takes seconds):
-#   1. Debian packages (compilers, libraries, tools),
+#   1. Debian packages (compilers, libraries, tools; containerd, the CNI plugins and conntrack
+#      for the real kubelet nodes of hack/cluster.sh up --kubelet-nodes),
 #   2. the local control plane's binaries built from their Go modules (hack/build-tools.sh), and
 #      Kueue, which the test cluster runs (hack/build-peers.sh kueue),
 #   3. the Python venv with the real frameworks and NCCL (hack/setup-venv.sh; shared by clones from
@@ -27,6 +28,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 iptables procps psmisc util-linux prometheus
   runc umoci skopeo busybox-static
+  containerd containernetworking-plugins conntrack
   python3 python3-venv python3-dev
 )
 
