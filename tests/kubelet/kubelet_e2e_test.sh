@@ -112,7 +112,10 @@ wait_for "an operator pod leads" 60 leader_running
 op_nodes="$(kubectl get pods -n "$OP_NS" -l app.kubernetes.io/component=operator \
   -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{end}')"
 grep -qE '^(kubelet-node-[0-9] ){2}$' <<<"$op_nodes" || fail "operator pods on kubelet nodes: $op_nodes"
-kubectl logs -n "$OP_NS" "$(leader_pod)" --tail 200 | grep -q . || fail "kubectl logs of the leader"
+# Read whole, then tested: `kubectl logs | grep -q .` under pipefail failed when grep's early exit
+# cut kubectl off with SIGPIPE (CI 2026-12-07: no error, exit 141).
+leader_log="$(kubectl logs -n "$OP_NS" "$(leader_pod)" --tail 200)" || fail "kubectl logs of the leader"
+[[ -n "$leader_log" ]] || fail "kubectl logs of the leader: empty"
 ok "operator: $(leader_pod) leads, pods on $op_nodes(kube-scheduler placed them); kubectl logs works"
 
 # ---- 4. a JAX job under Pod Security restricted ----------------------------------------------
