@@ -33,6 +33,9 @@ agent_start() {
   local nodes="$1" build="$2"; shift 2
   agent_settings
   mkdir -p "$STATE/logs" "$STATE/pids"
+  # Emptied before the start: the redirect below runs in the background child, so the wait
+  # for "ready" could otherwise read a previous agent's log.
+  : >"$STATE/logs/agent.log"
   local sudo=(); (( EUID == 0 )) || sudo=(sudo)
   # Started directly (not through a function), so $! is the agent (or sudo), not a subshell.
   "${sudo[@]}" setsid nohup "$build/bin/lockstep-test-node-agent" \

@@ -214,6 +214,10 @@ pull_for_the_agent() {
 }
 
 start_agent() {
+  # Emptied here, not only by the redirect below: that one runs in the background child, so
+  # the wait for "ready" could read the previous agent's log (CI once checked a restart
+  # before the new agent had removed the old containers).
+  : >"$WORK/agent.log"
   setsid "$BUILD/bin/lockstep-test-node-agent" --node-name "${NODES[0]}" --node-name "${NODES[1]}" \
     --gpus 2 --block "$BLOCK" --rack rack-release --state-dir "$STATE" --bridge "$BRIDGE" \
     --subnet "$SUBNET" --heartbeat-ms 500 --lease-duration-s 5 \
