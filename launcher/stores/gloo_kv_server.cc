@@ -8,23 +8,28 @@ namespace lockstep::launcher::stores {
 GlooKvServer::GlooKvServer(std::map<std::string, int> scope_sizes, GlooKvOptions options)
     : options_(options),
       state_(std::move(scope_sizes), options.max_stored_bytes),
-      server_(this, options.server) {}
+      server_(this, options.server.ToConnectionLimits(), "gloo kv: ", options.clock) {}
 
 GlooKvServer::~GlooKvServer() { Stop(); }
 
 StatusOr<int> GlooKvServer::Start(const std::string& host, int port) {
-  return server_.Start(host, port);
+  return ServeOn(server_, host, port);
 }
 
-void GlooKvServer::Stop() { server_.Stop(); }
+void GlooKvServer::Stop() {
+  server_.Stop();
+  clients_.clear();
+  pending_bytes_ = 0;
+}
 
 void GlooKvServer::OnOpen(ConnId conn) {
   clients_[conn];
   // One request per connection: the whole of it within the timeout, idle time included.
-  server_.SetDeadline(conn, std::chrono::steady_clock::now() + options_.request_timeout);
+  server_.SetDeadline(conn, server_.clock().Now() + options_.request_timeout);
 }
 
 void GlooKvServer::Answer(ConnId conn, int code, std::string_view body) {
+  // A failed send closes the connection at once; CloseAfterFlush then finds nothing to close.
   server_.Send(conn, HttpResponse(code, body));
   server_.CloseAfterFlush(conn);
 }
@@ -56,7 +61,7 @@ bool GlooKvServer::OnData(ConnId conn, std::string* in) {
   return true;
 }
 
-void GlooKvServer::OnClose(ConnId conn) {
+void GlooKvServer::OnClose(ConnId conn, const net::CloseInfo& /*info*/) {
   if (auto it = clients_.find(conn); it != clients_.end()) {
     pending_bytes_ -= it->second.counted;
     clients_.erase(it);

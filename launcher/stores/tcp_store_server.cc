@@ -5,29 +5,35 @@
 namespace lockstep::launcher::stores {
 
 TcpStoreServer::TcpStoreServer(TcpStoreOptions options)
-    : options_(options), state_(options.store), server_(this, options.server) {}
+    : options_(options),
+      state_(options.store),
+      server_(this, options.server.ToConnectionLimits(), "tcpstore: ", options.clock) {}
 
 TcpStoreServer::~TcpStoreServer() { Stop(); }
 
 StatusOr<int> TcpStoreServer::Start(const std::string& host, int port) {
-  return server_.Start(host, port);
+  return ServeOn(server_, host, port);
 }
 
-void TcpStoreServer::Stop() { server_.Stop(); }
+void TcpStoreServer::Stop() {
+  server_.Stop();
+  clients_.clear();
+  pending_bytes_ = 0;
+}
 
 void TcpStoreServer::OnOpen(ConnId conn) {
   clients_[conn];
-  server_.SetDeadline(conn, std::chrono::steady_clock::now() + options_.handshake_timeout);
+  server_.SetDeadline(conn, server_.clock().Now() + options_.handshake_timeout);
 }
 
 bool TcpStoreServer::OnData(ConnId conn, std::string* in) {
-  Client& client = clients_[conn];
   std::vector<Reply> replies;
-  const bool keep = Serve(conn, client, *in, &replies);
+  const bool keep = Serve(conn, clients_[conn], *in, &replies);
   // The parser keeps every byte it consumed: nothing is left for the next read to look at again.
   in->clear();
+  if (keep) UpdateDeadline(conn, clients_[conn]);
+  // A failed send closes its connection at once (OnClose), which may be this one: last.
   for (Reply& r : replies) server_.Send(r.conn, r.bytes);
-  if (keep) UpdateDeadline(conn, client);
   return keep;
 }
 
@@ -59,7 +65,7 @@ bool TcpStoreServer::Serve(ConnId conn, Client& client, std::string_view in,
 void TcpStoreServer::UpdateDeadline(ConnId conn, Client& client) {
   const bool mid = client.parser.request_bytes() > 0;
   if (mid && !client.mid_request) {
-    server_.SetDeadline(conn, std::chrono::steady_clock::now() + options_.request_timeout);
+    server_.SetDeadline(conn, server_.clock().Now() + options_.request_timeout);
   } else if (!mid && state_.IsValidated(conn)) {
     server_.SetDeadline(conn, std::nullopt);  // idle between requests: kept
   }
@@ -76,7 +82,7 @@ bool TcpStoreServer::Refuse(ConnId conn, const std::string& why) {
   return false;
 }
 
-void TcpStoreServer::OnClose(ConnId conn) {
+void TcpStoreServer::OnClose(ConnId conn, const net::CloseInfo& /*info*/) {
   if (auto it = clients_.find(conn); it != clients_.end()) {
     pending_bytes_ -= it->second.parser.request_bytes();
     clients_.erase(it);

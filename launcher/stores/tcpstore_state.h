@@ -30,7 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "launcher/stores/epoll_server.h"
+#include "launcher/stores/store_transport.h"
 #include "launcher/stores/tcpstore_codec.h"
 
 namespace lockstep::launcher::stores {
