@@ -1,12 +1,6 @@
 #include "launcher/rendezvous/server.h"
 
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <vector>
 
 #include "common/log.h"
@@ -19,10 +13,7 @@ namespace lockstep::launcher::rendezvous {
 
 using protocol::Abort;
 using protocol::Challenge;
-using protocol::ControlAck;
-using protocol::ControlKind;
 using protocol::ControlRequest;
-using protocol::ControlStatus;
 using protocol::Decode;
 using protocol::Done;
 using protocol::Encode;
@@ -35,33 +26,13 @@ using protocol::Join;
 using protocol::MessageType;
 using protocol::PeerEntry;
 using protocol::PeerTable;
-using protocol::Promote;
 using protocol::RefuseCode;
 using protocol::RoundFailure;
 using protocol::Started;
 using protocol::WorldMsg;
 using std::chrono::milliseconds;
 
-struct RendezvousServer::Conn {
-  UniqueFd fd;
-  FrameDecoder decoder{kMaxUnauthenticatedFrameBytes};
-  std::string out;
-  size_t out_pos = 0;
-  bool want_write = false;
-  bool reading = true;  // false once a closing connection sent kMaxDiscardBytes
-  ConnState state = ConnState::kAwaitJoin;
-  uint64_t seq = 0;         // accept order: the key in evictable_
-  Clock::Steady deadline;   // kAwaitJoin: authenticate by; kClosing: closed at. Never extended
-  size_t discarded = 0;     // bytes read and dropped while kClosing
-  std::string nonce;
-  Join join;
-  Clock::Steady last_seen;  // the last bytes of an authenticated peer
-  uint32_t first_rank = 0;  // of the member's local rank 0, once the round completed
-  bool started = false;     // the member's children run (Started for the current round)
-};
-
 namespace {
-constexpr uint32_t kMaxNprocPerNode = 1u << 16;
 // TensorFlow's parameter-server task type, as roles name it (launcher/world.h).
 constexpr char kParameterServerRole[] = "ps";
 // One read of an authenticated peer (net::ReadAvailable's default, as before): a busy peer
@@ -83,243 +54,123 @@ StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(ServerOptio
   net::RaiseFileLimit();
   LS_ASSIGN_OR_RETURN(UniqueFd fd, net::ListenTcp(port));
   LS_ASSIGN_OR_RETURN(uint16_t bound, net::LocalPort(fd.get()));
-  return std::unique_ptr<RendezvousServer>(
-      new RendezvousServer(std::move(options), std::move(fd), bound));
+  std::unique_ptr<RendezvousServer> server(new RendezvousServer(std::move(options), bound));
+  std::vector<UniqueFd> listeners;
+  listeners.push_back(std::move(fd));
+  LS_RETURN_IF_ERROR(server->server_.Listen(std::move(listeners)));
+  return server;
 }
 
-RendezvousServer::RendezvousServer(ServerOptions options, UniqueFd listen_fd, uint16_t port)
+net::ConnectionLimits RendezvousServer::Limits(const ServerOptions& options) {
+  net::ConnectionLimits limits;
+  limits.max_connections =
+      options.max_connections != 0 ? options.max_connections : 2 * options.max_nodes + 128;
+  limits.max_unauthenticated =
+      options.max_unauthenticated != 0 ? options.max_unauthenticated : options.max_nodes + 64;
+  limits.pre_auth_timeout = options.auth_timeout;
+  limits.pre_auth_bytes = kMaxUnauthenticatedFrameBytes;
+  limits.read_budget = kMemberReadBytes;
+  limits.max_queued_bytes = kMaxPendingOutBytes;
+  limits.linger_discard_bytes = kMaxDiscardBytes;
+  limits.linger_timeout = options.closing_timeout;
+  return limits;
+}
+
+RendezvousServer::RendezvousServer(ServerOptions options, uint16_t port)
     : opt_(std::move(options)),
       mac_key_(protocol::AttemptKey(opt_.token, opt_.attempt)),
       control_key_(protocol::AttemptKey(opt_.token, opt_.attempt)),
-      listen_fd_(std::move(listen_fd)),
-      epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
-      wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       port_(port),
-      max_unauthenticated_(opt_.max_unauthenticated != 0 ? opt_.max_unauthenticated
-                                                         : opt_.max_nodes + 64),
-      max_connections_(opt_.max_connections != 0 ? opt_.max_connections : 2 * opt_.max_nodes + 128),
       attempt_(opt_.attempt),
-      lost_(opt_.max_nodes) {
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = listen_fd_.get();
-  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, listen_fd_.get(), &ev);
-  ev.data.fd = wake_fd_.get();
-  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev);
-}
+      lost_(opt_.max_nodes),
+      server_(this, Limits(opt_), kLogPrefix, opt_.clock) {}
 
 RendezvousServer::~RendezvousServer() { Stop(); }
 
 void RendezvousServer::Start() {
   next_tick_ = opt_.clock->Now() + opt_.heartbeat_interval;
   gather_start_ = opt_.clock->Now();
-  thread_ = std::thread([this] { Loop(); });
+  server_.Start();
 }
 
-void RendezvousServer::Stop() {
-  if (!thread_.joinable()) return;
-  uint64_t one = 1;
-  (void)!::write(wake_fd_.get(), &one, sizeof(one));
-  thread_.join();
+void RendezvousServer::Stop() { server_.Stop(); }
+
+std::optional<Clock::Steady> RendezvousServer::OnTimer(Clock::Steady now) {
+  if (now >= next_tick_) OnTick(now);
+  MaybeComplete();
+  active_members_.store(phase_ == Phase::kGathering ? 0u
+                                                    : static_cast<uint32_t>(members_.size()));
+  if (last_call_deadline_ && *last_call_deadline_ < next_tick_) return last_call_deadline_;
+  return next_tick_;
 }
 
-void RendezvousServer::Loop() {
-  std::vector<epoll_event> events(1024);
-  for (;;) {
-    int n = ::epoll_wait(epoll_fd_.get(), events.data(), static_cast<int>(events.size()),
-                         static_cast<int>(NextTimeout().count()));
-    if (n < 0 && errno != EINTR) {
-      log::Error(std::string(kLogPrefix) + "epoll_wait failed", {{"error", strerror(errno)}});
-      return;
-    }
-    for (int i = 0; i < n; ++i) {
-      const int fd = events[static_cast<size_t>(i)].data.fd;
-      const uint32_t what = events[static_cast<size_t>(i)].events;
-      if (fd == wake_fd_.get()) return;
-      if (fd == listen_fd_.get()) {
-        AcceptAll();
-        continue;
-      }
-      auto it = conns_.find(fd);
-      if (it == conns_.end()) continue;  // closed earlier in this batch
-      if (what & EPOLLOUT) OnWritable(*it->second);
-      it = conns_.find(fd);
-      if (it != conns_.end() && (what & (EPOLLIN | EPOLLHUP | EPOLLERR))) OnReadable(*it->second);
-    }
-    if (opt_.clock->Now() >= next_tick_) OnTick();
-    MaybeComplete();
-    active_members_.store(
-        phase_ == Phase::kGathering ? 0u : static_cast<uint32_t>(members_.size()));
+void RendezvousServer::OnOpen(net::ConnId id) {
+  StatusOr<std::string> nonce = nonces_.Next();
+  if (!nonce.ok()) {
+    log::Error(std::string(kLogPrefix) + "no randomness for a nonce",
+               {{"error", nonce.status().ToString()}});
+    server_.Close(id, "no randomness for a nonce");
+    return;
   }
-}
-
-milliseconds RendezvousServer::NextTimeout() const {
-  Clock::Steady next = next_tick_;
-  if (last_call_deadline_ && *last_call_deadline_ < next) next = *last_call_deadline_;
-  auto left = std::chrono::duration_cast<milliseconds>(next - opt_.clock->Now());
-  return left.count() < 0 ? milliseconds(0) : left + milliseconds(1);
-}
-
-void RendezvousServer::AcceptAll() {
-  for (;;) {
-    int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        log::Warning(std::string(kLogPrefix) + "accept failed", {{"error", strerror(errno)}});
-      }
-      return;
-    }
-    UniqueFd owned(fd);
-    if (!MakeRoom()) {
-      ++shed_since_log_;
-      continue;  // closed on scope exit
-    }
-    // TCP_NODELAY comes from the listening socket (net::ListenTcp).
-    auto conn = std::make_unique<Conn>();
-    conn->fd = std::move(owned);
-    conn->last_seen = opt_.clock->Now();
-    conn->seq = ++accepted_;
-    conn->deadline = conn->last_seen + opt_.auth_timeout;
-    StatusOr<std::string> nonce = nonces_.Next();
-    if (!nonce.ok()) {
-      log::Error(std::string(kLogPrefix) + "no randomness for a nonce",
-                 {{"error", nonce.status().ToString()}});
-      continue;  // conn closes on scope exit
-    }
-    conn->nonce = *nonce;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev);
-    Conn& c = *conn;
-    conns_[fd] = std::move(conn);
-    evictable_[c.seq] = fd;
-    Challenge challenge;
-    challenge.nonce = c.nonce;
-    Queue(c, Encode(challenge));
-  }
-}
-
-bool RendezvousServer::MakeRoom() {
-  const bool full = conns_.size() >= max_connections_;
-  if (!full && evictable_.size() < max_unauthenticated_) return true;
-  if (evictable_.empty()) return false;
-  // The oldest has had the longest to authenticate; a real launcher closed here connects again.
-  ++shed_since_log_;
-  CloseConn(evictable_.begin()->second, "closed for a newer connection");
-  return true;
+  auto conn = std::make_unique<Conn>();
+  Conn& c = *conn;
+  c.id = id;
+  c.last_seen = opt_.clock->Now();
+  c.nonce = *nonce;
+  conns_[id] = std::move(conn);
+  Challenge challenge;
+  challenge.nonce = c.nonce;
+  Queue(c, Encode(challenge));
 }
 
 void RendezvousServer::SetState(Conn& c, ConnState state) {
-  const ConnState was = c.state;
   c.state = state;
-  if (state == ConnState::kClosing) {
-    if (was != ConnState::kClosing) {
-      c.deadline = opt_.clock->Now() + opt_.closing_timeout;
-      evictable_[c.seq] = c.fd.get();
-    }
-    return;
-  }
+  if (state == ConnState::kClosing) return;
   // Authenticated: it may send any protocol frame, and leaves the queue the caps evict from.
-  evictable_.erase(c.seq);
+  server_.Authenticate(c.id);
   c.decoder.set_max_frame_bytes(protocol::kMaxFrameBytes);
 }
 
-void RendezvousServer::UpdateEvents(Conn& c) {
-  epoll_event ev{};
-  ev.events = (c.reading ? EPOLLIN : 0u) | (c.want_write ? EPOLLOUT : 0u);
-  ev.data.fd = c.fd.get();
-  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
+void RendezvousServer::SendLast(Conn& c, std::string_view bytes, bool half_close) {
+  const net::ConnId id = c.id;
+  // Closing first: a failed write then closes a connection that is no member any more.
+  SetState(c, ConnState::kClosing);
+  server_.Send(id, bytes);
+  server_.Linger(id, half_close);
 }
 
-void RendezvousServer::Queue(Conn& c, std::string_view bytes) {
-  if (c.out.size() - c.out_pos + bytes.size() > kMaxPendingOutBytes) {
-    CloseConn(c.fd.get(), "the peer does not read what the server sends");
-    return;
+void RendezvousServer::Queue(Conn& c, std::string_view bytes) { server_.Send(c.id, bytes); }
+
+void RendezvousServer::CloseConn(net::ConnId id, const std::string& why) { server_.Close(id, why); }
+
+bool RendezvousServer::OnData(net::ConnId id, std::string* in) {
+  auto it = conns_.find(id);
+  if (it == conns_.end() || it->second->state == ConnState::kClosing) {
+    in->clear();
+    return true;
   }
-  if (c.out_pos == c.out.size()) {
-    c.out.clear();
-    c.out_pos = 0;
-    // Nothing pending (the usual case): send straight from `bytes` and buffer only what the
-    // socket did not take, instead of copying every challenge and world into `out` first.
-    const int fd = c.fd.get();
-    StatusOr<size_t> n = net::WriteSome(fd, bytes);
-    if (!n.ok()) {
-      CloseConn(fd, n.status().ToString(), /*disconnected=*/true);
-      return;
-    }
-    if (*n == bytes.size()) return;
-    bytes.remove_prefix(*n);
-  }
-  c.out.append(bytes);
-  OnWritable(c);
+  Conn& c = *it->second;
+  // Only an authenticated peer's bytes keep it alive; the others have their fixed deadline.
+  if (c.state != ConnState::kAwaitJoin) c.last_seen = opt_.clock->Now();
+  c.decoder.Append(*in);
+  in->clear();
+  HandleFrames(c);
+  return true;
 }
 
-void RendezvousServer::OnWritable(Conn& c) {
-  const int fd = c.fd.get();
-  StatusOr<size_t> n = net::WriteSome(fd, std::string_view(c.out).substr(c.out_pos));
-  if (!n.ok()) {
-    CloseConn(fd, n.status().ToString(), /*disconnected=*/true);
-    return;
-  }
-  c.out_pos += *n;
-  const bool pending = c.out_pos < c.out.size();
-  if (pending != c.want_write) {
-    c.want_write = pending;
-    UpdateEvents(c);
-  }
-}
-
-void RendezvousServer::Discard(Conn& c) {
-  const int fd = c.fd.get();
-  // Not reading: only a hang-up or an error wakes it.
-  if (!c.reading) return CloseConn(fd, "the peer closed the connection");
-  std::string bytes;
-  StatusOr<net::ReadResult> r = net::ReadAvailable(fd, &bytes, kMaxDiscardBytes - c.discarded);
-  if (!r.ok()) return CloseConn(fd, r.status().ToString());
-  if (r->eof) return CloseConn(fd, "the peer closed the connection");
-  c.discarded += r->bytes;
-  if (c.discarded >= kMaxDiscardBytes) {
-    // It keeps sending after its answer: let TCP's window stop it until closing_timeout.
-    c.reading = false;
-    UpdateEvents(c);
-  }
-}
-
-void RendezvousServer::OnReadable(Conn& c) {
-  if (c.state == ConnState::kClosing) return Discard(c);
-  const int fd = c.fd.get();
-  const bool authenticated = c.state != ConnState::kAwaitJoin;
-  std::string bytes;
-  StatusOr<net::ReadResult> r = net::ReadAvailable(
-      fd, &bytes, authenticated ? kMemberReadBytes : kMaxUnauthenticatedFrameBytes);
-  if (!r.ok()) {
-    CloseConn(fd, r.status().ToString(), /*disconnected=*/true);
-    return;
-  }
-  if (r->bytes > 0) {
-    // Only an authenticated peer's bytes keep it alive; the others have their fixed deadline.
-    if (authenticated) c.last_seen = opt_.clock->Now();
-    c.decoder.Append(bytes);
-  }
-  while (conns_.count(fd) != 0 && c.state != ConnState::kClosing) {
+void RendezvousServer::HandleFrames(Conn& c) {
+  const net::ConnId id = c.id;
+  while (conns_.count(id) != 0 && c.state != ConnState::kClosing) {
     StatusOr<std::optional<Frame>> frame = c.decoder.Next();
-    if (!frame.ok()) {
-      CloseConn(fd, "protocol error: " + frame.status().message());
-      return;
-    }
+    if (!frame.ok()) return CloseConn(id, "protocol error: " + frame.status().message());
     if (!frame->has_value()) break;
     Status s = OnFrame(c, **frame);
-    if (!s.ok()) {
-      CloseConn(fd, "protocol error: " + s.message());
-      return;
-    }
+    if (!s.ok()) return CloseConn(id, "protocol error: " + s.message());
   }
-  if (conns_.count(fd) == 0) return;
   // Refused or answered: what it sent after that frame is dropped, not kept.
-  if (c.state == ConnState::kClosing) c.decoder = FrameDecoder(kMaxUnauthenticatedFrameBytes);
-  if (r->eof) CloseConn(fd, "peer closed the connection", /*disconnected=*/true);
+  if (conns_.count(id) != 0 && c.state == ConnState::kClosing) {
+    c.decoder = FrameDecoder(kMaxUnauthenticatedFrameBytes);
+  }
 }
 
 Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
@@ -450,143 +301,8 @@ Status RendezvousServer::OnJoin(Conn& c, const Join& join) {
     return Status::Ok();
   }
   SetState(c, ConnState::kMember);
-  members_[join.node_rank] = c.fd.get();
+  members_[join.node_rank] = c.id;
   return Status::Ok();
-}
-
-void RendezvousServer::OnStandbyJoin(Conn& c, const Join& join) {
-  const std::string who = "spare " + std::to_string(join.spare_index);
-  if (join.nproc == 0 || join.nproc > kMaxNprocPerNode) {
-    Refuse(c, RefuseCode::kProtocol, who + ": bad nproc " + std::to_string(join.nproc));
-    return;
-  }
-  if (std::optional<std::string> refused = spares_.AdmitStandby(join.spare_index, c.fd.get())) {
-    Refuse(c, RefuseCode::kDuplicateNode, who + ": " + *refused);
-    return;
-  }
-  c.join = join;
-  SetState(c, ConnState::kStandby);
-  log::Info(std::string(kLogPrefix) + "a spare stands by",
-            {{"spare_index", std::to_string(join.spare_index)},
-             {"standby", std::to_string(spares_.standby())}});
-  if (phase_ == Phase::kFinishing) ReleaseStandbySpares();
-}
-
-bool RendezvousServer::PromoteSpare(const Join& lost, const std::string& why) {
-  // Node 0 hosts this server and the framework's stores: a spare cannot stand in for it.
-  if (phase_ != Phase::kRunning || lost.node_rank == 0) return false;
-  std::optional<int> taken = spares_.TakeStandby();
-  if (!taken) return false;
-  auto it = conns_.find(*taken);
-  if (it == conns_.end()) return false;  // closed in this batch; the pool forgot it too
-  Conn& spare = *it->second;
-  const uint32_t node_rank = lost.node_rank;
-  const int32_t spare_index = spare.join.spare_index;
-  AbortRound(FailureReason::kPeerLost, static_cast<int>(node_rank),
-             "node " + std::to_string(node_rank) + " lost: " + why + "; spare " +
-                 std::to_string(spare_index) + " takes its node rank",
-             std::nullopt, /*spare_promoted=*/true);
-  // The spare is a member of the next round at once: the round completes as soon as the other
-  // members rejoin, with no new pod.
-  spare.join.node_rank = node_rank;
-  spare.join.role = lost.role;
-  spare.join.role_index = lost.role_index;
-  spare.join.attempt = attempt_;
-  spare.join.standby = false;
-  SetState(spare, ConnState::kMember);
-  members_[node_rank] = spare.fd.get();
-  spares_.RecordPromotion(node_rank, spare_index, attempt_, spare.join.host);
-  log::Warning(std::string(kLogPrefix) + "promoted a spare",
-               {{"node_rank", std::to_string(node_rank)},
-                {"spare_index", std::to_string(spare_index)},
-                {"attempt", std::to_string(attempt_)},
-                {"promotions", std::to_string(spares_.promotions())}});
-  Queue(spare, Encode(Promote{attempt_, node_rank, lost.role, lost.role_index}));
-  return true;
-}
-
-void RendezvousServer::ReleaseStandbySpares() {
-  Abort abort;
-  abort.attempt = attempt_;
-  abort.reason = FailureReason::kFinished;
-  abort.message = "the job is finishing; the spare is not needed";
-  abort.restartable = false;
-  const std::string bytes = Encode(abort);
-  std::vector<int> targets;
-  for (const auto& [fd, conn] : conns_) {
-    if (conn->state == ConnState::kStandby) targets.push_back(fd);
-  }
-  for (int fd : targets) {
-    spares_.RemoveStandby(fd);
-    Conn& c = *conns_.at(fd);
-    SetState(c, ConnState::kClosing);
-    Queue(c, bytes);
-  }
-}
-
-void RendezvousServer::OnControl(Conn& c, const ControlRequest& request) {
-  if (request.version != protocol::kProtocolVersion) {
-    Refuse(c, RefuseCode::kProtocol, "control: protocol version " +
-                                         std::to_string(request.version) + " unsupported");
-    return;
-  }
-  // Keyed by this launcher's attempt (control.h): a request for another attempt's launchers
-  // fails here like a wrong token.
-  const std::string expected =
-      protocol::ControlMac(control_key_, c.nonce, request.run_id, request.kind, request.reason);
-  if (!protocol::MacEquals(expected, request.mac)) {
-    Refuse(c, RefuseCode::kBadToken,
-           "control: authentication failed (wrong rendezvous token, or a request for another "
-           "attempt's launchers)");
-    return;
-  }
-  if (request.run_id != opt_.run_id) {
-    Refuse(c, RefuseCode::kOtherRun, "control: run id does not match this server's run id");
-    return;
-  }
-  std::string answer;
-  if (request.kind == ControlKind::kStatus) {
-    answer = Encode(CurrentStatus());
-  } else {
-    ControlAck ack;
-    ack.round = attempt_;
-    if (phase_ == Phase::kRunning) {
-      log::Warning(std::string(kLogPrefix) + "restart requested",
-                   {{"attempt", std::to_string(attempt_)}, {"reason", request.reason}});
-      ack.accepted = true;
-      AbortRound(FailureReason::kRequested, -1, "restart requested: " + request.reason);
-    } else {
-      ack.message = "round " + std::to_string(attempt_) + " is " +
-                    (phase_ == Phase::kGathering ? "still gathering" : "finishing") +
-                    "; nothing to restart";
-    }
-    answer = Encode(ack);
-  }
-  const int fd = c.fd.get();
-  SetState(c, ConnState::kClosing);
-  Queue(c, answer);
-  if (conns_.count(fd) != 0) ::shutdown(fd, SHUT_WR);
-}
-
-ControlStatus RendezvousServer::CurrentStatus() const {
-  ControlStatus st;
-  st.round = attempt_;
-  st.complete = phase_ != Phase::kGathering;
-  st.members = static_cast<uint32_t>(members_.size());
-  st.running = phase_ == Phase::kRunning && !members_.empty();
-  for (const auto& [node_rank, fd] : members_) {
-    auto it = conns_.find(fd);
-    if (it == conns_.end() || !it->second->started) st.running = false;
-  }
-  st.failure_restarts = failure_restarts_;
-  st.requested_restarts = requested_restarts_;
-  st.last_failure = last_failure_;
-  if (opt_.progress_source) st.progress = opt_.progress_source();
-  st.promotions = spares_.promotions();
-  st.standby_spares = spares_.standby();
-  st.serving = spares_.Serving();
-  st.lost = lost_.List();
-  return st;
 }
 
 void RendezvousServer::Refuse(Conn& c, RefuseCode code, const std::string& reason) {
@@ -594,12 +310,8 @@ void RendezvousServer::Refuse(Conn& c, RefuseCode code, const std::string& reaso
   protocol::Refuse refuse;
   refuse.code = code;
   refuse.reason = reason;
-  const int fd = c.fd.get();
-  SetState(c, ConnState::kClosing);
-  Queue(c, Encode(refuse));
-  if (conns_.count(fd) == 0) return;  // the write failed, which closed (and freed) it
   // Half-close: the refusal is delivered, and the peer's close ends the connection.
-  ::shutdown(fd, SHUT_WR);
+  SendLast(c, Encode(refuse), /*half_close=*/true);
 }
 
 void RendezvousServer::MaybeComplete() {
@@ -621,8 +333,8 @@ void RendezvousServer::CompleteRound() {
   std::vector<Member> members;
   members.reserve(members_.size());
   bool want_table = false;
-  for (const auto& [node_rank, fd] : members_) {
-    const Join& j = conns_.at(fd)->join;
+  for (const auto& [node_rank, id] : members_) {
+    const Join& j = conns_.at(id)->join;
     members.push_back(Member{j.node_rank, j.role, j.role_index, j.host, j.port, j.nproc});
     want_table = want_table || j.want_peer_table;
   }
@@ -645,11 +357,11 @@ void RendezvousServer::CompleteRound() {
   std::string table;
   if (want_table) table = Encode(PeerTable{assignment->peers});
   const Clock::Steady now = opt_.clock->Now();
-  std::vector<std::pair<int, std::string>> sends;
+  std::vector<std::pair<net::ConnId, std::string>> sends;
   sends.reserve(assignment->peers.size());
   for (const PeerEntry& p : assignment->peers) {
-    const int fd = members_.at(p.node_rank);
-    Conn& c = *conns_.at(fd);
+    const net::ConnId id = members_.at(p.node_rank);
+    Conn& c = *conns_.at(id);
     world.group_rank = p.group_rank;
     world.first_rank = p.first_rank;
     world.nproc = p.nproc;
@@ -662,15 +374,15 @@ void RendezvousServer::CompleteRound() {
     c.started = false;
     std::string bytes = c.join.want_peer_table ? table : std::string();
     bytes += Encode(world);
-    sends.emplace_back(fd, std::move(bytes));
+    sends.emplace_back(id, std::move(bytes));
   }
   phase_ = Phase::kRunning;
   last_call_deadline_.reset();
   const uint32_t round = attempt_;
-  for (const auto& [fd, bytes] : sends) {
+  for (const auto& [id, bytes] : sends) {
     // A failed write aborts the round (lost peer); the rest then get Abort, not a stale World.
     if (attempt_ != round) break;
-    auto it = conns_.find(fd);
+    auto it = conns_.find(id);
     if (it != conns_.end()) Queue(*it->second, bytes);
   }
   const auto took = std::chrono::duration_cast<milliseconds>(now - gather_start_);
@@ -703,11 +415,10 @@ void RendezvousServer::EndJob(const Conn& finished) {
   log::Info(std::string(kLogPrefix) + "the job is finished; stopping the other nodes",
             {{"node_rank", std::to_string(finished.join.node_rank)}});
   const std::string bytes = Encode(abort);
-  std::vector<int> targets;
-  for (const auto& [fd, conn] : conns_) {
-    if (conn->state == ConnState::kMember) targets.push_back(fd);
+  for (net::ConnId id : ConnsIn({ConnState::kMember})) {
+    auto it = conns_.find(id);
+    if (it != conns_.end()) Queue(*it->second, bytes);
   }
-  for (int fd : targets) Queue(*conns_.at(fd), bytes);
 }
 
 void RendezvousServer::AbortRound(FailureReason reason, int node_rank,
@@ -747,16 +458,10 @@ void RendezvousServer::AbortRound(FailureReason reason, int node_rank,
   abort.restartable = phase_ != Phase::kFinishing && !permanent;
   abort.spare_promoted = spare_promoted;
   const std::string bytes = Encode(abort);
-  std::vector<int> targets;
-  for (const auto& [fd, conn] : conns_) {
-    if (conn->state == ConnState::kMember || conn->state == ConnState::kWaiting) {
-      targets.push_back(fd);
-    }
-  }
-  for (int fd : targets) {
-    Conn& c = *conns_.at(fd);
-    SetState(c, ConnState::kClosing);  // clients reconnect for the next attempt
-    Queue(c, bytes);
+  for (net::ConnId id : ConnsIn({ConnState::kMember, ConnState::kWaiting})) {
+    // Clients reconnect for the next attempt.
+    auto it = conns_.find(id);
+    if (it != conns_.end()) SendLast(*it->second, bytes, /*half_close=*/false);
   }
   members_.clear();
   ++attempt_;
@@ -765,76 +470,40 @@ void RendezvousServer::AbortRound(FailureReason reason, int node_rank,
   gather_start_ = opt_.clock->Now();
 }
 
-void RendezvousServer::OnTick() {
-  const Clock::Steady now = opt_.clock->Now();
+void RendezvousServer::OnTick(Clock::Steady now) {
   next_tick_ = now + opt_.heartbeat_interval;
-  if (shed_since_log_ > 0) {
-    log::Warning(std::string(kLogPrefix) + "closed connections beyond the caps",
-                 {{"closed", std::to_string(shed_since_log_)},
-                  {"max_unauthenticated", std::to_string(max_unauthenticated_)},
-                  {"max_connections", std::to_string(max_connections_)}});
-    shed_since_log_ = 0;
-  }
-  std::vector<std::pair<int, const char*>> expired;
+  // Connections still to authenticate, and closing ones, have the transport's deadlines.
   const std::string beat = Encode(Heartbeat{attempt_});
-  std::vector<int> fds;
-  fds.reserve(conns_.size());
-  for (const auto& [fd, conn] : conns_) fds.push_back(fd);
-  for (int fd : fds) {
-    auto it = conns_.find(fd);
-    if (it == conns_.end()) continue;
-    Conn& c = *it->second;
-    if (c.state == ConnState::kAwaitJoin || c.state == ConnState::kClosing) {
-      if (now >= c.deadline) {
-        expired.emplace_back(fd, c.state == ConnState::kAwaitJoin
-                                     ? "did not authenticate within the auth timeout"
-                                     : "closing timeout");
-      }
-      continue;
+  std::vector<net::ConnId> silent;
+  for (net::ConnId id : ConnsIn({ConnState::kMember, ConnState::kWaiting, ConnState::kStandby})) {
+    auto it = conns_.find(id);
+    if (it == conns_.end()) continue;  // a failed send closed it
+    if (now - it->second->last_seen > opt_.peer_timeout) {
+      silent.push_back(id);
+    } else {
+      Queue(*it->second, beat);
     }
-    if (now - c.last_seen > opt_.peer_timeout) {
-      expired.emplace_back(fd, "no heartbeat within the peer timeout");
-      continue;
-    }
-    Queue(c, beat);
   }
-  for (const auto& [fd, why] : expired) {
-    if (conns_.count(fd) != 0) CloseConn(fd, why);
-  }
+  // After the heartbeats: a loss aborts the round, and the others' Abort follows their beat.
+  for (net::ConnId id : silent) CloseConn(id, "no heartbeat within the peer timeout");
 }
 
-void RendezvousServer::RecordLost(const Conn& c, const std::string& why, bool disconnected) {
-  // The steady clock times the peer timeout; the report is in wall time, which the operator
-  // compares with the node's Lease (docs/failures.md "Peer evidence").
-  const auto unix_ms = [](Clock::Wall t) {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count());
-  };
-  const Clock::Wall wall_now = opt_.clock->WallNow();
-  const auto silent_for = opt_.clock->Now() - c.last_seen;
-  protocol::LostMember lost;
-  lost.round = attempt_;
-  lost.node_rank = c.join.node_rank;
-  lost.pod_name = c.join.pod_name;
-  lost.node_name = c.join.node_name;
-  lost.pod_uid = c.join.pod_uid;
-  lost.last_heard_unix_ms =
-      unix_ms(wall_now - std::chrono::duration_cast<Clock::Wall::duration>(silent_for));
-  lost.lost_unix_ms = unix_ms(wall_now);
-  lost.disconnected = disconnected;
-  lost.why = why;
-  lost_.Record(std::move(lost));
+std::vector<net::ConnId> RendezvousServer::ConnsIn(std::initializer_list<ConnState> states) const {
+  std::vector<net::ConnId> ids;
+  for (const auto& [id, conn] : conns_) {
+    if (std::find(states.begin(), states.end(), conn->state) != states.end()) ids.push_back(id);
+  }
+  return ids;
 }
 
-void RendezvousServer::CloseConn(int fd, const std::string& why, bool disconnected) {
-  auto it = conns_.find(fd);
+void RendezvousServer::OnClose(net::ConnId id, const net::CloseInfo& info) {
+  auto it = conns_.find(id);
   if (it == conns_.end()) return;
   std::unique_ptr<Conn> conn = std::move(it->second);
   conns_.erase(it);
-  evictable_.erase(conn->seq);
-  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  const std::string& why = info.why;
   if (conn->state == ConnState::kStandby) {
-    spares_.RemoveStandby(fd);
+    spares_.RemoveStandby(id);
     log::Info(std::string(kLogPrefix) + "a standby spare left",
               {{"spare_index", std::to_string(conn->join.spare_index)}, {"why", why}});
     return;
@@ -842,7 +511,7 @@ void RendezvousServer::CloseConn(int fd, const std::string& why, bool disconnect
   if (conn->state != ConnState::kMember) return;
   const uint32_t node_rank = conn->join.node_rank;
   members_.erase(node_rank);
-  RecordLost(*conn, why, disconnected);
+  RecordLost(*conn, why, info.disconnected);
   if (phase_ == Phase::kGathering) {
     log::Info(std::string(kLogPrefix) + "a node left before the round completed",
               {{"node_rank", std::to_string(node_rank)}, {"why", why}});

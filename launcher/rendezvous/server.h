@@ -25,7 +25,8 @@
 // budget. A refused or closed control connection never touches the round.
 //
 // Bounds: any pod that reaches the port can connect, so what an unauthenticated or refused peer
-// costs is bounded in memory and time, whatever it sends (docs/launcher.md "Limits"):
+// costs is bounded in memory and time, whatever it sends (docs/launcher.md "Limits"); the
+// transport (launcher/net/connection_server.h) enforces them, with these figures:
 //   - before it authenticates (a Join or Control with a valid MAC) a connection buffers at most
 //     one frame of kMaxUnauthenticatedFrameBytes, and must authenticate within auth_timeout of its
 //     accept: bytes it sends meanwhile do not extend that;
@@ -38,7 +39,8 @@
 //   - a member's pending output is bounded (kMaxPendingOutBytes): a peer that stops reading is
 //     closed, as a silent one is.
 //
-// Thread safety: Start/Stop/port from one owning thread; everything else runs on the loop thread.
+// Thread safety: Start/Stop/port/ActiveMembers from one owning thread (ActiveMembers from any);
+// everything else runs on the transport's loop thread.
 
 #include <atomic>
 #include <chrono>
@@ -48,17 +50,17 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "launcher/rendezvous/spares.h"
+#include "launcher/net/connection_server.h"
 #include "launcher/rendezvous/lost_members.h"
+#include "launcher/rendezvous/spares.h"
 #include "protocol/auth.h"
 #include "protocol/frame.h"
 #include "protocol/messages.h"
-#include "common/unique_fd.h"
 #include "protocol/contract.h"
 
 namespace lockstep::launcher::rendezvous {
@@ -67,6 +69,8 @@ namespace lockstep::launcher::rendezvous {
 inline constexpr size_t kMaxUnauthenticatedFrameBytes = 32u << 10;
 inline constexpr size_t kMaxDiscardBytes = 64u << 10;
 inline constexpr size_t kMaxPendingOutBytes = 16u << 20;
+// A join (or a standby spare's) asking for more processes per node is refused.
+inline constexpr uint32_t kMaxNprocPerNode = 1u << 16;
 
 struct ServerOptions {
   std::string run_id;
@@ -103,11 +107,11 @@ struct ServerOptions {
   uint32_t max_connections = 0;
 };
 
-class RendezvousServer {
+class RendezvousServer final : private net::ConnectionHandler {
  public:
   // Binds `port` (0 = any) before returning, so clients may connect as soon as it exists.
   static StatusOr<std::unique_ptr<RendezvousServer>> Listen(ServerOptions options, uint16_t port);
-  ~RendezvousServer();
+  ~RendezvousServer() override;
 
   uint16_t port() const { return port_; }
   void Start();
@@ -119,15 +123,30 @@ class RendezvousServer {
  private:
   enum class ConnState { kAwaitJoin, kMember, kWaiting, kClosing, kStandby };
   enum class Phase { kGathering, kRunning, kFinishing };
-  struct Conn;
+  // A connection's place in the rounds; the transport owns its socket and buffers.
+  struct Conn {
+    net::ConnId id = 0;
+    protocol::FrameDecoder decoder{kMaxUnauthenticatedFrameBytes};
+    ConnState state = ConnState::kAwaitJoin;
+    std::string nonce;
+    protocol::Join join;
+    Clock::Steady last_seen;  // the last bytes of an authenticated peer
+    uint32_t first_rank = 0;  // of the member's local rank 0, once the round completed
+    bool started = false;     // the member's children run (Started for the current round)
+  };
 
-  RendezvousServer(ServerOptions options, UniqueFd listen_fd, uint16_t port);
-  void Loop();
-  void AcceptAll();
-  void OnReadable(Conn& c);
-  void OnWritable(Conn& c);
-  // A closing connection's bytes: read and dropped up to kMaxDiscardBytes, then no more reads.
-  void Discard(Conn& c);
+  RendezvousServer(ServerOptions options, uint16_t port);
+  // The transport's bounds (server.h "Bounds") from the options.
+  static net::ConnectionLimits Limits(const ServerOptions& options);
+
+  // net::ConnectionHandler: the transport (launcher/net/connection_server.h) calls these.
+  void OnOpen(net::ConnId id) override;
+  bool OnData(net::ConnId id, std::string* in) override;
+  void OnClose(net::ConnId id, const net::CloseInfo& info) override;
+  std::optional<Clock::Steady> OnTimer(Clock::Steady now) override;
+
+  // Decodes and handles the frames `c` has buffered, until it closes or stops being read.
+  void HandleFrames(Conn& c);
   Status OnFrame(Conn& c, const protocol::Frame& frame);
   Status OnJoin(Conn& c, const protocol::Join& join);
   void OnControl(Conn& c, const protocol::ControlRequest& request);
@@ -155,20 +174,20 @@ class RendezvousServer {
   bool PromoteSpare(const protocol::Join& lost, const std::string& why);
   // The round is finishing: standby spares are not needed any more.
   void ReleaseStandbySpares();
-  void OnTick();
-  // Every state change of a connection goes through here: it leaves the unauthenticated queue,
-  // a member may send larger frames, and a closing one gets its deadline.
+  void OnTick(Clock::Steady now);
+  // Every state change of a connection goes through here: an authenticated one leaves the
+  // transport's pre-auth bounds and may send larger frames.
   void SetState(Conn& c, ConnState state);
-  // Makes room for one more connection; false when there is none (all are authenticated).
-  bool MakeRoom();
-  void UpdateEvents(Conn& c);
+  // `c`'s last frame to it (an answer, a refusal, an abort): it closes (kClosing), and what it
+  // sends from now on is dropped (net::ConnectionServer::Linger).
+  void SendLast(Conn& c, std::string_view bytes, bool half_close);
   void Queue(Conn& c, std::string_view bytes);
+  void CloseConn(net::ConnId id, const std::string& why);
   // `disconnected`: the peer's connection closed or reset (EOF, a read or write error), as
   // opposed to a silent or misbehaving peer the server gives up on; a lost member's report says
   // which (LostMember::disconnected).
-  void CloseConn(int fd, const std::string& why, bool disconnected = false);
   void RecordLost(const Conn& c, const std::string& why, bool disconnected);
-  std::chrono::milliseconds NextTimeout() const;
+  std::vector<net::ConnId> ConnsIn(std::initializer_list<ConnState> states) const;
 
   ServerOptions opt_;
   // opt_.token, keyed once (a join's MAC check is on the hot path).
@@ -176,23 +195,11 @@ class RendezvousServer {
   // AttemptKey(opt_.token, opt_.attempt): control requests' MAC key (protocol/control.h).
   std::string control_key_;
   protocol::NonceSource nonces_{protocol::kNonceBytes};
-  UniqueFd listen_fd_;
-  UniqueFd epoll_fd_;
-  UniqueFd wake_fd_;
   uint16_t port_;
-  std::thread thread_;
-
-  std::unordered_map<int, std::unique_ptr<Conn>> conns_;
-  // Connections waiting to authenticate or closing, oldest first (accept sequence -> fd): what
-  // the caps count and close first.
-  std::map<uint64_t, int> evictable_;
-  uint64_t accepted_ = 0;
-  uint32_t max_unauthenticated_;
-  uint32_t max_connections_;
-  uint64_t shed_since_log_ = 0;  // connections closed by the caps since the last tick's log
+  std::unordered_map<net::ConnId, std::unique_ptr<Conn>> conns_;
   uint32_t attempt_;
   Phase phase_ = Phase::kGathering;
-  std::map<uint32_t, int> members_;  // node rank -> fd, for the current attempt
+  std::map<uint32_t, net::ConnId> members_;  // node rank -> connection, for the current attempt
   std::optional<Clock::Steady> last_call_deadline_;
   Clock::Steady next_tick_;
   Clock::Steady gather_start_;
@@ -203,6 +210,8 @@ class RendezvousServer {
   std::optional<protocol::RoundFailure> last_failure_;
   SparePool spares_;
   LostMembers lost_;
+  // Declared last, so destroyed first: its loop ends before the state its callbacks use goes.
+  net::ConnectionServer server_;
 };
 
 }  // namespace lockstep::launcher::rendezvous

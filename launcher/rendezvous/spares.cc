@@ -2,7 +2,7 @@
 
 namespace lockstep::launcher::rendezvous {
 
-std::optional<std::string> SparePool::AdmitStandby(int32_t spare_index, int id) {
+std::optional<std::string> SparePool::AdmitStandby(int32_t spare_index, uint64_t id) {
   if (spare_index < 0) return "a standby spare needs a spare index >= 0";
   if (standby_.count(spare_index) != 0) {
     return "spare " + std::to_string(spare_index) + " already stands by";
@@ -17,7 +17,7 @@ std::optional<std::string> SparePool::AdmitStandby(int32_t spare_index, int id) 
   return std::nullopt;
 }
 
-void SparePool::RemoveStandby(int id) {
+void SparePool::RemoveStandby(uint64_t id) {
   for (auto it = standby_.begin(); it != standby_.end(); ++it) {
     if (it->second == id) {
       standby_.erase(it);
@@ -26,9 +26,9 @@ void SparePool::RemoveStandby(int id) {
   }
 }
 
-std::optional<int> SparePool::TakeStandby() {
+std::optional<uint64_t> SparePool::TakeStandby() {
   if (standby_.empty()) return std::nullopt;
-  const int id = standby_.begin()->second;
+  const uint64_t id = standby_.begin()->second;
   standby_.erase(standby_.begin());
   return id;
 }

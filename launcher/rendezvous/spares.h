@@ -23,11 +23,11 @@ class SparePool {
  public:
   // A standby spare connected (connection `id`). Error (the refusal's reason) when another
   // connection already stands by, or serves a node-rank, as spare `spare_index`.
-  std::optional<std::string> AdmitStandby(int32_t spare_index, int id);
+  std::optional<std::string> AdmitStandby(int32_t spare_index, uint64_t id);
   // The standby connection `id` closed; no-op when it is not one.
-  void RemoveStandby(int id);
+  void RemoveStandby(uint64_t id);
   // The lowest-index standby spare's connection, taken out of the pool; nullopt when none waits.
-  std::optional<int> TakeStandby();
+  std::optional<uint64_t> TakeStandby();
   // Spare `spare_index` (just taken) serves `node_rank` from round `round` on.
   void RecordPromotion(uint32_t node_rank, int32_t spare_index, uint32_t round, std::string host);
   // Why a non-standby join of `node_rank` by a launcher of spare `spare_index` (-1: a gang pod)
@@ -40,7 +40,7 @@ class SparePool {
   std::vector<protocol::SpareServing> Serving() const;
 
  private:
-  std::map<int32_t, int> standby_;  // spare index -> connection id, lowest index first
+  std::map<int32_t, uint64_t> standby_;  // spare index -> connection id, lowest index first
   std::map<uint32_t, protocol::SpareServing> serving_;  // node-rank -> who serves it
   uint32_t promotions_ = 0;
 };
