@@ -8,6 +8,7 @@
 #include "operator/controller/elastic_policy.h"
 #include "operator/controller/inplace_policy.h"
 #include "operator/controller/job_status.h"
+#include "operator/controller/pod_attempt.h"
 #include "operator/controller/launcher_termination.h"
 #include "operator/controller/restart_plan.h"
 #include "protocol/termination.h"

@@ -18,6 +18,7 @@
 #include "operator/controller/kueue_plan.h"
 #include "operator/controller/peer_loss_plan.h"
 #include "operator/controller/plan_pass.h"
+#include "operator/controller/pod_attempt.h"
 #include "operator/controller/restart_plan.h"
 #include "operator/controller/spare_plan.h"
 #include "operator/controller/success_policy.h"

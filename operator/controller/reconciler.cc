@@ -7,7 +7,7 @@
 #include "operator/api/enums.h"
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/job_status.h"
-#include "operator/controller/restart_plan.h"
+#include "operator/controller/pod_attempt.h"
 #include "operator/controller/spare_plan.h"
 #include "operator/controller/training_progress.h"
 #include "operator/kube/api_error.h"

@@ -1,7 +1,6 @@
 #include "operator/controller/restart_plan.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "operator/api/children.h"
 #include "operator/api/enums.h"
@@ -136,23 +135,6 @@ std::string Describe(const RestartRequest& r, int32_t attempt, int32_t backoff_s
 }
 
 }  // namespace
-
-int32_t PodAttempt(const kube::Pod& pod) {
-  auto it = pod.meta.labels.find(std::string(api::kLabelAttempt));
-  if (it == pod.meta.labels.end()) return 0;
-  int32_t value = 0;
-  const std::string& s = it->second;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  return ec == std::errc() && end == s.data() + s.size() ? value : 0;
-}
-
-AttemptPods SplitByAttempt(const std::vector<kube::Pod>& pods, int32_t attempt) {
-  AttemptPods out;
-  for (const kube::Pod& pod : pods) {
-    (PodAttempt(pod) == attempt ? out.current : out.stale).push_back(pod);
-  }
-  return out;
-}
 
 int32_t PlanStaleDeletes(Pass& p, const std::vector<kube::Pod>& stale) {
   if (!p.settled) return static_cast<int32_t>(stale.size());

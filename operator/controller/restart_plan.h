@@ -1,6 +1,5 @@
 #pragma once
 // The gang-restart steps of ComputePlan (see plan.h for the pass order):
-//   SplitByAttempt  - pods of the current attempt (label lockstep.dev/attempt) vs older ones;
 //   PlanStaleDeletes - delete what is left of older attempts; grace 0 for pods on lost nodes,
 //                      whose kubelet will never confirm, so nothing stays Terminating; a pod the
 //                      taint-eviction controller deletes (by name) is left to it for up to 10 s,
@@ -28,15 +27,7 @@
 
 namespace lockstep::controller {
 
-struct AttemptPods {
-  std::vector<kube::Pod> current;
-  std::vector<kube::Pod> stale;  // older attempts (or unlabelled), being deleted
-};
-
-int32_t PodAttempt(const kube::Pod& pod);  // the label; 0 when absent or malformed
-AttemptPods SplitByAttempt(const std::vector<kube::Pod>& pods, int32_t attempt);
-
-// Returns how many stale pods still exist.
+// `stale`: older attempts' pods (pod_attempt.h SplitByAttempt). Returns how many still exist.
 int32_t PlanStaleDeletes(Pass& p, const std::vector<kube::Pod>& stale);
 
 struct RestartRequest {

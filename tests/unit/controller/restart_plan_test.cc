@@ -1,6 +1,7 @@
 // Gang restarts through ComputePlan, pass by pass: the decision (attempt bump, counters, backoff,
 // lastRestart, excluded nodes, deletes, condition, event), the wait for the old pods and the
-// backoff, the new attempt's pods, and the recovery. Also the pure helpers of restart_plan.h.
+// backoff, the new attempt's pods, and the recovery. Also the pure helpers of restart_plan.h
+// (the attempt split's are in pod_attempt_test.cc).
 #include "operator/controller/restart_plan.h"
 
 #include <gtest/gtest.h>
@@ -51,26 +52,6 @@ const api::Condition& Cond(const Plan& plan, std::string_view type) {
 
 std::string CreatedAttempt(const nlohmann::json& pod) {
   return pod["metadata"]["labels"][std::string(api::kLabelAttempt)].get<std::string>();
-}
-
-TEST(RestartPlanTest, PodAttemptReadsTheLabel) {
-  EXPECT_EQ(PodAttempt(Pod("worker", 0, "Running")), 0);
-  EXPECT_EQ(PodAttempt(InAttempt(Pod("worker", 0, "Running"), 7)), 7);
-  kube::Pod bad = Pod("worker", 0, "Running");
-  for (const char* value : {"x", "2x", "", " 3"}) {
-    bad.meta.labels[std::string(api::kLabelAttempt)] = value;
-    EXPECT_EQ(PodAttempt(bad), 0) << value;
-  }
-}
-
-TEST(RestartPlanTest, SplitByAttempt) {
-  const AttemptPods split =
-      SplitByAttempt({InAttempt(Pod("worker", 0, "Running"), 2),
-                      InAttempt(Pod("worker", 1, "Running"), 1), Pod("worker", 2, "Running")},
-                     2);
-  ASSERT_EQ(split.current.size(), 1u);
-  EXPECT_EQ(split.current[0].meta.name, "job-worker-0");
-  ASSERT_EQ(split.stale.size(), 2u);  // the older attempt and the unlabelled pod
 }
 
 TEST(RestartPlanTest, FailureBackoffDoublesToTheCap) {
