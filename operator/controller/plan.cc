@@ -280,85 +280,307 @@ std::vector<kube::Pod> GoneFromTheGang(const Pass& p) {
                      SplitByAttempt(p.observed.gone_pods, p.job.status.attempt).current);
 }
 
-// The job is active: check its timers and pods, then create what is missing.
-void PlanActive(Pass& p) {
+// What the steps of one pass find for later steps' rules.
+struct Findings {
+  explicit Findings(const CachedJob& c) : cached(c) {}
+  const CachedJob& cached;
+  std::optional<kueue::Decision> queue;  // unset for a job Kueue does not manage
+  int32_t stale_left = 0;                // pods of older attempts that still exist
+  FailureDecision failure;
+};
+
+// The steps, in table order, named as in the table (in a namespace of their own: several names
+// are also types of the files they call). Each returns true when it claims the pass.
+namespace step {
+
+bool Deleting(Pass& p, Findings&) {
+  return p.job.metadata.deletion_timestamp.has_value();  // the garbage collector's turn
+}
+
+bool UnreadableStatus(Pass& p, Findings& f) {
+  if (f.cached.status_error.empty()) return false;
+  PlanUnreadableStatus(p, f.cached.status_error);
+  return true;
+}
+
+bool Identity(Pass& p, Findings&) {
+  p.status().observed_generation = p.gen();
+  p.status().selector = api::JobSelector(p.job.metadata.name);
+  return false;
+}
+
+bool UndecodableSpec(Pass& p, Findings& f) {
+  if (f.cached.spec_error.empty()) return false;
+  PlanInvalid(p, "the spec cannot be decoded: " + f.cached.spec_error);
+  return true;
+}
+
+bool InvalidSpec(Pass& p, Findings& f) {
+  std::vector<api::FieldError> errors = api::Validate(f.cached.job);
+  if (errors.empty()) return false;
+  PlanInvalid(p, ValidationMessage(errors));
+  return true;
+}
+
+bool SpecValid(Pass& p, Findings&) {
+  ClearStalled(p);
+  return false;
+}
+
+bool Counters(Pass& p, Findings&) {
+  PlanCounters(p);
+  return false;
+}
+
+bool KueueDecision(Pass& p, Findings& f) {
+  f.queue = PlanKueue(p);
+  if (f.queue) p.placements = &f.queue->placements;  // read only by the creates of an active job
+  return false;
+}
+
+bool Finished(Pass& p, Findings&) {
+  if (!IsFinished(p.job.status)) return false;
+  PlanFinished(p);
+  return true;
+}
+
+bool Suspended(Pass& p, Findings&) {
+  if (!p.job.spec.run_policy.suspend) return false;
+  PlanSuspended(p);
+  return true;
+}
+
+bool Queued(Pass& p, Findings& f) {
+  if (!f.queue || f.queue->run) return false;
+  PlanQueued(p, *f.queue);
+  return true;
+}
+
+bool Resumed(Pass& p, Findings&) {
   if (WasTrue(p.job, api::kConditionSuspended)) {
     p.Condition(api::kConditionSuspended, false, "Resumed", "spec.runPolicy.suspend is false");
     p.Event("Normal", "Resumed", "job resumed; creating its pods");
   }
+  return false;
+}
+
+bool DeadlineExceeded(Pass& p, Findings&) {
   if (auto deadline = CheckActiveDeadline(p.job, p.now)) {
     if (deadline->expired) {
       Finish(p, Outcome::kFailed, "DeadlineExceeded",
              "the job was active longer than spec.runPolicy.activeDeadlineSeconds (" +
                  std::to_string(*p.job.spec.run_policy.active_deadline_seconds) + "s)");
-      return;
+      return true;
     }
     p.RequeueIn(deadline->remaining);
   } else if (p.job.spec.run_policy.active_deadline_seconds) {
     p.RequeueIn(std::chrono::seconds(*p.job.spec.run_policy.active_deadline_seconds));
   }
-  PruneExclusions(p);
-  PlanSpareRecord(p);
-  const int32_t stale_left = PlanStaleDeletes(p, p.stale_pods);
-  const FailureDecision failure =
-      DecideFailure(p.job, p.pods, p.observed.lost_nodes, GoneFromTheGang(p));
-  // A lost member the launchers reported explains launchers that exited 75 ("a peer was lost")
-  // better than waiting for a culprit whose node is gone, and is not the job's failure.
-  if ((failure.action == FailureAction::kNone || failure.awaiting_culprit) && PlanPeerLoss(p)) {
-    return;
-  }
-  if (failure.action != FailureAction::kNone && failure.awaiting_culprit && failure.failed_at &&
-      p.now - *failure.failed_at < kCulpritWait) {
-    // Only "another node failed" (75) so far; the failing pod's status usually follows within a
-    // second or two. Deciding now would apply the rules to 75 instead of the real exit code.
-    p.plan->requeue_after = std::chrono::seconds(2);
-    PlanProgress(p);
-    return;
-  }
-  if (failure.action == FailureAction::kFailJob) {
-    Finish(p, Outcome::kFailed, failure.reason, failure.message);
-    return;
-  }
-  if (failure.action == FailureAction::kRestart) {
-    // A standby spare may have taken the lost pod's node-rank already: ask node 0 first.
-    if (AwaitSparePromotion(p, failure.failed_at)) {
-      PlanProgress(p);
-      return;
-    }
-    PlanRestart(p, FromFailure(failure), p.pods);
-    return;
-  }
-  PlanInPlaceRecord(p);
-  PlanTrainingProgress(p);
-  if (std::optional<std::string> success = EvaluateSuccess(p.spec, p.pods)) {
-    PlanInPlaceRecordFromPods(p);  // the launchers' server may be gone: their last word
-    PlanFinalProgress(p);          // and the trainers' final step
-    Finish(p, Outcome::kSucceeded, "Succeeded", *success);
-    return;
-  }
-  if (PlanRestartRequest(p)) return;
-  if (PlanResize(p)) return;
-  if (!p.status().start_time) p.status().start_time = p.now;
-  if (PlanRestartWait(p, stale_left)) {
-    PlanSharedChildren(p);
-    return;
-  }
-  PlanSpareDeletes(p);
-  if (Status s = PlanCreates(p); !s.ok()) {
-    PlanInvalid(p, "cannot build the pods: " + s.message());
-    return;
-  }
-  PlanProgress(p);
-  PlanLauncherPoll(p);
+  return false;
 }
 
+bool Exclusions(Pass& p, Findings&) {
+  PruneExclusions(p);
+  return false;
+}
+
+bool SpareRecord(Pass& p, Findings&) {
+  PlanSpareRecord(p);
+  return false;
+}
+
+bool StaleDeletes(Pass& p, Findings& f) {
+  f.stale_left = PlanStaleDeletes(p, p.stale_pods);
+  return false;
+}
+
+bool Failure(Pass& p, Findings& f) {
+  f.failure = DecideFailure(p.job, p.pods, p.observed.lost_nodes, GoneFromTheGang(p));
+  return false;
+}
+
+// A lost member the launchers reported explains launchers that exited 75 ("a peer was lost")
+// better than waiting for a culprit whose node is gone, and is not the job's failure.
+bool PeerLoss(Pass& p, Findings& f) {
+  return (f.failure.action == FailureAction::kNone || f.failure.awaiting_culprit) &&
+         PlanPeerLoss(p);
+}
+
+// Only "another node failed" (75) so far; the failing pod's status usually follows within a
+// second or two. Deciding now would apply the rules to 75 instead of the real exit code.
+bool AwaitingCulprit(Pass& p, Findings& f) {
+  const FailureDecision& d = f.failure;
+  if (d.action == FailureAction::kNone || !d.awaiting_culprit || !d.failed_at ||
+      p.now - *d.failed_at >= kCulpritWait) {
+    return false;
+  }
+  p.plan->requeue_after = std::chrono::seconds(2);
+  PlanProgress(p);
+  return true;
+}
+
+bool FailJob(Pass& p, Findings& f) {
+  if (f.failure.action != FailureAction::kFailJob) return false;
+  Finish(p, Outcome::kFailed, f.failure.reason, f.failure.message);
+  return true;
+}
+
+// A standby spare may have taken the lost pod's node-rank already: ask node 0 first.
+bool AwaitingSpare(Pass& p, Findings& f) {
+  if (f.failure.action != FailureAction::kRestart || !AwaitSparePromotion(p, f.failure.failed_at)) {
+    return false;
+  }
+  PlanProgress(p);
+  return true;
+}
+
+bool FailureRestart(Pass& p, Findings& f) {
+  if (f.failure.action != FailureAction::kRestart) return false;
+  PlanRestart(p, FromFailure(f.failure), p.pods);
+  return true;
+}
+
+bool InPlaceRecord(Pass& p, Findings&) {
+  PlanInPlaceRecord(p);
+  return false;
+}
+
+bool TrainingProgress(Pass& p, Findings&) {
+  PlanTrainingProgress(p);
+  return false;
+}
+
+bool Succeeded(Pass& p, Findings&) {
+  std::optional<std::string> success = EvaluateSuccess(p.spec, p.pods);
+  if (!success) return false;
+  PlanInPlaceRecordFromPods(p);  // the launchers' server may be gone: their last word
+  PlanFinalProgress(p);          // and the trainers' final step
+  Finish(p, Outcome::kSucceeded, "Succeeded", *success);
+  return true;
+}
+
+bool RestartRequest(Pass& p, Findings&) { return PlanRestartRequest(p); }
+
+bool Resize(Pass& p, Findings&) { return PlanResize(p); }
+
+bool StartTime(Pass& p, Findings&) {
+  if (!p.status().start_time) p.status().start_time = p.now;
+  return false;
+}
+
+bool RestartWait(Pass& p, Findings& f) {
+  if (!PlanRestartWait(p, f.stale_left)) return false;
+  PlanSharedChildren(p);
+  return true;
+}
+
+bool SpareDeletes(Pass& p, Findings&) {
+  PlanSpareDeletes(p);
+  return false;
+}
+
+bool PodsUnbuildable(Pass& p, Findings&) {
+  Status s = PlanCreates(p);
+  if (s.ok()) return false;
+  PlanInvalid(p, "cannot build the pods: " + s.message());
+  return true;
+}
+
+bool Progress(Pass& p, Findings&) {
+  PlanProgress(p);
+  PlanLauncherPoll(p);
+  return true;
+}
+
+}  // namespace step
+
+struct Step {
+  PlanStep row;
+  bool (*run)(Pass&, Findings&);
+};
+
+constexpr std::string_view kPlan = "operator/controller/plan.cc";
+using enum PlanStage;
+
+// The pass, in order: the one place its precedence is written.
+const Step kSteps[] = {
+    {{"Deleting", kGate, kPlan, "metadata.deletionTimestamp is set"}, step::Deleting},
+    {{"UnreadableStatus", kGate, kPlan, "the stored status cannot be decoded (Stalled)"},
+     step::UnreadableStatus},
+    {{"Identity", kGate, kPlan, ""}, step::Identity},
+    {{"UndecodableSpec", kGate, kPlan, "the stored spec cannot be decoded (Stalled)"},
+     step::UndecodableSpec},
+    {{"InvalidSpec", kGate, "operator/api/validation.cc", "the spec is invalid (Stalled)"},
+     step::InvalidSpec},
+    {{"SpecValid", kHeld, kPlan, ""}, step::SpecValid},
+    {{"Counters", kHeld, kPlan, ""}, step::Counters},
+    {{"KueueDecision", kHeld, "operator/controller/kueue_plan.cc", ""}, step::KueueDecision},
+    {{"Finished", kHeld, kPlan, "the job has finished: clean its pods, run its TTL"},
+     step::Finished},
+    {{"Suspended", kHeld, kPlan, "spec.runPolicy.suspend: delete the pods"}, step::Suspended},
+    {{"Queued", kHeld, kPlan, "Kueue holds the job: delete the pods, state Queued"}, step::Queued},
+    {{"Resumed", kActive, kPlan, ""}, step::Resumed},
+    {{"DeadlineExceeded", kActive, "operator/controller/timers.cc",
+      "activeDeadlineSeconds has passed: the job fails"},
+     step::DeadlineExceeded},
+    {{"Exclusions", kActive, "operator/controller/restart_plan.cc", ""}, step::Exclusions},
+    {{"SpareRecord", kActive, "operator/controller/spare_plan.cc", ""}, step::SpareRecord},
+    {{"StaleDeletes", kActive, "operator/controller/restart_plan.cc", ""}, step::StaleDeletes},
+    {{"Failure", kActive, "operator/controller/failure_policy.cc", ""}, step::Failure},
+    {{"PeerLoss", kActive, "operator/controller/peer_loss_plan.cc",
+      "a member node 0's launcher reported lost is corroborated: Recreate restart"},
+     step::PeerLoss},
+    {{"AwaitingCulprit", kActive, "operator/controller/failure_policy.cc",
+      "only exit 75 (a peer was lost) so far: wait for the failing pod's status"},
+     step::AwaitingCulprit},
+    {{"FailJob", kActive, "operator/controller/failure_policy.cc",
+      "a failure the policy does not restart: the job fails"},
+     step::FailJob},
+    {{"AwaitingSpare", kActive, "operator/controller/spare_plan.cc",
+      "a standby spare may cover the failure: ask node 0 first"},
+     step::AwaitingSpare},
+    {{"FailureRestart", kActive, "operator/controller/restart_plan.cc",
+      "a failure or disruption the policy restarts: Recreate restart"},
+     step::FailureRestart},
+    {{"InPlaceRecord", kActive, "operator/controller/inplace_plan.cc", ""}, step::InPlaceRecord},
+    {{"TrainingProgress", kActive, "operator/controller/training_progress.cc", ""},
+     step::TrainingProgress},
+    {{"Succeeded", kActive, "operator/controller/success_policy.cc",
+      "the success roles' pods succeeded: the job succeeds"},
+     step::Succeeded},
+    {{"RestartRequest", kActive, "operator/controller/inplace_plan.cc",
+      "a new lockstep.dev/restart-request is met by a Recreate restart"},
+     step::RestartRequest},
+    {{"Resize", kActive, "operator/controller/elastic_policy.cc",
+      "an elastic job changes size: Recreate restart"},
+     step::Resize},
+    {{"StartTime", kActive, kPlan, ""}, step::StartTime},
+    {{"RestartWait", kActive, "operator/controller/restart_plan.cc",
+      "the old attempt's pods are not gone or the backoff runs: create nothing yet"},
+     step::RestartWait},
+    {{"SpareDeletes", kActive, "operator/controller/spare_plan.cc", ""}, step::SpareDeletes},
+    {{"PodsUnbuildable", kActive, "operator/api/children.cc",
+      "the missing pods cannot be built (Stalled)"},
+     step::PodsUnbuildable},
+    {{"Progress", kActive, kPlan, "always: create what is missing, report progress"},
+     step::Progress},
+};
+
 }  // namespace
+
+const std::vector<PlanStep>& PlanSteps() {
+  static const std::vector<PlanStep> rows = [] {
+    std::vector<PlanStep> out;
+    for (const Step& s : kSteps) out.push_back(s.row);
+    return out;
+  }();
+  return rows;
+}
 
 Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time now, bool settled,
                  const PlanOptions& options) {
   Plan plan;
   plan.status = cached.job.status;
-  if (cached.job.metadata.deletion_timestamp) return plan;  // the garbage collector's turn
   const AttemptPods pods = SplitByAttempt(observed.pods, cached.job.status.attempt);
   api::TrainingJobSpec spec = cached.job.spec;
   spec.replicas = AttemptWorkers(cached.job);
@@ -370,34 +592,16 @@ Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time no
   Pass p{cached.job, observed, now,        settled,     options,
          &plan,      spares ? spares->gang : pods.current, pods.stale, spec};
   if (spares) p.spares = &*spares;
-  if (!cached.status_error.empty()) {
-    PlanUnreadableStatus(p, cached.status_error);
-    return plan;
+  Findings findings(cached);
+  for (const Step& s : kSteps) {
+    if (!s.run(p, findings)) continue;
+    plan.decided_by = s.row.name;
+    if (s.row.stage != PlanStage::kGate) {
+      plan.endpoint_slices =
+          PlanEndpointSlices(cached.job, observed.pods, observed.endpoint_slices);
+    }
+    break;
   }
-  p.status().observed_generation = p.gen();
-  p.status().selector = api::JobSelector(cached.job.metadata.name);
-  if (!cached.spec_error.empty()) {
-    PlanInvalid(p, "the spec cannot be decoded: " + cached.spec_error);
-    return plan;
-  }
-  if (std::vector<api::FieldError> errors = api::Validate(cached.job); !errors.empty()) {
-    PlanInvalid(p, ValidationMessage(errors));
-    return plan;
-  }
-  ClearStalled(p);
-  PlanCounters(p);
-  const std::optional<kueue::Decision> queue = PlanKueue(p);
-  if (IsFinished(cached.job.status)) {
-    PlanFinished(p);
-  } else if (cached.job.spec.run_policy.suspend) {
-    PlanSuspended(p);
-  } else if (queue && !queue->run) {
-    PlanQueued(p, *queue);
-  } else {
-    if (queue) p.placements = &queue->placements;
-    PlanActive(p);
-  }
-  plan.endpoint_slices = PlanEndpointSlices(cached.job, observed.pods, observed.endpoint_slices);
   return plan;
 }
 

@@ -4,10 +4,22 @@
 // It never talks to the API; the reconciler carries the plan out (reconciler.h). Table-tested in
 // tests/unit/controller/plan_test.cc.
 //
-// Order of precedence in one pass: being deleted (nothing to do) > invalid spec (Stalled, never
-// act) > already finished (cleanPodPolicy, TTL) > suspended > deadline > pod failure > success >
-// create what is missing and report progress. Every pass of a valid job also brings the
-// Service's EndpointSlices up to its pods' addresses (endpoint_plan.h).
+// A pass runs the steps of one ordered table (PlanSteps, defined in plan.cc and nowhere else)
+// until one claims it: the first step whose rule holds decides the pass, and no later step runs.
+// Steps without a rule only record (a condition, a counter, a finding later rules read) and never
+// end the pass; the last step claims every pass that reaches it. Plan::decided_by names the step
+// that claimed the pass. The order, pinned by tests/unit/controller/plan_steps_test.cc:
+//   gates (nothing is acted on): being deleted > unreadable status > undecodable or invalid spec;
+//   held: finished (cleanPodPolicy, TTL) > suspended > queued by Kueue;
+//   active: deadline > peer loss > awaiting the culprit > failure (fail, spare promotion,
+//   restart) > success > restart request > resize > restart wait > pods that cannot be built >
+//   create what is missing and report progress.
+// Every pass a gate did not claim also brings the Service's EndpointSlices up to its pods'
+// addresses (endpoint_plan.h). docs/life-of-a-trainingjob.md lists the claiming steps; its
+// name check (tests/unit/docs) compares them with this table.
+
+#include <string_view>
+#include <vector>
 
 #include "operator/api/types.h"
 #include "operator/controller/cached_job.h"
@@ -17,5 +29,21 @@ namespace lockstep::controller {
 
 Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time now, bool settled,
                  const PlanOptions& options);
+
+// Where a step stands: a gate's claim leaves the job alone (only conditions, and no
+// EndpointSlices); a held job's pods are deleted or kept but none created; an active job's are
+// created.
+enum class PlanStage { kGate, kHeld, kActive };
+
+// One row of the pass's table.
+struct PlanStep {
+  std::string_view name;  // CamelCase; Plan::decided_by
+  PlanStage stage;
+  std::string_view owner;   // the file that holds the step's rule, from the repository root
+  std::string_view claims;  // when it claims the pass; empty for a step that only records
+};
+
+// The table, in the order a pass runs it.
+const std::vector<PlanStep>& PlanSteps();
 
 }  // namespace lockstep::controller

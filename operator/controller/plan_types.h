@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -163,6 +164,9 @@ struct Plan {
   // Writes to the job's Kueue Workload (create, delete, spec.active, status conditions), after
   // the pod writes (kueue/gate.h).
   std::vector<kueue::WorkloadWrite> workload_writes;
+
+  // The step of the pass's table that claimed this pass (plan.h PlanSteps), for tests and logs.
+  std::string_view decided_by;
 };
 
 struct PlanOptions {

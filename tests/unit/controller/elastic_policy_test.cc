@@ -166,6 +166,19 @@ TEST(ElasticPolicyTest, AttemptWorkers) {
   EXPECT_EQ(AttemptWorkers(job), 5);  // never above spec.replicas
 }
 
+// The pass's table (plan.h): a scale-down claims the pass at step Resize.
+TEST(ElasticPlanTest, AScaleDownClaimsThePassAtStepResize) {
+  CachedJob cached = testing::Job(8);
+  cached.job.spec.elastic = api::ElasticPolicy{4, 8, 60};
+  cached.job.status.start_time = T0();
+  cached.job.status.capacity = Capacity(6);
+  std::vector<kube::Pod> pods;
+  for (int i = 0; i < 8; ++i) pods.push_back(InAttempt(Pod("worker", i, "Pending", ""), 0));
+  const Plan plan = ComputePlan(cached, Observed{pods, true, true, {}}, T0() + seconds(5), true,
+                                PlanOptions{"launcher:test", seconds(300)});
+  EXPECT_EQ(plan.decided_by, "Resize");
+}
+
 // Through ComputePlan: capacity for 6 of 8 -> a restart at 6 that costs no budget and waits for
 // no backoff, then 6 pods of the next attempt.
 TEST(ElasticPlanTest, ScaleDownRestartsAtTheFeasibleSize) {

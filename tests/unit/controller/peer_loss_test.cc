@@ -251,6 +251,13 @@ TEST(PeerLossPlanTest, AsksForAProbeAndPollsEverySecondUntilItIsAnswered) {
   EXPECT_EQ(plan.peer_loss[0].outcome, "waiting");
 }
 
+// The pass's table (plan.h): a corroborated report claims the pass at step PeerLoss.
+TEST(PeerLossPlanTest, ACorroboratedReportClaimsThePassAtStepPeerLoss) {
+  PlanFixture f;
+  f.Probe(ProbeResult::kUnreachable);
+  EXPECT_EQ(f.Run(T0() + seconds(20)).decided_by, "PeerLoss");
+}
+
 TEST(PeerLossPlanTest, ACorroboratedReportRestartsAtOnceExcludingTheNodeWithForceDeletes) {
   PlanFixture f;
   f.Probe(ProbeResult::kUnreachable);

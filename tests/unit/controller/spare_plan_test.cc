@@ -211,6 +211,16 @@ CachedJob RunningSpareJob() {
   return job;
 }
 
+// The pass's table (plan.h): the wait for node 0's answer claims the pass at step AwaitingSpare.
+TEST(SparePlanTest, TheWaitForNodeZerosAnswerClaimsThePassAtStepAwaitingSpare) {
+  std::map<std::string, NodeVerdict> lost = {
+      {"node-lost", LostNode("NodeLeaseExpired", "node node-lost: lease not renewed for 21s")}};
+  lost["node-lost"].failed_at = T0() + seconds(10);
+  const Plan waiting =
+      RunPass(RunningSpareJob(), Gang("node-lost"), T0() + seconds(31), Answer(1, 0), lost);
+  EXPECT_EQ(waiting.decided_by, "AwaitingSpare");
+}
+
 TEST(SparePlanTest, ALostWorkerWaitsForNodeZerosAnswerThenThePromotionMeansNoRestart) {
   const CachedJob job = RunningSpareJob();
   ASSERT_EQ(job.job.status.spares->ready, 1);
