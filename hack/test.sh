@@ -30,13 +30,16 @@ want_tier() { local t; for t in "${TIERS[@]}"; do [[ "$t" == "$1" ]] && return 0
 
 source "$REPO_ROOT/hack/lib/build.sh"  # configure_and_build, ccache settings
 
-# build_targets: what build/ compiles for the tiers: every directory's `all` except tests/unit and
-# tests/fuzz, whose tests run in the unit tier from build-asan/ only. Compiling those ~90 test
-# files a second time at -O2 -g ran nothing and cost a cold run minutes. (`ninja -C build` still
-# builds everything for a developer.)
+# build_targets: what build/ compiles for the tiers: every directory's `all` except tests/unit,
+# tests/launcher/unit and tests/fuzz, whose tests run in the unit tier from build-asan/ only.
+# Compiling those ~100 test files a second time at -O2 -g ran nothing and cost a cold run minutes.
+# tests/launcher is taken by its subfolders so that its unit/ can be left out. (`ninja -C build`
+# still builds everything for a developer.)
 build_targets() {
   grep -oE '^build [^ :]+/all:' build/build.ninja | sed -E 's/^build //; s/:$//' |
-    awk -F/ '(NF == 2 && $1 != "tests") || (NF == 3 && $1 == "tests" && $2 != "unit" && $2 != "fuzz")'
+    awk -F/ '(NF == 2 && $1 != "tests") ||
+             (NF == 3 && $1 == "tests" && $2 != "unit" && $2 != "fuzz" && $2 != "launcher") ||
+             (NF == 4 && $1 == "tests" && $2 == "launcher" && $3 != "unit")'
 }
 
 # check_tier_executables DIR LABEL...: every test of these tiers in DIR finds its executable, so

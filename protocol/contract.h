@@ -19,7 +19,7 @@ namespace lockstep::protocol::contract {
 // promotion waits for; 3 s keeps it inside issue 21's 4-s target, while a launcher stalled for up
 // to 2.5 s (a scheduling hiccup, a retransmitted segment) is still not a loss. The operator reads
 // the same defaults when a template sets neither (controller/peer_loss.h: its fence waits them).
-// A test (tests/unit/launcher/config_test.cc) keeps the flag strings and these equal.
+// A test (tests/launcher/unit/config_test.cc) keeps the flag strings and these equal.
 inline constexpr std::chrono::milliseconds kDefaultPeerTimeout{3000};
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{500};
 

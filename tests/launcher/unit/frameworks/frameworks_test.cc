@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/frameworks/horovod.h"
-#include "tests/unit/frameworks/test_worlds.h"
+#include "tests/launcher/unit/frameworks/test_worlds.h"
 
 namespace lockstep::launcher::frameworks {
 namespace {
