@@ -289,8 +289,9 @@ struct Findings {
   FailureDecision failure;
 };
 
-// The steps, in table order, named as in the table (in a namespace of their own: several names
-// are also types of the files they call). Each returns true when it claims the pass.
+// The steps of plan.cc's own, in table order, named as in the table (in a namespace of their own:
+// several names are also types of the files they call). A claiming step returns true when it
+// claims the pass; a recording step never ends it (some leave a finding for later rules).
 namespace step {
 
 bool Deleting(Pass& p, Findings&) {
@@ -303,10 +304,9 @@ bool UnreadableStatus(Pass& p, Findings& f) {
   return true;
 }
 
-bool Identity(Pass& p, Findings&) {
+void Identity(Pass& p) {
   p.status().observed_generation = p.gen();
   p.status().selector = api::JobSelector(p.job.metadata.name);
-  return false;
 }
 
 bool UndecodableSpec(Pass& p, Findings& f) {
@@ -322,20 +322,9 @@ bool InvalidSpec(Pass& p, Findings& f) {
   return true;
 }
 
-bool SpecValid(Pass& p, Findings&) {
-  ClearStalled(p);
-  return false;
-}
-
-bool Counters(Pass& p, Findings&) {
-  PlanCounters(p);
-  return false;
-}
-
-bool KueueDecision(Pass& p, Findings& f) {
+void KueueDecision(Pass& p, Findings& f) {
   f.queue = PlanKueue(p);
   if (f.queue) p.placements = &f.queue->placements;  // read only by the creates of an active job
-  return false;
 }
 
 bool Finished(Pass& p, Findings&) {
@@ -356,12 +345,10 @@ bool Queued(Pass& p, Findings& f) {
   return true;
 }
 
-bool Resumed(Pass& p, Findings&) {
-  if (WasTrue(p.job, api::kConditionSuspended)) {
-    p.Condition(api::kConditionSuspended, false, "Resumed", "spec.runPolicy.suspend is false");
-    p.Event("Normal", "Resumed", "job resumed; creating its pods");
-  }
-  return false;
+void Resumed(Pass& p) {
+  if (!WasTrue(p.job, api::kConditionSuspended)) return;
+  p.Condition(api::kConditionSuspended, false, "Resumed", "spec.runPolicy.suspend is false");
+  p.Event("Normal", "Resumed", "job resumed; creating its pods");
 }
 
 bool DeadlineExceeded(Pass& p, Findings&) {
@@ -379,24 +366,10 @@ bool DeadlineExceeded(Pass& p, Findings&) {
   return false;
 }
 
-bool Exclusions(Pass& p, Findings&) {
-  PruneExclusions(p);
-  return false;
-}
+void StaleDeletes(Pass& p, Findings& f) { f.stale_left = PlanStaleDeletes(p, p.stale_pods); }
 
-bool SpareRecord(Pass& p, Findings&) {
-  PlanSpareRecord(p);
-  return false;
-}
-
-bool StaleDeletes(Pass& p, Findings& f) {
-  f.stale_left = PlanStaleDeletes(p, p.stale_pods);
-  return false;
-}
-
-bool Failure(Pass& p, Findings& f) {
+void Failure(Pass& p, Findings& f) {
   f.failure = DecideFailure(p.job, p.pods, p.observed.lost_nodes, GoneFromTheGang(p));
-  return false;
 }
 
 // A lost member the launchers reported explains launchers that exited 75 ("a peer was lost")
@@ -440,16 +413,6 @@ bool FailureRestart(Pass& p, Findings& f) {
   return true;
 }
 
-bool InPlaceRecord(Pass& p, Findings&) {
-  PlanInPlaceRecord(p);
-  return false;
-}
-
-bool TrainingProgress(Pass& p, Findings&) {
-  PlanTrainingProgress(p);
-  return false;
-}
-
 bool Succeeded(Pass& p, Findings&) {
   std::optional<std::string> success = EvaluateSuccess(p.spec, p.pods);
   if (!success) return false;
@@ -463,20 +426,14 @@ bool RestartRequest(Pass& p, Findings&) { return PlanRestartRequest(p); }
 
 bool Resize(Pass& p, Findings&) { return PlanResize(p); }
 
-bool StartTime(Pass& p, Findings&) {
+void StartTime(Pass& p) {
   if (!p.status().start_time) p.status().start_time = p.now;
-  return false;
 }
 
 bool RestartWait(Pass& p, Findings& f) {
   if (!PlanRestartWait(p, f.stale_left)) return false;
   PlanSharedChildren(p);
   return true;
-}
-
-bool SpareDeletes(Pass& p, Findings&) {
-  PlanSpareDeletes(p);
-  return false;
 }
 
 bool PodsUnbuildable(Pass& p, Findings&) {
@@ -494,76 +451,92 @@ bool Progress(Pass& p, Findings&) {
 
 }  // namespace step
 
+// A row of the table and how it runs: exactly one of the three functions is set.
 struct Step {
   PlanStep row;
-  bool (*run)(Pass&, Findings&);
+  void (*record)(Pass&) = nullptr;
+  void (*find)(Pass&, Findings&) = nullptr;  // records what later rules read
+  bool (*claim)(Pass&, Findings&) = nullptr;
 };
+
+constexpr Step Record(std::string_view name, PlanStage stage, std::string_view owner,
+                      void (*fn)(Pass&)) {
+  return {{name, stage, owner, ""}, fn, nullptr, nullptr};
+}
+constexpr Step Find(std::string_view name, PlanStage stage, std::string_view owner,
+                    void (*fn)(Pass&, Findings&)) {
+  return {{name, stage, owner, ""}, nullptr, fn, nullptr};
+}
+constexpr Step Claim(PlanStep row, bool (*fn)(Pass&, Findings&)) {
+  return {row, nullptr, nullptr, fn};
+}
 
 constexpr std::string_view kPlan = "operator/controller/plan.cc";
 using enum PlanStage;
 
 // The pass, in order: the one place its precedence is written.
 const Step kSteps[] = {
-    {{"Deleting", kGate, kPlan, "metadata.deletionTimestamp is set"}, step::Deleting},
-    {{"UnreadableStatus", kGate, kPlan, "the stored status cannot be decoded (Stalled)"},
-     step::UnreadableStatus},
-    {{"Identity", kGate, kPlan, ""}, step::Identity},
-    {{"UndecodableSpec", kGate, kPlan, "the stored spec cannot be decoded (Stalled)"},
-     step::UndecodableSpec},
-    {{"InvalidSpec", kGate, "operator/api/validation.cc", "the spec is invalid (Stalled)"},
-     step::InvalidSpec},
-    {{"SpecValid", kHeld, kPlan, ""}, step::SpecValid},
-    {{"Counters", kHeld, kPlan, ""}, step::Counters},
-    {{"KueueDecision", kHeld, "operator/controller/kueue_plan.cc", ""}, step::KueueDecision},
-    {{"Finished", kHeld, kPlan, "the job has finished: clean its pods, run its TTL"},
-     step::Finished},
-    {{"Suspended", kHeld, kPlan, "spec.runPolicy.suspend: delete the pods"}, step::Suspended},
-    {{"Queued", kHeld, kPlan, "Kueue holds the job: delete the pods, state Queued"}, step::Queued},
-    {{"Resumed", kActive, kPlan, ""}, step::Resumed},
-    {{"DeadlineExceeded", kActive, "operator/controller/timers.cc",
-      "activeDeadlineSeconds has passed: the job fails"},
-     step::DeadlineExceeded},
-    {{"Exclusions", kActive, "operator/controller/restart_plan.cc", ""}, step::Exclusions},
-    {{"SpareRecord", kActive, "operator/controller/spare_plan.cc", ""}, step::SpareRecord},
-    {{"StaleDeletes", kActive, "operator/controller/restart_plan.cc", ""}, step::StaleDeletes},
-    {{"Failure", kActive, "operator/controller/failure_policy.cc", ""}, step::Failure},
-    {{"PeerLoss", kActive, "operator/controller/peer_loss_plan.cc",
-      "a member node 0's launcher reported lost is corroborated: Recreate restart"},
-     step::PeerLoss},
-    {{"AwaitingCulprit", kActive, "operator/controller/failure_policy.cc",
-      "only exit 75 (a peer was lost) so far: wait for the failing pod's status"},
-     step::AwaitingCulprit},
-    {{"FailJob", kActive, "operator/controller/failure_policy.cc",
-      "a failure the policy does not restart: the job fails"},
-     step::FailJob},
-    {{"AwaitingSpare", kActive, "operator/controller/spare_plan.cc",
-      "a standby spare may cover the failure: ask node 0 first"},
-     step::AwaitingSpare},
-    {{"FailureRestart", kActive, "operator/controller/restart_plan.cc",
-      "a failure or disruption the policy restarts: Recreate restart"},
-     step::FailureRestart},
-    {{"InPlaceRecord", kActive, "operator/controller/inplace_plan.cc", ""}, step::InPlaceRecord},
-    {{"TrainingProgress", kActive, "operator/controller/training_progress.cc", ""},
-     step::TrainingProgress},
-    {{"Succeeded", kActive, "operator/controller/success_policy.cc",
-      "the success roles' pods succeeded: the job succeeds"},
-     step::Succeeded},
-    {{"RestartRequest", kActive, "operator/controller/inplace_plan.cc",
-      "a new lockstep.dev/restart-request is met by a Recreate restart"},
-     step::RestartRequest},
-    {{"Resize", kActive, "operator/controller/elastic_policy.cc",
-      "an elastic job changes size: Recreate restart"},
-     step::Resize},
-    {{"StartTime", kActive, kPlan, ""}, step::StartTime},
-    {{"RestartWait", kActive, "operator/controller/restart_plan.cc",
-      "the old attempt's pods are not gone or the backoff runs: create nothing yet"},
-     step::RestartWait},
-    {{"SpareDeletes", kActive, "operator/controller/spare_plan.cc", ""}, step::SpareDeletes},
-    {{"PodsUnbuildable", kActive, "operator/api/children.cc",
-      "the missing pods cannot be built (Stalled)"},
-     step::PodsUnbuildable},
-    {{"Progress", kActive, kPlan, "always: create what is missing, report progress"},
-     step::Progress},
+    Claim({"Deleting", kGate, kPlan, "metadata.deletionTimestamp is set"}, step::Deleting),
+    Claim({"UnreadableStatus", kGate, kPlan, "the stored status cannot be decoded (Stalled)"},
+          step::UnreadableStatus),
+    Record("Identity", kGate, kPlan, step::Identity),
+    Claim({"UndecodableSpec", kGate, kPlan, "the stored spec cannot be decoded (Stalled)"},
+          step::UndecodableSpec),
+    Claim({"InvalidSpec", kGate, "operator/api/validation.cc", "the spec is invalid (Stalled)"},
+          step::InvalidSpec),
+    Record("SpecValid", kHeld, kPlan, ClearStalled),
+    Record("Counters", kHeld, kPlan, PlanCounters),
+    Find("KueueDecision", kHeld, "operator/controller/kueue_plan.cc", step::KueueDecision),
+    Claim({"Finished", kHeld, kPlan, "the job has finished: clean its pods, run its TTL"},
+          step::Finished),
+    Claim({"Suspended", kHeld, kPlan, "spec.runPolicy.suspend: delete the pods"}, step::Suspended),
+    Claim({"Queued", kHeld, kPlan, "Kueue holds the job: delete the pods, state Queued"},
+          step::Queued),
+    Record("Resumed", kActive, kPlan, step::Resumed),
+    Claim({"DeadlineExceeded", kActive, "operator/controller/timers.cc",
+           "activeDeadlineSeconds has passed: the job fails"},
+          step::DeadlineExceeded),
+    Record("Exclusions", kActive, "operator/controller/restart_plan.cc", PruneExclusions),
+    Record("SpareRecord", kActive, "operator/controller/spare_plan.cc", PlanSpareRecord),
+    Find("StaleDeletes", kActive, "operator/controller/restart_plan.cc", step::StaleDeletes),
+    Find("Failure", kActive, "operator/controller/failure_policy.cc", step::Failure),
+    Claim({"PeerLoss", kActive, "operator/controller/peer_loss_plan.cc",
+           "a member node 0's launcher reported lost is corroborated: Recreate restart"},
+          step::PeerLoss),
+    Claim({"AwaitingCulprit", kActive, "operator/controller/failure_policy.cc",
+           "only exit 75 (a peer was lost) so far: wait for the failing pod's status"},
+          step::AwaitingCulprit),
+    Claim({"FailJob", kActive, "operator/controller/failure_policy.cc",
+           "a failure the policy does not restart: the job fails"},
+          step::FailJob),
+    Claim({"AwaitingSpare", kActive, "operator/controller/spare_plan.cc",
+           "a standby spare may cover the failure: ask node 0 first"},
+          step::AwaitingSpare),
+    Claim({"FailureRestart", kActive, "operator/controller/restart_plan.cc",
+           "a failure or disruption the policy restarts: Recreate restart"},
+          step::FailureRestart),
+    Record("InPlaceRecord", kActive, "operator/controller/inplace_plan.cc", PlanInPlaceRecord),
+    Record("TrainingProgress", kActive, "operator/controller/training_progress.cc",
+           PlanTrainingProgress),
+    Claim({"Succeeded", kActive, "operator/controller/success_policy.cc",
+           "the success roles' pods succeeded: the job succeeds"},
+          step::Succeeded),
+    Claim({"RestartRequest", kActive, "operator/controller/inplace_plan.cc",
+           "a new lockstep.dev/restart-request is met by a Recreate restart"},
+          step::RestartRequest),
+    Claim({"Resize", kActive, "operator/controller/elastic_policy.cc",
+           "an elastic job changes size: Recreate restart"},
+          step::Resize),
+    Record("StartTime", kActive, kPlan, step::StartTime),
+    Claim({"RestartWait", kActive, "operator/controller/restart_plan.cc",
+           "the old attempt's pods are not gone or the backoff runs: create nothing yet"},
+          step::RestartWait),
+    Record("SpareDeletes", kActive, "operator/controller/spare_plan.cc", PlanSpareDeletes),
+    Claim({"PodsUnbuildable", kActive, "operator/api/children.cc",
+           "the missing pods cannot be built (Stalled)"},
+          step::PodsUnbuildable),
+    Claim({"Progress", kActive, kPlan, "always: create what is missing, report progress"},
+          step::Progress),
 };
 
 }  // namespace
@@ -594,7 +567,9 @@ Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time no
   if (spares) p.spares = &*spares;
   Findings findings(cached);
   for (const Step& s : kSteps) {
-    if (!s.run(p, findings)) continue;
+    if (s.record != nullptr) s.record(p);
+    if (s.find != nullptr) s.find(p, findings);
+    if (s.claim == nullptr || !s.claim(p, findings)) continue;
     plan.decided_by = s.row.name;
     if (s.row.stage != PlanStage::kGate) {
       plan.endpoint_slices =

@@ -2,8 +2,8 @@
 // in each case two or more rules hold, and the earlier step claims the pass (Plan::decided_by).
 // The claims that need a launcher's answer or an elastic capacity are checked beside their
 // fixtures: PeerLoss (peer_loss_test.cc), AwaitingSpare (spare_plan_test.cc), Resize
-// (elastic_policy_test.cc), Queued with a Workload (kueue_plan_test.cc).
-#include "operator/controller/plan.h"
+// (elastic_policy_test.cc).
+#include <gtest/gtest.h>
 
 #include <cctype>
 #include <functional>
@@ -11,17 +11,15 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "operator/api/conditions.h"
 #include "operator/api/time.h"
+#include "operator/controller/plan.h"
 #include "operator/kueue/workload.h"
 #include "tests/unit/controller/builders.h"
 
 namespace lockstep::controller {
 namespace {
 
-using std::chrono::seconds;
 using testing::FailedPod;
 using testing::InAttempt;
 using testing::Job;
@@ -158,8 +156,13 @@ std::vector<Case> Cases() {
        "UndecodableSpec"},
       {"an invalid spec before finished", {Invalid, Finished}, {}, "InvalidSpec"},
       {"finished before suspended", {Finished, Suspend}, {}, "Finished"},
-      {"suspended before queued by Kueue", {Suspend, QueueLabel}, {}, "Suspended", 0,
-       "launcher:test", true},
+      {"suspended before queued by Kueue",
+       {Suspend, QueueLabel},
+       {},
+       "Suspended",
+       0,
+       "launcher:test",
+       true},
       {"queued by Kueue before created", {QueueLabel}, {}, "Queued", 0, "launcher:test", true},
       {"the deadline before a failure",
        {Started, [](CachedJob& c) { c.job.spec.run_policy.active_deadline_seconds = 10; }},
@@ -212,8 +215,9 @@ TEST_P(PlanStepsCaseTest, TheEarlierStepClaimsThePass) {
     k.synced = true;
     observed.kueue = std::move(k);
   }
-  PlanOptions options{tc.launcher_image, seconds(300)};
-  const Plan plan = ComputePlan(job, observed, T0() + seconds(tc.now_offset_s), true, options);
+  const PlanOptions options{tc.launcher_image, std::chrono::seconds(300)};
+  const api::Time now = T0() + std::chrono::seconds(tc.now_offset_s);
+  const Plan plan = ComputePlan(job, observed, now, true, options);
   EXPECT_EQ(plan.decided_by, tc.decided_by);
 }
 

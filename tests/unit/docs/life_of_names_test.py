@@ -18,7 +18,7 @@ PATH_ROOTS = ("operator/", "launcher/", "protocol/", "common/", "crds/", "exampl
 NAME = re.compile(r"[A-Z][A-Za-z0-9]*(?:::[A-Z][A-Za-z0-9]*)*")
 PRECEDENCE_ROW = re.compile(r"^\| *(\d+) *\| *`(\w+)` *\|.*\| *`([^`]+)` *\|\s*$")
 STEP_ROW = re.compile(
-    r'\{\{"(\w+)",\s*k\w+,\s*(kPlan|"[^"]*"),\s*"((?:[^"\\]|\\.)*)"\},\s*step::\w+\}')
+    r'Claim\(\{"(\w+)",\s*k\w+,\s*(kPlan|"[^"]*"),\s*"((?:[^"\\]|\\.)*)"\},\s*step::\w+\)')
 
 
 def spans(page):
@@ -53,14 +53,12 @@ def name_exists(name, code):
 
 
 def plan_steps(plan_source):
-    """(name, owner) of each claiming step of plan.cc's table, in order."""
+    """(name, owner) of each claiming step (a Claim row) of plan.cc's table, in order."""
     table = plan_source[plan_source.index("const Step kSteps[] = {"):]
     table = table[:table.index("\n};")]
     out = []
-    for name, owner, claims in STEP_ROW.findall(table):
-        if claims:
-            out.append((name, "operator/controller/plan.cc" if owner == "kPlan"
-                        else owner.strip('"')))
+    for name, owner, _ in STEP_ROW.findall(table):
+        out.append((name, "operator/controller/plan.cc" if owner == "kPlan" else owner.strip('"')))
     return out
 
 
@@ -136,11 +134,12 @@ class CheckerTest(unittest.TestCase):
 
     def test_the_step_table_parser_reads_plan_cc_s_rows(self):
         source = ('const Step kSteps[] = {\n'
-                  '    {{"Deleting", kGate, kPlan, "metadata.deletionTimestamp is set"}, '
-                  'step::Deleting},\n'
-                  '    {{"Identity", kGate, kPlan, ""}, step::Identity},\n'
-                  '    {{"InvalidSpec", kGate, "operator/api/validation.cc",\n'
-                  '      "the spec is invalid (Stalled)"},\n     step::InvalidSpec},\n};\n')
+                  '    Claim({"Deleting", kGate, kPlan, "metadata.deletionTimestamp is set"}, '
+                  'step::Deleting),\n'
+                  '    Record("Identity", kGate, kPlan, step::Identity),\n'
+                  '    Claim({"InvalidSpec", kGate, "operator/api/validation.cc",\n'
+                  '           "the spec is invalid (Stalled)"},\n'
+                  '          step::InvalidSpec),\n};\n')
         self.assertEqual(plan_steps(source), [("Deleting", "operator/controller/plan.cc"),
                                               ("InvalidSpec", "operator/api/validation.cc")])
 
