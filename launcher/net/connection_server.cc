@@ -14,8 +14,6 @@
 namespace lockstep::net {
 namespace {
 
-using std::chrono::milliseconds;
-
 // A buffer emptied after a large read gives its memory back: thousands of idle peers each keep
 // only a small one.
 constexpr size_t kKeptCapacity = 64u << 10;
@@ -102,7 +100,7 @@ void ConnectionServer::Loop() {
   handler_due_ = handler_->OnTimer(clock_->Now());
   for (;;) {
     const int n = ::epoll_wait(epoll_fd_.get(), events.data(), static_cast<int>(events.size()),
-                               WaitMillis(clock_->Now()));
+                               WaitMillis(clock_->Now(), NextDue()));
     if (n < 0 && errno != EINTR) {
       log::Error(log_prefix_ + "epoll_wait failed", {{"error", std::strerror(errno)}});
       return;
@@ -123,13 +121,9 @@ void ConnectionServer::Loop() {
   }
 }
 
-int ConnectionServer::WaitMillis(Clock::Steady now) const {
-  std::optional<Clock::Steady> next = next_due_;
-  if (handler_due_ && (!next || *handler_due_ < *next)) next = handler_due_;
-  if (!next) return -1;
-  if (*next <= now) return 0;
-  const auto wait = std::chrono::ceil<milliseconds>(*next - now).count();
-  return static_cast<int>(std::clamp<int64_t>(wait, 1, 60'000));
+std::optional<Clock::Steady> ConnectionServer::NextDue() const {
+  if (handler_due_ && (!next_due_ || *handler_due_ < *next_due_)) return handler_due_;
+  return next_due_;
 }
 
 void ConnectionServer::AcceptAll(int listen_fd) {
@@ -152,16 +146,18 @@ void ConnectionServer::AcceptAll(int listen_fd) {
 }
 
 bool ConnectionServer::MakeRoom() {
-  const bool full = conns_.size() >= limits_.max_connections;
-  const bool pre_auth_full =
-      limits_.max_unauthenticated != 0 && evictable_.size() >= limits_.max_unauthenticated;
-  if (!full && !pre_auth_full) return true;
-  if (evictable_.empty()) return false;
-  // The oldest has had the longest to authenticate; a real client closed here connects again.
-  ++stats_.evicted;
-  LogShed("closed the oldest unauthenticated connection for a newer one");
-  CloseWith(*evictable_.begin(), {"closed for a newer connection", false});
-  return true;
+  switch (DecideAdmission(conns_.size(), evictable_.size(), limits_)) {
+    case Admission::kAdmit:
+      return true;
+    case Admission::kEvictOldest:
+      ++stats_.evicted;
+      LogShed("closed the oldest unauthenticated connection for a newer one");
+      CloseWith(*evictable_.begin(), {"closed for a newer connection", false});
+      return true;
+    case Admission::kRefuse:
+      break;
+  }
+  return false;
 }
 
 void ConnectionServer::LogShed(const char* what) {

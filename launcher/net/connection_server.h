@@ -2,7 +2,8 @@
 // The launcher's one TCP server loop: one thread, one epoll set, every connection of a server
 // that any pod reaching the port may open (node 0's rendezvous server, the TCPStore-compatible
 // store, the Gloo KV server). It owns the transport and its bounds; a ConnectionHandler owns the
-// protocol. What a peer costs is bounded here, whatever it sends (docs/launcher.md "Limits"):
+// protocol. What a peer costs is bounded here, whatever it sends (docs/launcher.md "Limits"; the
+// knobs are ConnectionLimits, policy.h):
 //   - at most `max_connections` at once, and at most `max_unauthenticated` of them not yet
 //     authenticated or lingering: one more closes the oldest of those (by accept order: it had the
 //     longest to authenticate; a real client closed so connects again), or, when every connection
@@ -33,7 +34,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -46,30 +46,12 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
+#include "launcher/net/policy.h"
 
 namespace lockstep::net {
 
 // A connection's id: accept order, never reused while the server lives.
 using ConnId = std::uint64_t;
-
-struct ConnectionLimits {
-  size_t max_connections = 4096;
-  // Connections not yet authenticated, or lingering, at once; 0: only max_connections counts.
-  size_t max_unauthenticated = 0;
-  // False: every connection is authenticated at accept (a protocol without authentication, whose
-  // handler sets its own deadlines), so none is evicted for a newer one.
-  bool require_authentication = true;
-  // 0: no pre-auth deadline.
-  std::chrono::milliseconds pre_auth_timeout{0};
-  size_t pre_auth_bytes = 32u << 10;
-  size_t read_budget = 1u << 20;
-  size_t pause_reading_above = std::numeric_limits<size_t>::max();
-  size_t max_queued_bytes = std::numeric_limits<size_t>::max();
-  // 0: queued bytes may wait for as long as the peer stays connected.
-  std::chrono::milliseconds write_timeout{0};
-  size_t linger_discard_bytes = 64u << 10;
-  std::chrono::milliseconds linger_timeout{2000};
-};
 
 // Counters for tests and logs; written by the loop thread.
 struct ConnectionStats {
@@ -165,7 +147,8 @@ class ConnectionServer {
   Connection* Find(ConnId id);
   // Makes ExpireDeadlines scan again no later than `when`.
   void Due(Clock::Steady when);
-  int WaitMillis(Clock::Steady now) const;
+  // The earlier of the next deadline and what the handler's OnTimer asked for.
+  std::optional<Clock::Steady> NextDue() const;
 
   ConnectionHandler* handler_;
   const ConnectionLimits limits_;
