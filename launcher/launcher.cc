@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "launcher/child_plan.h"
 #include "launcher/progress/progress_file.h"
-#include "launcher/supervisor/termination.h"
+#include "launcher/supervisor/termination_log.h"
 #include "launcher/world_builder.h"
 #include "protocol/contract.h"
 

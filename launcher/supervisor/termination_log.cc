@@ -1,4 +1,4 @@
-#include "launcher/supervisor/termination.h"
+#include "launcher/supervisor/termination_log.h"
 
 #include <fstream>
 

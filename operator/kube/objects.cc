@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "operator/kube/quantity.h"
+#include "operator/kube/milli_quantity.h"
 
 namespace lockstep::kube {
 namespace {

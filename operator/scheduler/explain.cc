@@ -1,6 +1,6 @@
 #include "operator/scheduler/explain.h"
 
-#include "operator/scheduler/quantity.h"
+#include "operator/scheduler/resource_units.h"
 
 namespace lockstep::scheduler {
 namespace {

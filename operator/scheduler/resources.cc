@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "operator/scheduler/quantity.h"
+#include "operator/scheduler/resource_units.h"
 
 namespace lockstep::scheduler {
 

@@ -12,8 +12,8 @@
 
 #include "common/check.h"
 #include "common/quantity.h"
-#include "operator/kube/quantity.h"
-#include "operator/scheduler/quantity.h"
+#include "operator/kube/milli_quantity.h"
+#include "operator/scheduler/resource_units.h"
 
 namespace lockstep {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "launcher/supervisor/output_tail.h"
 #include "launcher/supervisor/stop_grace.h"
-#include "launcher/supervisor/termination.h"
+#include "launcher/supervisor/termination_log.h"
 #include "launcher/sys/process.h"
 
 namespace lockstep::launcher::supervisor {

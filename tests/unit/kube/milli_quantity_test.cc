@@ -1,4 +1,4 @@
-#include "operator/kube/quantity.h"
+#include "operator/kube/milli_quantity.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "operator/kube/quantity.h"
+#include "operator/kube/milli_quantity.h"
 
 namespace lockstep::kube {
 namespace {

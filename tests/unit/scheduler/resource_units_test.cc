@@ -1,4 +1,4 @@
-#include "operator/scheduler/quantity.h"
+#include "operator/scheduler/resource_units.h"
 
 #include <gtest/gtest.h>
 
