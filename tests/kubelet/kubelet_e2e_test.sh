@@ -26,31 +26,25 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$(realpath -m "${1:-$REPO/build}")"
-STARTED=$SECONDS
-
-skip() { echo "LOCKSTEP_TEST_SKIPPED: $*"; exit 0; }
-ok() { echo "ok: $* ($((SECONDS - STARTED)) s)"; }
-fail() {
-  echo "FAIL: $*" >&2
-  kubectl get nodes -o wide >&2 2>/dev/null || true
-  kubectl get pods -A -o wide >&2 2>/dev/null || true
-  kubectl get tj -A -o wide >&2 2>/dev/null || true
-  kubectl get events -A --sort-by=.lastTimestamp 2>/dev/null | tail -25 >&2 || true
-  local leader; leader="$(leader_pod 2>/dev/null || true)"
-  [[ -z "$leader" ]] || kubectl logs -n "$OP_NS" "$leader" --tail 30 >&2 2>/dev/null || true
-  exit 1
+# shellcheck source=tests/lib/e2e.sh
+source "$REPO/tests/lib/e2e.sh"
+fail_context() {
+  kubectl get nodes -o wide 2>/dev/null
+  kubectl get pods -A -o wide 2>/dev/null
+  kubectl get tj -A -o wide 2>/dev/null
+  kubectl get events -A --sort-by=.lastTimestamp 2>/dev/null | tail -25
+  local leader; leader="$(leader_pod "$OP_NS")"
+  [[ -z "$leader" ]] || kubectl logs -n "$OP_NS" "$leader" --tail 30 2>/dev/null
 }
 
 (( EUID == 0 )) || skip "real kubelet nodes need root"
-for bin in lockstep-operator lockstep-launcher; do
-  [[ -x "$BUILD/bin/$bin" ]] || fail "$BUILD/bin/$bin is not built"
-done
+require_binaries lockstep-operator lockstep-launcher
 
 source "$REPO/hack/lib/common.sh"
 CLUSTER="${LOCKSTEP_TEST_CLUSTER:-lockstep-test}-kubelet"
 WORK="$(mktemp -d)"
 OP_NS=lockstep-system RELEASE=ks NS=kubelet-e2e OTHER_NS=kubelet-e2e-other
-VERSION="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' "$REPO/helm/lockstep/Chart.yaml")"
+VERSION="$(chart_version)"
 
 cleanup() {
   local rc=$?
@@ -63,16 +57,6 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
-
-# wait_for WHAT SECONDS COMMAND...: polls COMMAND every 0.5 s.
-wait_for() {
-  local what="$1" limit="$2"; shift 2
-  local deadline=$((SECONDS + limit))
-  until "$@" >/dev/null 2>&1; do
-    (( SECONDS < deadline )) || fail "$what: not within ${limit} s"
-    sleep 0.5
-  done
-}
 
 # ---- 1. nodes ---------------------------------------------------------------------------------
 "$REPO/hack/cluster.sh" down --name "$CLUSTER" >/dev/null 2>&1 || true
@@ -97,26 +81,22 @@ kubectl create namespace "$OP_NS" >/dev/null
 helm install "$RELEASE" "$REPO/helm/lockstep" -n "$OP_NS" \
   --set "operator.extraArgs={--node-lease-grace=15s}" >"$WORK/helm.log" 2>&1 ||
   { cat "$WORK/helm.log" >&2; fail "helm install"; }
-leader_pod() {
-  local holder; holder="$(kubectl get lease "$RELEASE-lockstep" -n "$OP_NS" \
-    -o jsonpath='{.spec.holderIdentity}' 2>/dev/null)"
-  [[ -n "$holder" ]] && echo "${holder%%_*}"
-}
 leader_running() {
-  local pod; pod="$(leader_pod)" || return 1
+  local pod; pod="$(leader_pod "$OP_NS")"
+  [[ -n "$pod" ]] || return 1
   [[ "$(kubectl get pod -n "$OP_NS" "$pod" -o jsonpath='{.status.phase}')" == Running ]]
 }
-wait_for "both operator pods Available" 120 kubectl rollout status deployment -n "$OP_NS" \
+wait_for 120 "both operator pods Available" kubectl rollout status deployment -n "$OP_NS" \
   --timeout 2s "$RELEASE-lockstep"
-wait_for "an operator pod leads" 60 leader_running
+wait_for 60 "an operator pod leads" leader_running
 op_nodes="$(kubectl get pods -n "$OP_NS" -l app.kubernetes.io/component=operator \
   -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{end}')"
 grep -qE '^(kubelet-node-[0-9] ){2}$' <<<"$op_nodes" || fail "operator pods on kubelet nodes: $op_nodes"
 # Read whole, then tested: `kubectl logs | grep -q .` under pipefail failed when grep's early exit
 # cut kubectl off with SIGPIPE (CI 2026-12-07: no error, exit 141).
-leader_log="$(kubectl logs -n "$OP_NS" "$(leader_pod)" --tail 200)" || fail "kubectl logs of the leader"
+leader_log="$(kubectl logs -n "$OP_NS" "$(leader_pod "$OP_NS")" --tail 200)" || fail "kubectl logs of the leader"
 [[ -n "$leader_log" ]] || fail "kubectl logs of the leader: empty"
-ok "operator: $(leader_pod) leads, pods on $op_nodes(kube-scheduler placed them); kubectl logs works"
+ok "operator: $(leader_pod "$OP_NS") leads, pods on $op_nodes(kube-scheduler placed them); kubectl logs works"
 
 # ---- 4. a JAX job under Pod Security restricted ----------------------------------------------
 kubectl create namespace "$NS" >/dev/null
@@ -156,10 +136,8 @@ spec:
     backoff: {initialSeconds: 1, maxSeconds: 2}
 EOF
 }
-job_state() { kubectl get tj "$1" -n "$NS" -o jsonpath='{.status.state}'; }
-job_is() { [[ "$(job_state "$1")" == "$2" ]]; }
 jax_job jax-1 5 | kubectl apply -f - >"$WORK/apply.log" 2>&1 || { cat "$WORK/apply.log" >&2; fail "apply jax-1"; }
-wait_for "jax-1 Succeeded" 240 job_is jax-1 Succeeded
+wait_for 240 "jax-1 Succeeded" job_is jax-1 Succeeded
 logs="$(kubectl logs -n "$NS" -l lockstep.dev/job-name=jax-1 -c trainer --tail 50)"
 shas="$(grep -o 'JAX process=[0-9] count=2 .* sha=[0-9a-f]*' <<<"$logs" | sed 's/.*sha=//' | sort -u)"
 [[ "$(grep -c 'JAX process=' <<<"$logs")" == 2 && "$(wc -l <<<"$shas")" == 1 ]] ||
@@ -168,7 +146,7 @@ ok "jax-1 Succeeded on real kubelets under Pod Security restricted; both process
 
 # ---- 5. NetworkPolicy enforced ---------------------------------------------------------------
 jax_job jax-net 3000 | kubectl apply -f - >/dev/null
-wait_for "jax-net Running" 120 job_is jax-net Running
+wait_for 120 "jax-net Running" job_is jax-net Running
 worker0_ip="$(kubectl get pods -n "$NS" -l lockstep.dev/job-name=jax-net,lockstep.dev/replica-index=0 \
   -o jsonpath='{.items[0].status.podIP}')"
 [[ -n "$worker0_ip" ]] || fail "jax-net's worker-0 has no IP"
@@ -198,7 +176,7 @@ probe_result() {
 }
 probe() {
   probe_pod "$@"
-  wait_for "probe $1 done" 60 probe_result "$1" "$2"
+  wait_for 60 "probe $1 done" probe_result "$1" "$2"
   probe_result "$1" "$2"
 }
 same="$(probe same-job "$NS" "lockstep.dev/job-name: jax-net" 29400)"
@@ -223,7 +201,7 @@ restarted() {
   [[ "$(kubectl get tj jax-net -n "$NS" -o jsonpath='{.status.restarts.total}')" -ge 1 ]] &&
     job_is jax-net Running
 }
-wait_for "jax-net running again after $victim died" 120 restarted
+wait_for 120 "jax-net running again after $victim died" restarted
 recovered=$((SECONDS - killed_at))
 on_victim="$(kubectl get pods -n "$NS" -l lockstep.dev/job-name=jax-net \
   -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{.metadata.deletionTimestamp}{"\n"}{end}' |

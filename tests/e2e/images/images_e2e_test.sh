@@ -26,25 +26,17 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 BUILD="$(realpath -m "${1:-$REPO/build}")"
-STARTED=$SECONDS
-
-skip() { echo "LOCKSTEP_TEST_SKIPPED: $*"; exit 0; }
-ok() { echo "ok: $* ($((SECONDS - STARTED)) s)"; }
-fail() {
-  echo "FAIL: $*" >&2
-  kubectl get pods -n "$NS" -o wide >&2 2>/dev/null || true
-  [[ -f "${WORK:-}/agent.log" ]] && grep -v heartbeat "$WORK/agent.log" | tail -30 >&2
-  exit 1
+# shellcheck source=tests/lib/e2e.sh
+source "$REPO/tests/lib/e2e.sh"
+fail_context() {
+  kubectl get pods -n "$NS" -o wide 2>/dev/null
+  agent_log_tail
 }
 
 [[ -n "${KUBECONFIG:-}" ]] || skip "KUBECONFIG unset (hack/cluster.sh up)"
 (( EUID == 0 )) || skip "the test node agent needs root"
-for tool in kubectl helm jq umoci skopeo runc iptables curl; do
-  command -v "$tool" >/dev/null || skip "$tool not installed (hack/setup.sh)"
-done
-for bin in lockstep-operator lockstep-launcher lockstep-test-node-agent; do
-  [[ -x "$BUILD/bin/$bin" ]] || fail "$BUILD/bin/$bin is not built"
-done
+require_tools kubectl helm jq umoci skopeo runc iptables curl
+require_binaries lockstep-operator lockstep-launcher lockstep-test-node-agent
 
 ID="$(head -c 16 /dev/urandom | md5sum | cut -c1-5)"
 NS="images-e2e-$ID" RELEASE="img$ID" BRIDGE="lsi$ID" BLOCK="block-images-$ID"
@@ -52,9 +44,8 @@ SUBNET="10.213.$(( RANDOM % 250 + 1 )).0/24"
 NODES=("images-$ID-0" "images-$ID-1")
 WORK="$(mktemp -d)"
 STATE="$WORK/agent"
-VERSION="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' "$REPO/helm/lockstep/Chart.yaml")"
+VERSION="$(chart_version)"
 AGENT_PID=""
-OPERATOR_SELECTOR="app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=operator"
 
 # ---- 1. images ----------------------------------------------------------------------------
 
@@ -95,22 +86,9 @@ inspect_images() {
 # ---- the agent ----------------------------------------------------------------------------
 
 start_agent() {
-  # Emptied here, not only by the redirect below: that one runs in the background child, so
-  # the wait for "ready" could read the previous agent's log (CI once checked a restart
-  # before the new agent had removed the old containers).
-  : >"$WORK/agent.log"
-  setsid "$BUILD/bin/lockstep-test-node-agent" --node-name "${NODES[0]}" --node-name "${NODES[1]}" \
-    --gpus 2 --block "$BLOCK" --rack rack-images --state-dir "$STATE" --bridge "$BRIDGE" \
-    --subnet "$SUBNET" --heartbeat-ms 500 --lease-duration-s 5 \
+  start_test_agent rack-images \
     --image-layout "$WORK/images-a/operator" --image-layout "$WORK/images-a/launcher" \
-    --image-map "lockstep/examples=$REPO" --apiserver-proxy=true --schedule-namespace "$NS" \
-    >"$WORK/agent.log" 2>&1 </dev/null &
-  AGENT_PID=$!
-  local deadline=$((SECONDS + 60))
-  until grep -qx ready "$WORK/agent.log"; do
-    kill -0 "$AGENT_PID" 2>/dev/null && (( SECONDS < deadline )) || fail "the agent did not start"
-    sleep 0.2
-  done
+    --image-map "lockstep/examples=$REPO"
   ok "agent up: nodes ${NODES[*]}, image store of both layouts, kubernetes Service routed"
 }
 
@@ -147,16 +125,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# pod_field NAME JSONPATH
-pod_field() { kubectl get pod "$1" -n "$NS" -o jsonpath="{$2}" 2>/dev/null || true; }
 pod_done() { local p; p="$(pod_field "$1" .status.phase)"; [[ "$p" == Succeeded || "$p" == Failed ]]; }
 pod_file() { cat "$STATE/pods/$(pod_field "$1" .metadata.uid)/$2" 2>/dev/null || true; }
-
-wait_for() {
-  local limit="$1" what="$2"; shift 2
-  local deadline=$((SECONDS + limit))
-  until "$@"; do (( SECONDS < deadline )) || fail "gave up after ${limit}s waiting for $what"; sleep 0.5; done
-}
 
 # ---- 2. securityContext through the agent --------------------------------------------------
 
@@ -228,20 +198,7 @@ check_security_context() {
 
 # ---- 3. the chart's Deployment from the operator image -------------------------------------
 
-operator_pods() {
-  kubectl get pods -n "$NS" -l "$OPERATOR_SELECTOR" \
-    -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.metadata.name}{"\n"}{end}' 2>/dev/null || true
-}
-two_operators_running() { [[ "$(operator_pods | grep -c .)" == 2 ]]; }
-leader_identity() {
-  kubectl get lease "$RELEASE-lockstep" -n "$NS" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true
-}
-leader_pod() { local id; id="$(leader_identity)"; echo "${id%_*}"; }
-# master_status POD: the pod's leader_election_master_status (1 leads, 0 stands by).
-master_status() {
-  curl -fsS --max-time 3 "http://$(pod_field "$1" .status.podIP):8080/metrics" 2>/dev/null |
-    sed -n 's/^leader_election_master_status{.*} \([0-9]\).*/\1/p'
-}
+# one_leads: the Lease holder says it leads and every other operator pod says it stands by.
 one_leads() {
   local leader; leader="$(leader_pod)"
   [[ -n "$leader" && "$(master_status "$leader")" == 1 ]] || return 1
@@ -276,27 +233,8 @@ install_chart() {
 # ---- 4. a TrainingJob's launcher from the launcher image ------------------------------------
 
 run_training_job() {
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: lockstep.dev/v1alpha1
-kind: TrainingJob
-metadata: {name: hello, namespace: $NS}
-spec:
-  framework: Generic
-  replicas: 2
-  procsPerPod: 1
-  template:
-    spec:
-      nodeSelector: {topology.lockstep.dev/block: $BLOCK}
-      terminationGracePeriodSeconds: 5
-      containers:
-      - name: trainer
-        image: lockstep/examples:dev
-        command: [sh, -c, 'echo IMAGES_E2E_TRAINED world=\$LOCKSTEP_REPLICAS']
-        resources: {requests: {cpu: 100m, memory: 64Mi}}
-EOF
-  job_state() { kubectl get tj hello -n "$NS" -o jsonpath='{.status.state}' 2>/dev/null || true; }
-  job_succeeded() { [[ "$(job_state)" == Succeeded ]]; }
-  wait_for 120 "the TrainingJob to succeed (state: $(job_state))" job_succeeded
+  apply_generic_job hello 'echo IMAGES_E2E_TRAINED world=$LOCKSTEP_REPLICAS'
+  wait_for 120 "the TrainingJob to succeed (state: $(job_state hello))" job_is hello Succeeded
   local digest pod
   digest="$(awk -v r="lockstep/launcher:$VERSION" '$1 == r {print $2}' "$WORK/images-a/digests")"
   for pod in hello-worker-0 hello-worker-1; do

@@ -32,28 +32,20 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 BUILD="$(realpath -m "${1:-$REPO/build}")"
-STARTED=$SECONDS
-
-skip() { echo "LOCKSTEP_TEST_SKIPPED: $*"; exit 0; }
-ok() { echo "ok: $* ($((SECONDS - STARTED)) s)"; }
-fail() {
-  echo "FAIL: $*" >&2
-  kubectl get pods -n "$NS" -o wide >&2 2>/dev/null || true
-  [[ -f "${WORK:-}/agent.log" ]] && grep -v heartbeat "$WORK/agent.log" | tail -30 >&2
-  [[ -f "${WORK:-}/registry/registry.log" ]] && tail -10 "$WORK/registry/registry.log" >&2
-  exit 1
+# shellcheck source=tests/lib/e2e.sh
+source "$REPO/tests/lib/e2e.sh"
+fail_context() {
+  kubectl get pods -n "$NS" -o wide 2>/dev/null
+  agent_log_tail
+  [[ -f "${WORK:-}/registry/registry.log" ]] && tail -10 "$WORK/registry/registry.log"
 }
 
 [[ -n "${KUBECONFIG:-}" ]] || skip "KUBECONFIG unset (hack/cluster.sh up)"
 (( EUID == 0 )) || skip "the test node agent and hack/build-images.sh need root"
-for tool in kubectl helm jq umoci skopeo runc curl go; do
-  command -v "$tool" >/dev/null || skip "$tool not installed (hack/setup.sh)"
-done
+require_tools kubectl helm jq umoci skopeo runc curl go
 CLUSTER_PKI="$(dirname "$(realpath "$KUBECONFIG")")/pki"
 [[ -f "$CLUSTER_PKI/ca.key" ]] || skip "no cluster CA beside $KUBECONFIG (hack/cluster.sh up)"
-for bin in lockstep-operator lockstep-launcher lockstep-test-node-agent; do
-  [[ -x "$BUILD/bin/$bin" ]] || fail "$BUILD/bin/$bin is not built"
-done
+require_binaries lockstep-operator lockstep-launcher lockstep-test-node-agent
 # shellcheck source=hack/lib/common.sh
 source "$REPO/hack/lib/common.sh"
 # shellcheck source=hack/lib/cluster-registry.sh
@@ -69,13 +61,6 @@ WORK="$(mktemp -d)"
 TRIGGER="$(mktemp -d /var/tmp/release-e2e.XXXXX)"
 STATE="$WORK/agent"
 AGENT_PID=""
-OPERATOR_SELECTOR="app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=operator"
-
-wait_for() {
-  local limit="$1" what="$2"; shift 2
-  local deadline=$((SECONDS + limit))
-  until "$@"; do (( SECONDS < deadline )) || fail "gave up after ${limit}s waiting for $what"; sleep 0.5; done
-}
 
 cleanup() {
   local rc=$?
@@ -214,41 +199,12 @@ pull_for_the_agent() {
 }
 
 start_agent() {
-  # Emptied here, not only by the redirect below: that one runs in the background child, so
-  # the wait for "ready" could read the previous agent's log (CI once checked a restart
-  # before the new agent had removed the old containers).
-  : >"$WORK/agent.log"
-  setsid "$BUILD/bin/lockstep-test-node-agent" --node-name "${NODES[0]}" --node-name "${NODES[1]}" \
-    --gpus 2 --block "$BLOCK" --rack rack-release --state-dir "$STATE" --bridge "$BRIDGE" \
-    --subnet "$SUBNET" --heartbeat-ms 500 --lease-duration-s 5 \
+  start_test_agent rack-release \
     --image-layout "$WORK/pulled/operator" --image-layout "$WORK/pulled/launcher" \
-    --launcher-image "$REGISTRY/lockstep/launcher" \
-    --image-map "lockstep/examples=$REPO" --apiserver-proxy=true --schedule-namespace "$NS" \
-    >"$WORK/agent.log" 2>&1 </dev/null &
-  AGENT_PID=$!
-  local deadline=$((SECONDS + 60))
-  until grep -qx ready "$WORK/agent.log"; do
-    kill -0 "$AGENT_PID" 2>/dev/null && (( SECONDS < deadline )) || fail "the agent did not start"
-    sleep 0.2
-  done
+    --launcher-image "$REGISTRY/lockstep/launcher" --image-map "lockstep/examples=$REPO"
   ok "agent up: nodes ${NODES[*]}, its store filled from the registry"
 }
 
-pod_field() { kubectl get pod "$1" -n "$NS" -o jsonpath="{$2}" 2>/dev/null || true; }
-operator_pods() {
-  kubectl get pods -n "$NS" -l "$OPERATOR_SELECTOR" \
-    -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.metadata.name}{"\n"}{end}' 2>/dev/null || true
-}
-two_operators_running() { [[ "$(operator_pods | grep -c .)" == 2 ]]; }
-leader_pod() {
-  local id; id="$(kubectl get lease "$RELEASE-lockstep" -n "$NS" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)"
-  echo "${id%_*}"
-}
-leads() {
-  local leader; leader="$(leader_pod)"
-  [[ -n "$leader" ]] && curl -fsS --max-time 3 "http://$(pod_field "$leader" .status.podIP):8080/metrics" 2>/dev/null |
-    grep -qE '^leader_election_master_status\{.*\} 1'
-}
 
 install_from_registry() {
   bash -c "${README_INSTALL[1]}" >"$WORK/helm.log" 2>&1 ||
@@ -269,27 +225,8 @@ install_from_registry() {
 }
 
 run_training_job() {
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: lockstep.dev/v1alpha1
-kind: TrainingJob
-metadata: {name: hello, namespace: $NS}
-spec:
-  framework: Generic
-  replicas: 2
-  procsPerPod: 1
-  template:
-    spec:
-      nodeSelector: {topology.lockstep.dev/block: $BLOCK}
-      terminationGracePeriodSeconds: 5
-      containers:
-      - name: trainer
-        image: lockstep/examples:dev
-        command: [sh, -c, 'echo RELEASE_E2E_TRAINED']
-        resources: {requests: {cpu: 100m, memory: 64Mi}}
-EOF
-  job_state() { kubectl get tj hello -n "$NS" -o jsonpath='{.status.state}' 2>/dev/null || true; }
-  job_succeeded() { [[ "$(job_state)" == Succeeded ]]; }
-  wait_for 120 "the TrainingJob to succeed (state: $(job_state))" job_succeeded
+  apply_generic_job hello 'echo RELEASE_E2E_TRAINED'
+  wait_for 120 "the TrainingJob to succeed (state: $(job_state hello))" job_is hello Succeeded
   local pod want="$REGISTRY/lockstep/launcher@${DIGEST[lockstep/launcher]}"
   for pod in hello-worker-0 hello-worker-1; do
     [[ "$(pod_field "$pod" '.spec.initContainers[0].image')" == "$want" ]] ||
@@ -303,27 +240,8 @@ EOF
 # ---- 4. upgrade under a running job --------------------------------------------------------
 
 start_long_job() {
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: lockstep.dev/v1alpha1
-kind: TrainingJob
-metadata: {name: long, namespace: $NS}
-spec:
-  framework: Generic
-  replicas: 2
-  procsPerPod: 1
-  template:
-    spec:
-      nodeSelector: {topology.lockstep.dev/block: $BLOCK}
-      terminationGracePeriodSeconds: 5
-      containers:
-      - name: trainer
-        image: lockstep/examples:dev
-        command: [sh, -c, 'while [ ! -e $TRIGGER/stop-long ]; do sleep 0.5; done; echo LONG_DONE']
-        resources: {requests: {cpu: 100m, memory: 64Mi}}
-EOF
-  long_state() { kubectl get tj long -n "$NS" -o jsonpath='{.status.state}' 2>/dev/null || true; }
-  long_running() { [[ "$(long_state)" == Running ]]; }
-  wait_for 120 "the long job to run" long_running
+  apply_generic_job long "while [ ! -e $TRIGGER/stop-long ]; do sleep 0.5; done; echo LONG_DONE"
+  wait_for 120 "the long job to run" job_is long Running
   LONG_PODS="$(kubectl get pods -n "$NS" -l lockstep.dev/job-name=long -o jsonpath='{.items[*].metadata.uid}')"
   ok "long job Running (pods $LONG_PODS)"
 }
@@ -364,8 +282,7 @@ upgrade_under_job() {
   [[ "$(kubectl get pods -n "$NS" -l lockstep.dev/job-name=long -o jsonpath='{.items[*].metadata.uid}')" == "$LONG_PODS" ]] ||
     fail "the long job's pods were replaced during the upgrade"
   touch "$TRIGGER/stop-long"
-  long_done() { [[ "$(long_state)" == Succeeded ]]; }
-  wait_for 120 "the long job to succeed after the upgrade" long_done
+  wait_for 120 "the long job to succeed after the upgrade" job_is long Succeeded
   ok "helm upgrade $VERSION -> $next (operator @${new_digest:0:19}...) under a running job: same attempt and pods, Succeeded"
 }
 
