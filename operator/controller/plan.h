@@ -4,19 +4,16 @@
 // It never talks to the API; the reconciler carries the plan out (reconciler.h). Table-tested in
 // tests/unit/controller/plan_test.cc.
 //
-// A pass runs the steps of one ordered table (PlanSteps, defined in plan.cc and nowhere else)
-// until one claims it: the first step whose rule holds decides the pass, and no later step runs.
-// Steps without a rule only record (a condition, a counter, a finding later rules read) and never
-// end the pass; the last step claims every pass that reaches it. Plan::decided_by names the step
-// that claimed the pass. The order, pinned by tests/unit/controller/plan_steps_test.cc:
-//   gates (nothing is acted on): being deleted > unreadable status > undecodable or invalid spec;
-//   held: finished (cleanPodPolicy, TTL) > suspended > queued by Kueue;
-//   active: deadline > peer loss > awaiting the culprit > failure (fail, spare promotion,
-//   restart) > success > restart request > resize > restart wait > pods that cannot be built >
-//   create what is missing and report progress.
-// Every pass a gate did not claim also brings the Service's EndpointSlices up to its pods'
-// addresses (endpoint_plan.h). docs/life-of-a-trainingjob.md lists the claiming steps; its
-// name check (tests/unit/docs) compares them with this table.
+// A pass runs the steps of one ordered table (PlanSteps; kSteps in plan.cc is the only place the
+// order is written) until one claims it: the first step whose rule holds decides the pass, and no
+// later step runs. Steps without a rule only record (a condition, a counter, a finding later
+// rules read) and never end the pass; the last step claims every pass that reaches it.
+// Plan::decided_by names the step that claimed the pass. The table runs in three stages: gates
+// (being deleted, a status or spec the operator cannot act on), a held job (finished, suspended,
+// queued by Kueue), an active one. Every pass a gate did not claim also brings the Service's
+// EndpointSlices up to its pods' addresses (endpoint_plan.h).
+// tests/unit/controller/plan_steps_test.cc pins the order; docs/life-of-a-trainingjob.md lists
+// the claiming steps and its name check (unit.docs.life_of_names) compares them with the table.
 
 #include <string_view>
 #include <vector>
