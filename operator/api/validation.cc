@@ -137,6 +137,36 @@ void ValidateRoles(const TrainingJobSpec& spec, Errors* errors) {
   }
 }
 
+// The gang is ranked by its pods' priority (issue 44: a job field the pods do not carry must
+// not buy more), so every pod carries the job's class: a template may repeat it, never name
+// another, and never set the integer the apiserver derives from the class.
+void ValidateTemplatePriority(const json& tmpl, const std::string& path,
+                              const std::string& job_class, Errors* errors) {
+  if (!tmpl.is_object() || !tmpl.contains("spec") || !tmpl["spec"].is_object()) return;
+  const json& spec = tmpl["spec"];
+  if (spec.contains("priorityClassName") &&
+      (job_class.empty() || StringMember(spec, "priorityClassName") != job_class)) {
+    errors->Add(path + ".spec.priorityClassName",
+                path + ".spec.priorityClassName must equal spec.priorityClassName: the job's "
+                       "class ranks the gang and every pod carries it, so name it once, in "
+                       "spec.priorityClassName");
+  }
+  if (spec.contains("priority")) {
+    errors->Add(path + ".spec.priority",
+                path + ".spec.priority must not be set: the apiserver sets it from the priority "
+                       "class; name the class in spec.priorityClassName");
+  }
+}
+
+void ValidatePriority(const TrainingJobSpec& spec, Errors* errors) {
+  ValidateTemplatePriority(spec.pod_template, "spec.template", spec.priority_class_name, errors);
+  for (size_t i = 0; i < spec.roles.size(); ++i) {
+    ValidateTemplatePriority(spec.roles[i].pod_template,
+                             "spec.roles[" + std::to_string(i) + "].template",
+                             spec.priority_class_name, errors);
+  }
+}
+
 // kMaxPodBytesPerJob (validation.h). The field named is the template that weighs most.
 void ValidatePodBytes(const TrainingJobSpec& spec, Errors* errors) {
   const int64_t workers =
@@ -262,6 +292,7 @@ std::vector<FieldError> Validate(const TrainingJob& job) {
   ValidateName(job.metadata, &errors);
   ValidateWorkers(job.spec, &errors);
   ValidateRoles(job.spec, &errors);
+  ValidatePriority(job.spec, &errors);
   ValidatePodBytes(job.spec, &errors);
   ValidatePlacementAndSuccess(job.spec, &errors);
   ValidateFailurePolicy(job.spec.failure_policy, &errors);

@@ -307,11 +307,6 @@ CollectInputs GangScheduler::Inputs() {
   };
   CollectInputs inputs;
   inputs.find_job = [this](const std::string& key) { return jobs_.store().Get(key); };
-  // A class that does not exist (yet): the pods would be rejected by admission anyway.
-  inputs.priority_of = [find_class](const std::string& name) -> int32_t {
-    const PriorityClassInfo* pc = find_class(name);
-    return pc == nullptr ? 0 : pc->value;
-  };
   inputs.never_preempts = [find_class](const std::string& name) {
     const PriorityClassInfo* pc = find_class(name);
     return pc != nullptr && pc->never_preempts;

@@ -36,6 +36,31 @@ int RoleRank(const JobInfo& job, const std::string& role) {
   return static_cast<int>(job.spec.roles.size()) + 1;
 }
 
+// A gang is ranked by what the apiserver admitted for its pods (spec.priority, set from the
+// class the pod names), never by the job's spec.priorityClassName: a job cannot claim more than
+// its pods carry (issue 44). Admission now refuses a template whose class differs from the job's,
+// but a job stored before that rule may still have one. Asking, a gang is as strong as its
+// weakest pod; as a victim, as its strongest, since kube-scheduler would not evict a pod for a
+// preemptor of equal or lower priority either.
+int32_t WeakestPodPriority(const std::vector<PodPtr>& pods) {
+  int32_t weakest = pods.empty() ? 0 : pods.front()->priority;
+  for (const PodPtr& pod : pods) weakest = std::min(weakest, pod->priority);
+  return weakest;
+}
+
+int32_t StrongestPodPriority(const std::vector<PodPtr>& pods) {
+  int32_t strongest = pods.empty() ? 0 : pods.front()->priority;
+  for (const PodPtr& pod : pods) strongest = std::max(strongest, pod->priority);
+  return strongest;
+}
+
+// Any pod whose class says preemptionPolicy: Never keeps the whole gang from preempting.
+bool AnyPodNeverPreempts(const std::vector<PodPtr>& pods, const CollectInputs& inputs) {
+  if (!inputs.never_preempts) return false;
+  return std::any_of(pods.begin(), pods.end(),
+                     [&](const PodPtr& pod) { return inputs.never_preempts(pod->priority_class_name); });
+}
+
 std::chrono::system_clock::time_point CreationTime(const kube::ObjectMeta& meta) {
   StatusOr<std::chrono::system_clock::time_point> t = kube::ParseTime(meta.creation_timestamp);
   return t.ok() ? *t : std::chrono::system_clock::time_point{};
@@ -58,11 +83,8 @@ bool BuildGang(const std::string& key, std::vector<PodPtr> pods, const JobPtr& j
   SortGangOrder(*job, pods);
   out->key = key;
   out->job = job;
-  out->request = RequestFor(*job, pods, inputs.priority_of(job->spec.priority_class_name),
-                            inputs.now, &out->pods);
-  if (inputs.never_preempts && inputs.never_preempts(job->spec.priority_class_name)) {
-    out->request.preemption_policy = PreemptionPolicy::kNever;
-  }
+  out->request = RequestFor(*job, pods, WeakestPodPriority(pods), inputs.now, &out->pods);
+  if (AnyPodNeverPreempts(pods, inputs)) out->request.preemption_policy = PreemptionPolicy::kNever;
   return true;
 }
 
@@ -203,8 +225,7 @@ GangCollection CollectGangs(const std::vector<PodPtr>& pods, const CollectInputs
       SortGangOrder(*job, members);
       gang.key = key;
       gang.job = job;
-      gang.request = RequestFor(*job, members, inputs.priority_of(job->spec.priority_class_name),
-                                inputs.now, &gang.pods);
+      gang.request = RequestFor(*job, members, WeakestPodPriority(members), inputs.now, &gang.pods);
       // A spare never preempts anybody: the job runs already.
       gang.request.preemption_policy = PreemptionPolicy::kNever;
       out.complete.push_back(std::move(gang));
@@ -264,7 +285,7 @@ RunningGangs CollectRunningGangs(const std::vector<PodPtr>& pods, const CollectI
     }
     RunningGang gang;
     gang.job_key = job->meta.Key();
-    gang.priority = inputs.priority_of(job->spec.priority_class_name);
+    gang.priority = StrongestPodPriority(members);
     for (const PodPtr& pod : members) {
       gang.start_time = std::max(gang.start_time, CreationTime(pod->meta));
       gang.pods.push_back({pod->node_name, RequestsFromMilli(pod->requests)});

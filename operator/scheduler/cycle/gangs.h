@@ -41,13 +41,13 @@ struct CollectOptions {
 
 struct CollectInputs {
   std::function<JobPtr(const std::string& job_key)> find_job;
-  // PriorityClass name ("" = the cluster's global default, if any) -> value.
-  std::function<int32_t(const std::string& class_name)> priority_of;
   // Gangs already being bound (their pods are assumed, not pending).
   std::function<bool(const std::string& gang_key)> in_flight;
   // Wall-clock now: status.excludedNodes entries count until their `until`.
   api::Time now{};
   // PriorityClass name ("" = the global default) -> preemptionPolicy is Never. Unset: never so.
+  // Asked with each pod's own class. A gang's priority is its pods' admitted spec.priority
+  // (gangs.cc says why), so no class value is looked up here.
   std::function<bool(const std::string& class_name)> never_preempts;
 };
 

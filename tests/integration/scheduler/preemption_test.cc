@@ -73,6 +73,30 @@ TEST_F(SchedulerTest, PreemptionPolicyNeverPreemptsNothing) {
   EXPECT_TRUE(Condition("low", "Preempted").empty());
 }
 
+// Issue 44: a job cannot buy more priority than its pods carry. This one names "high" in
+// spec.priorityClassName, but its pods were admitted under "low": it ranks as its pods do and
+// preempts nothing (before, the scheduler read the job's field and evicted "low").
+TEST_F(SchedulerTest, AJobClaimingAHighClassWithLowPriorityPodsPreemptsNothing) {
+  CreateNodes(std::vector<NodeSpec>(2));
+  const std::string low_class = CreatePriorityClass("low", 10);
+  const std::string high_class = CreatePriorityClass("high", 1000);
+  StartScheduler();
+  const JobSpec low = Spec(2, low_class);
+  CreateJob("low", low);
+  ASSERT_TRUE(WaitAllBound("low", 2, seconds(60)));
+  JobSpec claims = Spec(1, high_class);
+  claims.pod_priority_class = low_class;
+  CreateJob("claims", claims);
+  ASSERT_TRUE(WaitFor(
+      [&] { return ScheduledCondition("claims").value("reason", "") == "InsufficientResources"; },
+      seconds(30)));
+  std::this_thread::sleep_for(seconds(3));  // several cycles
+  EXPECT_EQ(BoundCount("low"), 2);
+  EXPECT_EQ(BoundCount("claims"), 0);
+  EXPECT_EQ(scheduler_->gangs_preempted(), 0);
+  EXPECT_TRUE(Condition("low", "Preempted").empty());
+}
+
 // Equal priority never preempts: the newcomer waits.
 TEST_F(SchedulerTest, EqualPriorityNeverPreempts) {
   CreateNodes(std::vector<NodeSpec>(2));

@@ -187,6 +187,14 @@ std::vector<json> SchedulerTest::PodObjects(const std::string& job, const JobSpe
     const std::string suffix = spec.attempt > 0 ? "-a" + std::to_string(spec.attempt) : "";
     const json owner = {{"apiVersion", "lockstep.dev/v1alpha1"}, {"kind", "TrainingJob"},
                         {"name", job}, {"uid", job_uids_.at(job)}, {"controller", true}};
+    json pod_spec = {{"schedulerName", "lockstep"},
+                     {"nodeSelector", {{kPoolLabel, ns()}}},
+                     {"containers", {Container(spec.gpus_per_pod)}}};
+    // As the operator's pods do (api::BuildPod): the scheduler ranks a gang by the priority the
+    // apiserver admitted for its pods, not by the job's field.
+    const std::string& pod_class =
+        spec.pod_priority_class.empty() ? spec.priority_class : spec.pod_priority_class;
+    if (!pod_class.empty()) pod_spec["priorityClassName"] = pod_class;
     pods.push_back({{"apiVersion", "v1"},
                     {"kind", "Pod"},
                     {"metadata",
@@ -194,10 +202,7 @@ std::vector<json> SchedulerTest::PodObjects(const std::string& job, const JobSpe
                       {"namespace", ns()},
                       {"labels", labels},
                       {"ownerReferences", {owner}}}},
-                    {"spec",
-                     {{"schedulerName", "lockstep"},
-                      {"nodeSelector", {{kPoolLabel, ns()}}},
-                      {"containers", {Container(spec.gpus_per_pod)}}}}});
+                    {"spec", std::move(pod_spec)}});
   }
   return pods;
 }

@@ -38,6 +38,9 @@ struct JobSpec {
   int min_replicas = 0;  // > 0: spec.elastic = {minReplicas, maxReplicas: replicas}
   int attempt = 0;       // CreatePods: the lockstep.dev/attempt label (and a name suffix if > 0)
   std::string priority_class = "";  // spec.priorityClassName (a name CreatePriorityClass returned)
+  // The class the pods name; "" = priority_class, as the operator's pods do. Another one stands
+  // for a job whose template named its own class (stored before admission refused that).
+  std::string pod_priority_class = "";
 };
 
 class SchedulerTest : public ::testing::Test {

@@ -162,6 +162,21 @@ INSTANTIATE_TEST_SUITE_P(
                j->spec.elastic = ElasticPolicy{2, 4, 60};
              },
              "spec.failurePolicy.spareReplicas", "not supported with spec.elastic"},
+        Case{"TemplateNamesAnotherPriorityClass",
+             [](TrainingJob* j) {
+               j->spec.priority_class_name = "high";
+               j->spec.pod_template["spec"]["priorityClassName"] = "low";
+             },
+             "spec.template.spec.priorityClassName", "must equal spec.priorityClassName"},
+        Case{"RoleNamesAClassTheJobDoesNot",
+             [](TrainingJob* j) {
+               j->spec.roles = {MakeRole("ps")};
+               j->spec.roles[0].pod_template["spec"]["priorityClassName"] = "high";
+             },
+             "spec.roles[0].template.spec.priorityClassName", "must equal spec.priorityClassName"},
+        Case{"TemplateSetsThePriorityInteger",
+             [](TrainingJob* j) { j->spec.pod_template["spec"]["priority"] = 1000000; },
+             "spec.template.spec.priority", "must not be set"},
         Case{"SparesForOnePod",
              [](TrainingJob* j) {
                j->spec.failure_policy.spare_replicas = 1;
@@ -169,6 +184,15 @@ INSTANTIATE_TEST_SUITE_P(
              },
              "spec.failurePolicy.spareReplicas", "a job of one pod has none to take"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
+
+TEST(ValidationTest, ATemplateMayRepeatTheJobsPriorityClass) {
+  TrainingJob job = testing::MinimalJob();
+  job.spec.priority_class_name = "high";
+  job.spec.pod_template["spec"]["priorityClassName"] = "high";
+  job.spec.roles = {MakeRole("ps")};
+  job.spec.roles[0].pod_template["spec"]["priorityClassName"] = "high";
+  EXPECT_TRUE(Validate(job).empty()) << ToStatus(Validate(job));
+}
 
 TEST(ValidationTest, SparesForAWorkerGangAreValid) {
   TrainingJob job = testing::MinimalJob();

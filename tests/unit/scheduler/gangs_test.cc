@@ -20,7 +20,6 @@ api::Time At(const char* text) { return *api::ParseTime(text); }
 CollectInputs InputsFor(const JobPtr& job, const char* now = "2026-06-01T12:00:00Z") {
   CollectInputs inputs;
   inputs.find_job = [job](const std::string& key) { return key == "ns/job" ? job : nullptr; };
-  inputs.priority_of = [](const std::string&) { return 0; };
   inputs.in_flight = [](const std::string&) { return false; };
   inputs.now = At(now);
   return inputs;
@@ -30,6 +29,17 @@ std::vector<PodPtr> Workers(int count, int attempt, int first_index = 0) {
   std::vector<PodPtr> pods;
   for (int i = first_index; i < first_index + count; ++i) {
     pods.push_back(PodOf("worker", i, attempt, 8));
+  }
+  return pods;
+}
+
+// Copies of `pods` as the apiserver admitted them under PriorityClass `name` of value `value`.
+std::vector<PodPtr> Admitted(std::vector<PodPtr> pods, const std::string& name, int32_t value) {
+  for (PodPtr& pod : pods) {
+    auto admitted = std::make_shared<kube::Pod>(*pod);
+    admitted->priority_class_name = name;
+    admitted->priority = value;
+    pod = admitted;
   }
   return pods;
 }
@@ -205,9 +215,8 @@ std::vector<PodPtr> BoundWorkers(int count, int attempt) {
 
 TEST(CollectRunningGangsTest, AWholeBoundGangOfTheCurrentAttemptIsACandidate) {
   const JobPtr job = Job(JobJson(4, 0, 8, {{"attempt", 2}}));
-  CollectInputs inputs = InputsFor(job);
-  inputs.priority_of = [](const std::string&) { return 7; };
-  const RunningGangs got = CollectRunningGangs(BoundWorkers(4, 2), inputs);
+  const RunningGangs got =
+      CollectRunningGangs(Admitted(BoundWorkers(4, 2), "batch", 7), InputsFor(job));
   ASSERT_EQ(got.gangs.size(), 1u);
   EXPECT_EQ(got.gangs[0].job_key, "ns/job");
   EXPECT_EQ(got.gangs[0].priority, 7);
@@ -271,6 +280,45 @@ TEST(ClusterObjectsTest, DecodesPreemptionPolicyAndThePreemptedCondition) {
                                      {"lastTransitionTime", "2026-06-01T12:00:00Z"}}}}}));
   ASSERT_TRUE(job->preempted.has_value());
   EXPECT_EQ(job->preempted->message, "preempted by ns/high");
+}
+
+// Issue 44: the job's spec.priorityClassName is not what ranks the gang; its pods' admitted
+// priority is. A job claiming "high" whose pods were admitted at 10 asks as 10, and so preempts
+// nobody above 10; a victim counts as its strongest pod.
+TEST(GangPriorityTest, APendingGangAsksWithItsWeakestPodsAdmittedPriority) {
+  nlohmann::json claims_high = JobJson(4, 0, 8, {{"attempt", 1}});
+  claims_high["spec"]["priorityClassName"] = "high";
+  const JobPtr job = Job(claims_high);
+  std::vector<PodPtr> pods = Admitted(Workers(4, 1), "low", 10);
+  pods[2] = Admitted({pods[2]}, "lower", 3)[0];
+  const GangCollection got = CollectGangs(pods, InputsFor(job));
+  ASSERT_EQ(got.complete.size(), 1u);
+  EXPECT_EQ(got.complete[0].request.priority, 3);
+}
+
+TEST(GangPriorityTest, ARunningGangDefendsWithItsStrongestPod) {
+  const JobPtr job = Job(JobJson(4, 0, 8, {{"attempt", 2}}));
+  std::vector<PodPtr> pods = Admitted(BoundWorkers(4, 2), "low", 10);
+  pods[1] = Admitted({pods[1]}, "high", 1000)[0];
+  const RunningGangs got = CollectRunningGangs(pods, InputsFor(job));
+  ASSERT_EQ(got.gangs.size(), 1u);
+  EXPECT_EQ(got.gangs[0].priority, 1000);
+}
+
+TEST(GangPriorityTest, APodWhoseClassNeverPreemptsKeepsTheGangFromPreempting) {
+  nlohmann::json spec = JobJson(2, 0, 8, {{"attempt", 1}});
+  spec["spec"]["priorityClassName"] = "preempting";
+  const JobPtr job = Job(spec);
+  CollectInputs inputs = InputsFor(job);
+  inputs.never_preempts = [](const std::string& name) { return name == "polite"; };
+  GangCollection got = CollectGangs(Admitted(Workers(2, 1), "preempting", 100), inputs);
+  ASSERT_EQ(got.complete.size(), 1u);
+  EXPECT_EQ(got.complete[0].request.preemption_policy, PreemptionPolicy::kPreemptLowerPriority);
+  std::vector<PodPtr> pods = Admitted(Workers(2, 1), "preempting", 100);
+  pods[0] = Admitted({pods[0]}, "polite", 100)[0];
+  got = CollectGangs(pods, inputs);
+  ASSERT_EQ(got.complete.size(), 1u);
+  EXPECT_EQ(got.complete[0].request.preemption_policy, PreemptionPolicy::kNever);
 }
 
 }  // namespace
