@@ -57,8 +57,9 @@ int32_t StrongestPodPriority(const std::vector<PodPtr>& pods) {
 // Any pod whose class says preemptionPolicy: Never keeps the whole gang from preempting.
 bool AnyPodNeverPreempts(const std::vector<PodPtr>& pods, const CollectInputs& inputs) {
   if (!inputs.never_preempts) return false;
-  return std::any_of(pods.begin(), pods.end(),
-                     [&](const PodPtr& pod) { return inputs.never_preempts(pod->priority_class_name); });
+  return std::any_of(pods.begin(), pods.end(), [&](const PodPtr& pod) {
+    return inputs.never_preempts(pod->priority_class_name);
+  });
 }
 
 std::chrono::system_clock::time_point CreationTime(const kube::ObjectMeta& meta) {
