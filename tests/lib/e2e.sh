@@ -123,7 +123,9 @@ start_test_agent() {
   done
 }
 
-# agent_log_tail: the agent's last 30 lines but heartbeats, for a failure's context.
-agent_log_tail() {
+# agent_fail_context: for a failure on agent nodes, the pods of $NS and the agent's last 30
+# lines but heartbeats.
+agent_fail_context() {
+  kubectl get pods -n "$NS" -o wide 2>/dev/null
   [[ -f "${WORK:-}/agent.log" ]] && grep -v heartbeat "$WORK/agent.log" | tail -30
 }

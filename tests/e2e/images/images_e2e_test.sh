@@ -28,10 +28,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 BUILD="$(realpath -m "${1:-$REPO/build}")"
 # shellcheck source=tests/lib/e2e.sh
 source "$REPO/tests/lib/e2e.sh"
-fail_context() {
-  kubectl get pods -n "$NS" -o wide 2>/dev/null
-  agent_log_tail
-}
+fail_context() { agent_fail_context; }
 
 [[ -n "${KUBECONFIG:-}" ]] || skip "KUBECONFIG unset (hack/cluster.sh up)"
 (( EUID == 0 )) || skip "the test node agent needs root"

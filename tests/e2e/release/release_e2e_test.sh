@@ -35,8 +35,7 @@ BUILD="$(realpath -m "${1:-$REPO/build}")"
 # shellcheck source=tests/lib/e2e.sh
 source "$REPO/tests/lib/e2e.sh"
 fail_context() {
-  kubectl get pods -n "$NS" -o wide 2>/dev/null
-  agent_log_tail
+  agent_fail_context
   [[ -f "${WORK:-}/registry/registry.log" ]] && tail -10 "$WORK/registry/registry.log"
 }
 
