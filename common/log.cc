@@ -8,6 +8,8 @@
 #include <ctime>
 #include <mutex>
 
+#include "common/clock.h"
+
 namespace lockstep::log {
 namespace {
 
@@ -49,7 +51,7 @@ void AppendJsonString(std::string* out, std::string_view text) {
 }
 
 std::string Timestamp() {
-  const auto now = std::chrono::system_clock::now();
+  const auto now = RealClock::Get().WallNow();  // log lines carry real time, whoever logs
   const std::time_t secs = std::chrono::system_clock::to_time_t(now);
   const auto millis =
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;

@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/clock.h"
+
 namespace lockstep::net {
 namespace {
 
@@ -194,8 +196,9 @@ StatusOr<size_t> WriteSome(int fd, std::string_view data) {
 }
 
 int MillisUntil(std::chrono::steady_clock::time_point deadline) {
+  // Real time: the result is a poll(2) timeout.
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        deadline - std::chrono::steady_clock::now())
+                        deadline - RealClock::Get().Now())
                         .count();
   return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
 }

@@ -30,16 +30,17 @@ std::string DescribeFailure(const supervisor::ChildFailure& f) {
 
 Attempt::Attempt(const LauncherConfig& config, const World& world, rendezvous::Session& session,
                  supervisor::Supervisor& children, sys::SignalFd& signals, bool can_restart,
-                 progress::ProgressFileReader* progress)
+                 progress::ProgressFileReader* progress, const Clock& clock)
     : config_(config),
       world_(world),
       session_(session),
       children_(children),
       signals_(signals),
       can_restart_(can_restart),
-      next_beat_(Steady::now() + config.heartbeat_interval),
+      clock_(clock),
+      next_beat_(clock.Now() + config.heartbeat_interval),
       progress_(progress),
-      next_progress_read_(Steady::now()) {
+      next_progress_read_(clock.Now()) {
   if (progress_ != nullptr && config_.hang_timeout.count() > 0) stall_.emplace(progress_->reports());
 }
 
@@ -54,7 +55,7 @@ void Attempt::Step() {
   if (session_alive_) fds.push_back({session_.fd(), POLLIN, 0});
   for (int fd : children_.OutputFds()) fds.push_back({fd, POLLIN, 0});
   ::poll(fds.data(), fds.size(), std::min(net::MillisUntil(next_beat_), kMaxWaitMs));
-  const Steady::time_point now = Steady::now();
+  const Steady::time_point now = clock_.Now();
 
   OnSignals();
   for (const pollfd& p : fds) {
@@ -203,7 +204,7 @@ void Attempt::ReportFailure(FailureReason reason, int rank, int code, int sig) {
   Status s = session_.SendFailure({static_cast<uint32_t>(world_.attempt), rank, code, sig,
                                    reason, end_.message, end_.tail});
   if (!s.ok()) session_alive_ = false;
-  abort_wait_until_ = Steady::now() + config_.peer_timeout;
+  abort_wait_until_ = clock_.Now() + config_.peer_timeout;
 }
 
 void Attempt::Advance(Steady::time_point now) {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "launcher/config/config.h"
 #include "launcher/progress/progress_file.h"
 #include "launcher/progress/progress_stall.h"
@@ -65,7 +66,7 @@ class Attempt {
   // null: none. Not owned; must outlive this.
   Attempt(const LauncherConfig& config, const World& world, rendezvous::Session& session,
           supervisor::Supervisor& children, sys::SignalFd& signals, bool can_restart,
-          progress::ProgressFileReader* progress = nullptr);
+          progress::ProgressFileReader* progress = nullptr, const Clock& clock = RealClock::Get());
 
   AttemptEnd Run();
   State state() const { return state_; }
@@ -102,6 +103,7 @@ class Attempt {
   supervisor::Supervisor& children_;
   sys::SignalFd& signals_;
   const bool can_restart_;
+  const Clock& clock_;
 
   State state_ = State::kRunning;
   AttemptEnd end_;

@@ -33,9 +33,10 @@ bool SuccessEndsJob(const LauncherConfig& config, const World& world) {
 
 }  // namespace
 
-Launcher::Launcher(LauncherConfig config, std::vector<std::string> base_env)
+Launcher::Launcher(LauncherConfig config, std::vector<std::string> base_env, const Clock& clock)
     : config_(std::move(config)),
       base_env_(std::move(base_env)),
+      clock_(clock),
       attempt_(config_.attempt),
       spare_index_(config_.spare ? static_cast<int32_t>(config_.role_index) : -1) {
   if (config_.advertise_addr.empty()) config_.advertise_addr = net::HostName();
@@ -105,6 +106,7 @@ void Launcher::SetUpProgressFile() {
 // address, and pod identity (a promoted spare's later loss must name its pod too: peer evidence).
 rendezvous::ClientOptions Launcher::BaseJoinOptions(uint32_t attempt) const {
   rendezvous::ClientOptions opt;
+  opt.clock = &clock_;
   opt.endpoint = config_.rdzv_endpoint;
   opt.run_id = config_.rdzv_id;
   opt.token = config_.token;
@@ -131,7 +133,7 @@ rendezvous::ClientOptions Launcher::BaseJoinOptions(uint32_t attempt) const {
 StatusOr<rendezvous::JoinResult> Launcher::Join(uint32_t attempt) {
   rendezvous::ClientOptions opt = BaseJoinOptions(attempt);
   opt.node_rank = config_.node_rank;
-  opt.deadline = Steady::now() + config_.join_timeout;
+  opt.deadline = clock_.Now() + config_.join_timeout;
   return rendezvous::JoinRound(opt);
 }
 
@@ -139,7 +141,7 @@ std::variant<rendezvous::JoinResult, int> Launcher::StandBy() {
   rendezvous::ClientOptions opt = BaseJoinOptions(attempt_);
   opt.standby = true;
   // A spare waits as long as the job runs: no join timeout (a signal still ends the wait).
-  opt.deadline = Steady::now() + std::chrono::hours(24 * 365);
+  opt.deadline = clock_.Now() + std::chrono::hours(24 * 365);
   log::Info("standing by as a spare", {{"spare_index", std::to_string(spare_index_)}});
   StatusOr<rendezvous::JoinResult> joined = rendezvous::JoinRound(opt);
   if (!joined.ok()) return JoinFailed(joined.status(), attempt_);
@@ -190,7 +192,7 @@ int Launcher::Run() {
     }
   }
   for (;;) {
-    const Steady::time_point join_start = Steady::now();
+    const Steady::time_point join_start = clock_.Now();
     // The promoted spare's first round was joined while it stood by.
     StatusOr<rendezvous::JoinResult> joined =
         promoted ? StatusOr<rendezvous::JoinResult>(std::move(*promoted)) : Join(attempt_);
@@ -213,7 +215,7 @@ int Launcher::Run() {
                {"nccl_id", world.nccl_unique_id_hex.empty() ? "none" : "set"},
                {"peer_table", world.peers_complete ? "yes" : "no"},
                {"join_ms", std::to_string(std::chrono::duration_cast<milliseconds>(
-                                              Steady::now() - join_start).count())}});
+                                              clock_.Now() - join_start).count())}});
     const bool can_restart = static_cast<uint32_t>(restart_count_) < config_.max_restarts;
     const AttemptEnd end = RunAttempt(world, *joined->session, can_restart);
     if (std::optional<int> code = AfterAttempt(world, *joined->session, end, can_restart)) {
@@ -348,7 +350,7 @@ AttemptEnd Launcher::RunAttempt(const World& world, rendezvous::Session& session
                                 bool can_restart) {
   StatusOr<LocalPlan> plan = PlanLocalChildren(config_, world, base_env_);
   Status started = plan.ok() ? StartServices(world, *plan) : plan.status();
-  supervisor::Supervisor children;
+  supervisor::Supervisor children(clock_);
   if (started.ok()) started = children.Start(std::move(plan->children));
   if (!started.ok()) {
     AttemptEnd end;
@@ -361,7 +363,8 @@ AttemptEnd Launcher::RunAttempt(const World& world, rendezvous::Session& session
   // Tells the server (and through it the operator) that this node's part of the round runs. A
   // failed send means a lost server, which the attempt's heartbeats notice.
   session.SendStarted().IgnoreError();
-  return Attempt(config_, world, session, children, *signals_, can_restart, progress_.get())
+  return Attempt(config_, world, session, children, *signals_, can_restart, progress_.get(),
+                 clock_)
       .Run();
 }
 
@@ -439,8 +442,8 @@ void Launcher::LingerForLostReport() {
   // failure. A signal (the pod deleted) ends the wait.
   log::Info("keeping the rendezvous server up so the operator can read the lost member",
             {{"ms", std::to_string(kLostReportLinger.count())}});
-  const Steady::time_point until = Steady::now() + kLostReportLinger;
-  while (Steady::now() < until) {
+  const Steady::time_point until = clock_.Now() + kLostReportLinger;
+  while (clock_.Now() < until) {
     pollfd p{signals_->fd(), POLLIN, 0};
     ::poll(&p, 1, 100);
     for (int sig : signals_->Drain()) {

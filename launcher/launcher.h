@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/clock.h"
 #include "launcher/attempt.h"
 #include "launcher/child_plan.h"
 #include "launcher/config/config.h"
@@ -37,7 +38,9 @@ inline constexpr std::chrono::milliseconds kLostReportLinger{5000};
 
 class Launcher {
  public:
-  Launcher(LauncherConfig config, std::vector<std::string> base_env);
+  // `clock` (which outlives the launcher) times the joins, the attempts and their children.
+  Launcher(LauncherConfig config, std::vector<std::string> base_env,
+           const Clock& clock = RealClock::Get());
   // Runs to the end of the job; returns the process exit code.
   int Run();
 
@@ -68,6 +71,7 @@ class Launcher {
 
   LauncherConfig config_;
   std::vector<std::string> base_env_;
+  const Clock& clock_;
   std::optional<sys::SignalFd> signals_;
   std::unique_ptr<nccl::NcclLibrary> nccl_;
   std::unique_ptr<rendezvous::RendezvousServer> server_;

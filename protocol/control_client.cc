@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include "common/clock.h"
 #include "common/net.h"
 #include "protocol/auth.h"
 #include "protocol/control.h"
@@ -54,7 +55,8 @@ StatusOr<ControlReply> ParseControlAnswer(const Frame& answer) {
 
 StatusOr<ControlReply> ControlCall(const ControlTarget& target, ControlKind kind,
                                    std::string_view reason, std::chrono::milliseconds timeout) {
-  const Steady::time_point deadline = Steady::now() + timeout;
+  // Real time: the deadline bounds poll(2) waits (net::MillisUntil).
+  const Steady::time_point deadline = RealClock::Get().Now() + timeout;
   LS_ASSIGN_OR_RETURN(UniqueFd fd,
                       net::ConnectTcp(net::HostPort{target.host, target.port}, deadline));
   FrameDecoder decoder;

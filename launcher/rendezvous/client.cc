@@ -71,8 +71,8 @@ class Connection {
       : opt_(opt),
         fd_(std::move(fd)),
         attempt_(opt.attempt),
-        next_beat_(Steady::now() + opt.heartbeat_interval),
-        last_heard_(Steady::now()) {}
+        next_beat_(opt_.clock->Now() + opt.heartbeat_interval),
+        last_heard_(opt_.clock->Now()) {}
 
   // The world (kFormed) or why the connection ended (kEnded).
   std::variant<JoinResult, Ending> Run() {
@@ -100,11 +100,11 @@ class Connection {
 
   // One wait for the server (or the next heartbeat), and what arrived.
   void Step() {
-    if (Steady::now() >= opt_.deadline) {
+    if (opt_.clock->Now() >= opt_.deadline) {
       return End(DeadlineExceededError("rendezvous did not complete before the join deadline"),
                  false);
     }
-    if (Steady::now() - last_heard_ > opt_.peer_timeout) {
+    if (opt_.clock->Now() - last_heard_ > opt_.peer_timeout) {
       return End(UnavailableError("rendezvous server went silent"), true);
     }
     pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {opt_.interrupt_fd, POLLIN, 0}};
@@ -114,8 +114,8 @@ class Connection {
     if (Interrupted(opt_.interrupt_fd)) {
       return End(CancelledError("interrupted by a signal during rendezvous"), false);
     }
-    if (Steady::now() >= next_beat_) {
-      next_beat_ = Steady::now() + opt_.heartbeat_interval;
+    if (opt_.clock->Now() >= next_beat_) {
+      next_beat_ = opt_.clock->Now() + opt_.heartbeat_interval;
       if (state_ == State::kJoined) {
         Status s = net::WriteAll(fd_.get(), Encode(Heartbeat{attempt_}), opt_.deadline);
         if (!s.ok()) return End(std::move(s), true);
@@ -125,7 +125,7 @@ class Connection {
     std::string bytes;
     StatusOr<net::ReadResult> r = net::ReadAvailable(fd_.get(), &bytes);
     if (!r.ok()) return End(r.status(), true);
-    last_heard_ = Steady::now();
+    last_heard_ = opt_.clock->Now();
     decoder_.Append(bytes);
     while (Waiting()) {
       StatusOr<std::optional<Frame>> frame = decoder_.Next();
@@ -214,7 +214,8 @@ class Connection {
     StatusOr<WorldMsg> world = Decoded<WorldMsg>(f);
     if (!world.ok()) return;
     result_.world = std::move(*world);
-    result_.session = std::make_unique<Session>(std::move(fd_), std::move(decoder_), attempt_);
+    result_.session = std::make_unique<Session>(std::move(fd_), std::move(decoder_), attempt_,
+                                                *opt_.clock);
     state_ = State::kFormed;
   }
 
@@ -243,11 +244,12 @@ class Connection {
 
 }  // namespace
 
-Session::Session(UniqueFd fd, FrameDecoder decoder, uint32_t attempt)
+Session::Session(UniqueFd fd, FrameDecoder decoder, uint32_t attempt, const Clock& clock)
     : fd_(std::move(fd)),
       decoder_(std::move(decoder)),
       attempt_(attempt),
-      last_heard_(Steady::now()) {}
+      clock_(clock),
+      last_heard_(clock_.Now()) {}
 
 std::vector<ServerEvent> Session::OnReadable() {
   std::vector<ServerEvent> events;
@@ -257,7 +259,7 @@ std::vector<ServerEvent> Session::OnReadable() {
     events.push_back({ServerEvent::Kind::kClosed, {}, r.status().ToString()});
     return events;
   }
-  if (r->bytes > 0) last_heard_ = Steady::now();
+  if (r->bytes > 0) last_heard_ = clock_.Now();
   decoder_.Append(bytes);
   for (;;) {
     StatusOr<std::optional<Frame>> frame = decoder_.Next();
@@ -283,7 +285,7 @@ std::vector<ServerEvent> Session::OnReadable() {
 }
 
 Status Session::Send(const std::string& bytes) {
-  return net::WriteAll(fd_.get(), bytes, Steady::now() + milliseconds(2000));
+  return net::WriteAll(fd_.get(), bytes, clock_.Now() + milliseconds(2000));
 }
 
 Status Session::SendHeartbeat() { return Send(Encode(Heartbeat{attempt_})); }
@@ -297,12 +299,12 @@ StatusOr<JoinResult> JoinRound(const ClientOptions& opt) {
   milliseconds backoff(50);
   Status last = UnavailableError("never connected");
   bool logged = false;
-  while (Steady::now() < opt.deadline) {
+  while (opt.clock->Now() < opt.deadline) {
     if (Interrupted(opt.interrupt_fd)) {
       return CancelledError("interrupted by a signal during rendezvous");
     }
     const Steady::time_point connect_deadline =
-        std::min(opt.deadline, Steady::now() + milliseconds(5000));
+        std::min(opt.deadline, opt.clock->Now() + milliseconds(5000));
     StatusOr<UniqueFd> fd = net::ConnectTcp(opt.endpoint, connect_deadline);
     if (fd.ok()) {
       std::variant<JoinResult, Ending> outcome = Connection(opt, std::move(*fd)).Run();

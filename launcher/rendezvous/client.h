@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/net.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
@@ -47,6 +48,9 @@ struct ClientOptions {
   std::chrono::steady_clock::time_point deadline;
   // Readable when the launcher must give up waiting (a signal arrived); -1 for none.
   int interrupt_fd = -1;
+  // Times the deadline, the heartbeats and the server's silence (also the Session's); outlives
+  // the join and its Session.
+  const Clock* clock = &RealClock::Get();
 };
 
 // What the server says while children run.
@@ -59,7 +63,8 @@ struct ServerEvent {
 
 class Session {
  public:
-  Session(UniqueFd fd, protocol::FrameDecoder decoder, uint32_t attempt);
+  Session(UniqueFd fd, protocol::FrameDecoder decoder, uint32_t attempt,
+          const Clock& clock = RealClock::Get());
   int fd() const { return fd_.get(); }
   uint32_t attempt() const { return attempt_; }
   std::chrono::steady_clock::time_point last_heard() const { return last_heard_; }
@@ -76,6 +81,7 @@ class Session {
   UniqueFd fd_;
   protocol::FrameDecoder decoder_;
   uint32_t attempt_;
+  const Clock& clock_;
   std::chrono::steady_clock::time_point last_heard_;
 };
 

@@ -36,7 +36,7 @@ Supervisor::~Supervisor() {
 }
 
 Status Supervisor::Start(std::vector<ChildSpec> specs) {
-  const Steady::time_point now = Steady::now();
+  const Steady::time_point now = clock_.Now();
   children_.clear();
   children_.reserve(specs.size());
   for (ChildSpec& spec : specs) {
@@ -63,7 +63,7 @@ void Supervisor::Stop(std::chrono::milliseconds grace, int sig) {
   for (const Child& c : children_) {
     if (!c.exited) sys::SignalGroup(c.pid, sig);
   }
-  kill_deadline_ = Steady::now() + grace;
+  kill_deadline_ = clock_.Now() + grace;
   if (AllExited()) state_ = State::kExited;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "launcher/supervisor/output_tail.h"
 #include "launcher/sys/process.h"
@@ -40,7 +41,8 @@ class Supervisor {
  public:
   enum class State { kIdle, kRunning, kStopping, kExited };
 
-  Supervisor() = default;
+  // `clock` (which outlives the supervisor) times the kill deadline and the children's start.
+  explicit Supervisor(const Clock& clock = RealClock::Get()) : clock_(clock) {}
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
   // Kills (SIGKILL) and reaps anything still alive.
@@ -85,6 +87,7 @@ class Supervisor {
   void Reap(Steady::time_point now);
   void Drain(Child& c, Steady::time_point now);
 
+  const Clock& clock_;
   State state_ = State::kIdle;
   std::vector<Child> children_;
   std::optional<ChildFailure> first_failure_;

@@ -197,7 +197,7 @@ Status OperatorApp::Start() {
     // The detector knows a node is dead (its Lease) long before its Node reads NotReady.
     const controller::NodeHealthMonitor* health = &p.controller->node_health();
     sopts.node_lost = [health](const std::string& node) {
-      return health->Assess(node, std::chrono::system_clock::now()).lost;
+      return health->Assess(node, RealClock::Get().WallNow()).lost;
     };
     kube::RestOptions srest;
     srest.qps = options_.scheduler_qps;

@@ -22,6 +22,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "operator/app/options.h"
 
@@ -50,7 +51,8 @@ class OperatorApp {
     void Done();
 
    private:
-    const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    // Real time: the bound is a condition variable's wait.
+    const Clock::Steady start_ = RealClock::Get().Now();
     std::mutex mu_;
     std::condition_variable cv_;
     bool done_ = false;  // guarded by mu_

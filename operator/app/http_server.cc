@@ -72,7 +72,7 @@ std::string FormatResponse(const HttpResponse& resp, const std::string& method) 
          body;
 }
 
-HttpServer::HttpServer() : answers_(std::make_shared<Answers>()) {}
+HttpServer::HttpServer(const Clock& clock) : clock_(clock), answers_(std::make_shared<Answers>()) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -161,7 +161,7 @@ void HttpServer::Serve() {
   while (!stop_) {
     fds.assign({pollfd{wake_pipe_[0], POLLIN, 0}, pollfd{listen_fd_, POLLIN, 0}});
     ids.assign({0, 0});
-    auto now = std::chrono::steady_clock::now();
+    auto now = clock_.Now();
     auto next = now + std::chrono::seconds(1);
     for (auto& [id, c] : conns_) {
       next = std::min(next, c.deadline);
@@ -192,7 +192,7 @@ void HttpServer::Serve() {
         conns_.erase(it);
       }
     }
-    now = std::chrono::steady_clock::now();
+    now = clock_.Now();
     for (auto it = conns_.begin(); it != conns_.end();) {
       if (it->second.deadline > now) {
         ++it;
@@ -216,7 +216,7 @@ void HttpServer::Accept() {
     }
     Connection& c = conns_[next_conn_++];
     c.fd = fd;
-    c.deadline = std::chrono::steady_clock::now() + kRequestDeadline;
+    c.deadline = clock_.Now() + kRequestDeadline;
     c.events = POLLIN;
     if (tls_) {
       c.ssl = SSL_new(tls_->Current());

@@ -27,6 +27,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "operator/app/http_request.h"
 
@@ -53,7 +54,8 @@ class HttpServer {
   static constexpr std::chrono::milliseconds kRequestDeadline{5000};
   static constexpr size_t kMaxConnections = 64;
 
-  HttpServer();
+  // `clock` (which outlives the server) times the request deadlines and the poll's wake-ups.
+  explicit HttpServer(const Clock& clock = RealClock::Get());
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -75,7 +77,7 @@ class HttpServer {
     SSL* ssl = nullptr;  // with TLS
     Phase phase = Phase::kReading;
     short events = 0;  // what the current phase waits for (POLLIN or POLLOUT)
-    std::chrono::steady_clock::time_point deadline;
+    Clock::Steady deadline;
     std::string in;
     std::string out;  // the response, once the request is read and answered
     size_t written = 0;
@@ -102,6 +104,7 @@ class HttpServer {
   void TakeAnswers();
   void Close(Connection& c);
 
+  const Clock& clock_;
   std::map<std::string, HttpAsyncHandler> handlers_;
   std::unique_ptr<TlsServerContext> tls_;  // serving thread only, once started
   std::map<uint64_t, Connection> conns_;   // serving thread only; key: accept order

@@ -70,13 +70,15 @@ Status AddExtension(X509* cert, int nid, const std::string& value) {
 TlsServerContext::~TlsServerContext() { SSL_CTX_free(ctx_); }
 
 StatusOr<std::unique_ptr<TlsServerContext>> TlsServerContext::FromFiles(
-    std::string cert_file, std::string key_file, std::chrono::milliseconds reload_check) {
+    std::string cert_file, std::string key_file, std::chrono::milliseconds reload_check,
+    const Clock& clock) {
   std::unique_ptr<TlsServerContext> c(new TlsServerContext());
   c->reload_check_ = reload_check;
+  c->clock_ = &clock;
   c->cert_file_ = std::move(cert_file);
   c->key_file_ = std::move(key_file);
   LS_RETURN_IF_ERROR(c->LoadFiles());
-  c->next_check_ = std::chrono::steady_clock::now() + reload_check;
+  c->next_check_ = clock.Now() + reload_check;
   return c;
 }
 
@@ -175,7 +177,7 @@ Status TlsServerContext::Load(const std::string& cert_pem, const std::string& ke
 
 SSL_CTX* TlsServerContext::Current() {
   if (cert_file_.empty()) return ctx_;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_->Now();
   if (now < next_check_) return ctx_;
   next_check_ = now + reload_check_;
   const std::string stamp = Stamp(cert_file_, key_file_);

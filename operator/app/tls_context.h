@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 
 namespace lockstep::app {
@@ -28,10 +29,10 @@ class TlsServerContext {
   static constexpr std::chrono::seconds kReloadCheck{10};
 
   // Loads `cert_file` (the serving certificate, then any intermediates) and `key_file`; checks
-  // them for changes every `reload_check` (tests pass 0).
+  // them for changes every `reload_check` (tests pass 0) on `clock`, which outlives the context.
   static StatusOr<std::unique_ptr<TlsServerContext>> FromFiles(
       std::string cert_file, std::string key_file,
-      std::chrono::milliseconds reload_check = kReloadCheck);
+      std::chrono::milliseconds reload_check = kReloadCheck, const Clock& clock = RealClock::Get());
   // A new ECDSA P-256 key and a certificate for it signed by itself, valid from an hour ago for
   // a year, CN `common_name`, subjectAltName DNS:<each of dns_names> and IP:127.0.0.1.
   static StatusOr<std::unique_ptr<TlsServerContext>> SelfSigned(
@@ -58,7 +59,8 @@ class TlsServerContext {
   std::string cert_file_, key_file_;  // empty: self-signed, never reloaded
   std::string files_stamp_;           // mtimes and sizes of the files last loaded
   std::chrono::milliseconds reload_check_{kReloadCheck};
-  std::chrono::steady_clock::time_point next_check_{};
+  const Clock* clock_ = &RealClock::Get();
+  Clock::Steady next_check_{};
 };
 
 }  // namespace lockstep::app

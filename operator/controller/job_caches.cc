@@ -41,7 +41,8 @@ std::string JobKeyOf(const kube::ObjectMeta& meta) {
 }
 
 JobCaches::JobCaches(kube::RestClient& client, const std::vector<std::string>& namespaces,
-                     std::shared_ptr<kube::DecodePool<kube::Pod>> pod_pool) {
+                     std::shared_ptr<kube::DecodePool<kube::Pod>> pod_pool, const Clock& clock)
+    : clock_(clock), gone_(clock) {
   std::vector<std::string> list = namespaces;
   if (list.empty()) list.push_back("");
   for (const std::string& ns : list) {
@@ -183,15 +184,11 @@ std::string JobCaches::UnsyncedCaches() const {
 }
 
 bool JobCaches::WaitForSync(std::chrono::milliseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<const kube::InformerBase*> all;
   for (const auto& [ns, n] : namespaces_) {
-    for (const kube::InformerBase* informer : Informers(n)) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() < 0 || !informer->WaitForSync(left)) return false;
-    }
+    for (const kube::InformerBase* informer : Informers(n)) all.push_back(informer);
   }
-  return true;
+  return kube::WaitForSyncAll(all, timeout, clock_);
 }
 
 const JobCaches::Namespace* JobCaches::For(const std::string& ns) const {
@@ -231,7 +228,7 @@ Observed JobCaches::ObserveChildren(const CachedJob& job) const {
   const Namespace* n = For(job.meta.namespace_);
   if (n == nullptr) return out;
   const std::string key = job.meta.Key();
-  const api::Time now = std::chrono::system_clock::now();
+  const api::Time now = clock_.WallNow();
   auto assess = [&](const kube::Pod& pod) {
     if (node_health_ == nullptr || pod.node_name.empty() || pod.IsTerminal() ||
         out.lost_nodes.count(pod.node_name) != 0) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "operator/controller/cached_job.h"
 #include "operator/controller/gone_pods.h"
 #include "operator/controller/node_health.h"
@@ -42,9 +43,11 @@ struct CacheHandlers {
 class JobCaches {
  public:
   // `namespaces` empty: all namespaces. `pod_pool`: shared with the gang scheduler's pod cache
-  // (kube/object_pools.h); null: pods decoded for these caches alone.
+  // (kube/object_pools.h); null: pods decoded for these caches alone. `clock` times the node
+  // verdicts, the gone pods' memory and the cache waits; it outlives the caches.
   JobCaches(kube::RestClient& client, const std::vector<std::string>& namespaces,
-            std::shared_ptr<kube::DecodePool<kube::Pod>> pod_pool = nullptr);
+            std::shared_ptr<kube::DecodePool<kube::Pod>> pod_pool = nullptr,
+            const Clock& clock = RealClock::Get());
   ~JobCaches();
 
   // Before Start().
@@ -92,6 +95,7 @@ class JobCaches {
   static std::array<const kube::InformerBase*, 6> Informers(const Namespace& n);
   void Wire(Namespace& n);
 
+  const Clock& clock_;
   CacheHandlers handlers_;
   const NodeHealthMonitor* node_health_ = nullptr;
   GonePods gone_;

@@ -94,15 +94,16 @@ StatusOr<ClusterConfig> ParseKubeconfigNode(const YAML::Node& root,
 }  // namespace
 
 std::shared_ptr<TokenSource> TokenSource::Static(std::string token) {
-  std::shared_ptr<TokenSource> source(new TokenSource());
+  std::shared_ptr<TokenSource> source(new TokenSource(RealClock::Get()));
   source->token_ = std::move(token);
   source->loaded_ = true;
   return source;
 }
 
 std::shared_ptr<TokenSource> TokenSource::FromFile(std::filesystem::path path,
-                                                   std::chrono::milliseconds recheck) {
-  std::shared_ptr<TokenSource> source(new TokenSource());
+                                                   std::chrono::milliseconds recheck,
+                                                   const Clock& clock) {
+  std::shared_ptr<TokenSource> source(new TokenSource(clock));
   source->path_ = std::move(path);
   source->recheck_ = recheck;
   return source;
@@ -111,7 +112,7 @@ std::shared_ptr<TokenSource> TokenSource::FromFile(std::filesystem::path path,
 StatusOr<std::string> TokenSource::Token() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!path_) return token_;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_.Now();
   if (loaded_ && now < next_check_) return token_;
   next_check_ = now + recheck_;
   struct stat st {};
@@ -123,7 +124,8 @@ StatusOr<std::string> TokenSource::Token() {
   const FileStamp stamp{st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
   // Timestamps tick coarsely, so a file modified in the last two seconds is re-read even when
   // its stamp looks unchanged (a same-size rewrite within one tick would be missed otherwise).
-  const bool recent = std::time(nullptr) - st.st_mtim.tv_sec < 2;
+  const bool recent =
+      std::chrono::system_clock::to_time_t(clock_.WallNow()) - st.st_mtim.tv_sec < 2;
   if (loaded_ && stamp == stamp_ && !recent) return token_;
   LS_ASSIGN_OR_RETURN(std::string text, ReadFile(*path_));
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {

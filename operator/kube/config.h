@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "common/clock.h"
 #include "common/status.h"
 
 namespace lockstep::kube {
@@ -18,18 +19,19 @@ namespace lockstep::kube {
 // modification time or size changes (bound service-account tokens are rotated by the kubelet),
 // checked at most once per `recheck` interval. Thread-safe. Never log the token. The in-cluster
 // CA bundle (ca.crt, which the kubelet also rewrites when the cluster's CA rotates) is read
-// through one as well.
+// through one as well. `clock` (which outlives the source) times the rechecks.
 class TokenSource {
  public:
   static std::shared_ptr<TokenSource> Static(std::string token);
-  static std::shared_ptr<TokenSource> FromFile(std::filesystem::path path,
-                                               std::chrono::milliseconds recheck =
-                                                   std::chrono::milliseconds(0));
+  static std::shared_ptr<TokenSource> FromFile(
+      std::filesystem::path path, std::chrono::milliseconds recheck = std::chrono::milliseconds(0),
+      const Clock& clock = RealClock::Get());
   // Empty when there is no token (e.g. client-certificate auth).
   StatusOr<std::string> Token();
 
  private:
-  TokenSource() = default;
+  explicit TokenSource(const Clock& clock) : clock_(clock) {}
+  const Clock& clock_;
   std::mutex mu_;
   std::string token_;
   std::optional<std::filesystem::path> path_;

@@ -8,6 +8,7 @@
 // ones OnUpdate, new ones OnAdd, unchanged ones nothing, so consumers see the final state
 // exactly once.
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -19,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "operator/kube/decode_pool.h"
 #include "operator/kube/reflector.h"
@@ -69,6 +71,25 @@ inline std::string Unsynced(std::initializer_list<const InformerBase*> informers
   std::string out;
   AppendUnsynced(informers, "", &out);
   return out;
+}
+
+// Waits for the first list of every informer under one deadline, `timeout` from now on `clock`:
+// true once all have synced, false at the first one that has not by the deadline. Each waits
+// for what is left of the deadline; once it has passed, the rest are still asked (a wait of
+// zero), so informers that have all synced answer true however late they are asked.
+template <typename Informers>
+bool WaitForSyncAll(const Informers& informers, std::chrono::milliseconds timeout,
+                    const Clock& clock) {
+  const Clock::Steady deadline = clock.Now() + timeout;
+  for (const InformerBase* informer : informers) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock.Now());
+    if (!informer->WaitForSync(std::max(left, std::chrono::milliseconds(0)))) return false;
+  }
+  return true;
+}
+inline bool WaitForSyncAll(std::initializer_list<const InformerBase*> informers,
+                           std::chrono::milliseconds timeout, const Clock& clock) {
+  return WaitForSyncAll<std::initializer_list<const InformerBase*>>(informers, timeout, clock);
 }
 
 template <typename T>

@@ -53,7 +53,7 @@ void Reflector::MarkBroken() { fresh_since_ = std::numeric_limits<int64_t>::max(
 
 void Reflector::MarkFresh() {
   if (fresh_since_.load() != std::numeric_limits<int64_t>::max()) return;
-  fresh_since_ = std::chrono::system_clock::now().time_since_epoch().count();
+  fresh_since_ = client_.clock().WallNow().time_since_epoch().count();
 }
 
 bool Reflector::SleepFor(std::chrono::milliseconds d) {
@@ -107,7 +107,7 @@ void Reflector::Run() {
 // retried (429, 5xx, a reset) is counted in the time, not named (those retries log at debug).
 void Reflector::LogIfSlow(std::chrono::steady_clock::time_point started, int64_t items,
                           const Status& result) const {
-  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  const std::chrono::duration<double> took = client_.clock().Now() - started;
   if (took < kSlowList) return;
   char seconds[32];
   std::snprintf(seconds, sizeof(seconds), "%.1f", took.count());
@@ -127,7 +127,7 @@ Status Reflector::ListAndReplace() {
   sink_->BeginReplace();
   std::string rv;
   int64_t items = 0;
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = client_.clock().Now();
   Status s = client_.ListEach(
       ref_, ns_, options,
       [this, &items](nlohmann::json&& item) {

@@ -180,6 +180,8 @@ class RestClient {
   // Thread-safe.
   void Cancel();
   bool cancelled() const { return cancelled_.load(); }
+  // The clock that times its retries; what reads through the client (reflectors) times with it.
+  const Clock& clock() const { return clock_; }
 
  private:
   // Sleeps for `d` unless Cancel() comes first; false when cancelled.

@@ -159,15 +159,7 @@ bool GangScheduler::HasSynced() const {
 }
 
 bool GangScheduler::WaitForSync(std::chrono::milliseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (const kube::InformerBase* informer :
-       std::initializer_list<const kube::InformerBase*>{&nodes_, &pods_, &jobs_,
-                                                        &priority_classes_}) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (!informer->WaitForSync(std::max(left, std::chrono::milliseconds(0)))) return false;
-  }
-  return true;
+  return kube::WaitForSyncAll({&nodes_, &pods_, &jobs_, &priority_classes_}, timeout, clock_);
 }
 
 std::string GangScheduler::UnsyncedCaches() const {

@@ -78,13 +78,13 @@ StatusOr<GangScheduler::CreateGrant> GangScheduler::PlaceForCreate(
     metrics_.create_fallback.Increment();
     return FailedPreconditionError("the scheduler's caches have not synced: " + UnsyncedCaches());
   }
-  const auto asked = std::chrono::steady_clock::now();
+  const auto asked = clock_.Now();
   if (!pods.empty()) WaitForJobCache(*pods.front());
-  const auto cache_seen = std::chrono::steady_clock::now();
+  const auto cache_seen = clock_.Now();
   metrics_.create_job_cache_wait.Observe(std::chrono::duration<double>(cache_seen - asked).count());
   StatusOr<CreateGrant> grant = DecideForCreate(std::move(pods));
   metrics_.create_decision.Observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - cache_seen).count());
+      std::chrono::duration<double>(clock_.Now() - cache_seen).count());
   if (!grant.ok()) metrics_.create_fallback.Increment();
   return grant;
 }
@@ -98,11 +98,11 @@ void GangScheduler::WaitForJobCache(const kube::Pod& pod) {
   const std::optional<int32_t> attempt = PodAttempt(pod);
   if (owner == nullptr || !attempt) return;
   const std::string key = pod.meta.namespace_ + "/" + Label(pod, api::kLabelJobName);
-  const auto deadline = std::chrono::steady_clock::now() + kJobCacheWait;
+  const auto deadline = clock_.Now() + kJobCacheWait;
   while (true) {
     JobPtr job = jobs_.store().Get(key);
     if (job != nullptr && job->meta.uid == owner->uid && job->status_attempt >= *attempt) return;
-    if (std::chrono::steady_clock::now() >= deadline) return;
+    if (clock_.Now() >= deadline) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
