@@ -1,15 +1,11 @@
 #include "operator/api/enums.h"
 
-#include <array>
-#include <utility>
+#include "common/enum_names.h"
 
 namespace lockstep::api {
 namespace {
 
-// One table per enum keeps ToString and Parse in step: a name is added in exactly one place.
-template <typename E, size_t N>
-using NameTable = std::array<std::pair<E, std::string_view>, N>;
-
+// One table per enum (common/enum_names.h) keeps ToString and Parse in step.
 constexpr NameTable<Framework, 6> kFrameworks = {{{Framework::kPyTorch, "PyTorch"},
                                                   {Framework::kTensorFlow, "TensorFlow"},
                                                   {Framework::kJAX, "JAX"},
@@ -53,22 +49,6 @@ constexpr NameTable<RestartRequestState, 5> kRestartRequestStates = {
      {RestartRequestState::kFellBack, "FellBack"},
      {RestartRequestState::kRecreated, "Recreated"},
      {RestartRequestState::kSuperseded, "Superseded"}}};
-
-template <typename E, size_t N>
-std::string_view NameOf(const NameTable<E, N>& table, E value) {
-  for (const auto& [v, name] : table) {
-    if (v == value) return name;
-  }
-  return "";  // unreachable for a valid enumerator: every table lists all of them
-}
-
-template <typename E, size_t N>
-std::optional<E> ValueOf(const NameTable<E, N>& table, std::string_view name) {
-  for (const auto& [v, n] : table) {
-    if (n == name) return v;
-  }
-  return std::nullopt;
-}
 
 }  // namespace
 

@@ -10,19 +10,17 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/enum_names.h"
 #include "common/unique_fd.h"
 
 namespace lockstep::controller {
 
 std::string_view ToString(ProbeResult r) {
-  switch (r) {
-    case ProbeResult::kReachable:
-      return "reachable";
-    case ProbeResult::kUnreachable:
-      return "unreachable";
-    default:
-      return "unknown";
-  }
+  static constexpr NameTable<ProbeResult, 3> kNames = {
+      {{ProbeResult::kUnknown, "unknown"},
+       {ProbeResult::kReachable, "reachable"},
+       {ProbeResult::kUnreachable, "unreachable"}}};
+  return NameOf(kNames, r, "unknown");
 }
 
 StatusOr<protocol::ControlStatus> RdzvLauncherControl::GetStatus(

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "common/enum_names.h"
 #include "common/rfc3339.h"
 
 namespace lockstep::controller {
@@ -77,16 +78,11 @@ api::Time FenceTime(const protocol::LostMember& r, const PeerLossOptions& o) {
 }  // namespace
 
 std::string_view ToString(LossVerdict::Outcome o) {
-  switch (o) {
-    case Outcome::kCorroborated:
-      return "corroborated";
-    case Outcome::kWaiting:
-      return "waiting";
-    case Outcome::kStale:
-      return "stale";
-    default:
-      return "not_corroborated";
-  }
+  static constexpr NameTable<Outcome, 4> kNames = {{{Outcome::kCorroborated, "corroborated"},
+                                                    {Outcome::kWaiting, "waiting"},
+                                                    {Outcome::kNotCorroborated, "not_corroborated"},
+                                                    {Outcome::kStale, "stale"}}};
+  return NameOf(kNames, o, "not_corroborated");
 }
 
 api::Time FromUnixMs(uint64_t ms) {

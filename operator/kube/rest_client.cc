@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "common/enum_names.h"
 #include "common/log.h"
 
 namespace lockstep::kube {
@@ -18,23 +19,14 @@ void AppendQuery(std::string* path, const std::string& key, const std::string& v
   *path += key + "=" + QueryEscape(value);
 }
 
-const char* EventTypeName(WatchEventType t) {
-  switch (t) {
-    case WatchEventType::kAdded: return "ADDED";
-    case WatchEventType::kModified: return "MODIFIED";
-    case WatchEventType::kDeleted: return "DELETED";
-    case WatchEventType::kBookmark: return "BOOKMARK";
-    case WatchEventType::kError: return "ERROR";
-  }
-  return "?";
-}
+constexpr NameTable<WatchEventType, 5> kEventTypes = {{{WatchEventType::kAdded, "ADDED"},
+                                                       {WatchEventType::kModified, "MODIFIED"},
+                                                       {WatchEventType::kDeleted, "DELETED"},
+                                                       {WatchEventType::kBookmark, "BOOKMARK"},
+                                                       {WatchEventType::kError, "ERROR"}}};
 
 std::optional<WatchEventType> ParseEventType(const std::string& s) {
-  for (auto t : {WatchEventType::kAdded, WatchEventType::kModified, WatchEventType::kDeleted,
-                 WatchEventType::kBookmark, WatchEventType::kError}) {
-    if (s == EventTypeName(t)) return t;
-  }
-  return std::nullopt;
+  return ValueOf(kEventTypes, s);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/enum_names.h"
+
 namespace lockstep::scheduler {
 
 CreatePlacementDecision DecideCreatePlacement(const Snapshot& snapshot, const GangRequest& gang,
@@ -54,15 +56,11 @@ bool PlacedRequestHolds(const PodRequest& placed, const PodRequest& stored) {
 }
 
 std::string_view CreatePlacementOutcomeName(CreatePlacementOutcome outcome) {
-  switch (outcome) {
-    case CreatePlacementOutcome::kPlace:
-      return "place";
-    case CreatePlacementOutcome::kQueuedAhead:
-      return "queued_ahead";
-    case CreatePlacementOutcome::kDoesNotFit:
-      return "does_not_fit";
-  }
-  return "unknown";
+  static constexpr NameTable<CreatePlacementOutcome, 3> kNames = {
+      {{CreatePlacementOutcome::kPlace, "place"},
+       {CreatePlacementOutcome::kQueuedAhead, "queued_ahead"},
+       {CreatePlacementOutcome::kDoesNotFit, "does_not_fit"}}};
+  return NameOf(kNames, outcome, "unknown");
 }
 
 }  // namespace lockstep::scheduler

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdint>
 
+#include "common/enum_names.h"
+
 namespace lockstep::scheduler {
 namespace {
 
@@ -39,25 +41,16 @@ bool Fits(const PodRequest& pod, const NodeInfo& node) {
 }  // namespace
 
 std::string_view InfeasibilityName(Infeasibility reason) {
-  switch (reason) {
-    case Infeasibility::kNone:
-      return "feasible";
-    case Infeasibility::kExcluded:
-      return "excluded after failure";
-    case Infeasibility::kNotReady:
-      return "NotReady";
-    case Infeasibility::kUnschedulable:
-      return "cordoned";
-    case Infeasibility::kTaint:
-      return "taint not tolerated";
-    case Infeasibility::kNodeSelector:
-      return "nodeSelector mismatch";
-    case Infeasibility::kAffinity:
-      return "node affinity mismatch";
-    case Infeasibility::kResources:
-      return "insufficient resources";
-  }
-  return "unknown";
+  static constexpr NameTable<Infeasibility, 8> kNames = {
+      {{Infeasibility::kNone, "feasible"},
+       {Infeasibility::kExcluded, "excluded after failure"},
+       {Infeasibility::kNotReady, "NotReady"},
+       {Infeasibility::kUnschedulable, "cordoned"},
+       {Infeasibility::kTaint, "taint not tolerated"},
+       {Infeasibility::kNodeSelector, "nodeSelector mismatch"},
+       {Infeasibility::kAffinity, "node affinity mismatch"},
+       {Infeasibility::kResources, "insufficient resources"}}};
+  return NameOf(kNames, reason, "unknown");
 }
 
 bool ToleratesTaint(const Toleration& toleration, const Taint& taint) {

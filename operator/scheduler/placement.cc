@@ -2,26 +2,25 @@
 
 #include <algorithm>
 
+#include "common/enum_names.h"
 #include "operator/scheduler/placement_engine.h"
 
 namespace lockstep::scheduler {
 
+namespace {
+
+constexpr NameTable<PlacementFailure, 6> kFailureReasons = {
+    {{PlacementFailure::kNone, "Scheduled"},
+     {PlacementFailure::kInvalidRequest, "InvalidRequest"},
+     {PlacementFailure::kNoFeasibleNodes, "NoFeasibleNodes"},
+     {PlacementFailure::kInsufficientResources, "InsufficientResources"},
+     {PlacementFailure::kTopology, "TopologyConstraint"},
+     {PlacementFailure::kFragmented, "Fragmented"}}};
+
+}  // namespace
+
 std::string_view PlacementFailureReason(PlacementFailure failure) {
-  switch (failure) {
-    case PlacementFailure::kNone:
-      return "Scheduled";
-    case PlacementFailure::kInvalidRequest:
-      return "InvalidRequest";
-    case PlacementFailure::kNoFeasibleNodes:
-      return "NoFeasibleNodes";
-    case PlacementFailure::kInsufficientResources:
-      return "InsufficientResources";
-    case PlacementFailure::kTopology:
-      return "TopologyConstraint";
-    case PlacementFailure::kFragmented:
-      return "Fragmented";
-  }
-  return "Unknown";
+  return NameOf(kFailureReasons, failure, "Unknown");
 }
 
 Placement PlaceGang(const Snapshot& snapshot, const GangRequest& gang,
