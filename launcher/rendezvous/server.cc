@@ -5,7 +5,7 @@
 
 #include "common/log.h"
 #include "common/net.h"
-#include "launcher/rendezvous/ranks.h"
+#include "launcher/rendezvous/rank_assignment.h"
 #include "protocol/auth.h"
 #include "protocol/control.h"
 

@@ -1,4 +1,4 @@
-#include "launcher/rendezvous/ranks.h"
+#include "launcher/rendezvous/rank_assignment.h"
 
 #include <gtest/gtest.h>
 
