@@ -69,6 +69,8 @@ class History {
   std::vector<Version> Pods() const;
   // The revisions (after, up to] whose job versions may be missing: one per gap.
   std::vector<std::pair<int64_t, int64_t>> JobGaps() const;
+  // The same for the pods' history.
+  std::vector<std::pair<int64_t, int64_t>> PodGaps() const;
   int gaps() const { return gaps_.load(); }
 
  private:
@@ -91,6 +93,9 @@ class History {
   std::atomic<bool> stop_{false};
   std::atomic<int> gaps_{0};
 };
+
+// The GPUs of each node of a ChaosTest's pool; GpusHeldTwice checks no node holds more.
+inline constexpr int kPoolGpusPerNode = 8;
 
 // kwok nodes "<pool>-n<i>" labelled lockstep.dev/test-pool=<pool>, which the tests' jobs select;
 // deleted when the pool is destroyed.

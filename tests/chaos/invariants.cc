@@ -1,6 +1,8 @@
 #include "tests/chaos/invariants.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <limits>
 #include <map>
 
 namespace lockstep::chaos {
@@ -18,6 +20,25 @@ std::map<std::string, std::vector<const Version*>> ByUid(const std::vector<Versi
                      [](const Version* a, const Version* b) { return a->rv < b->rv; });
   }
   return out;
+}
+
+// A pod's effective nvidia.com/gpu request: the larger of its containers' sum and its largest
+// init container, as the schedulers count it.
+int64_t GpuRequest(const json& pod) {
+  const auto gpus = [](const json& container) -> int64_t {
+    const json::json_pointer ptr("/resources/requests/nvidia.com~1gpu");
+    if (!container.contains(ptr)) return 0;
+    const json& value = container.at(ptr);
+    return value.is_string() ? std::strtoll(value.get<std::string>().c_str(), nullptr, 10)
+                             : value.get<int64_t>();
+  };
+  int64_t sum = 0;
+  for (const json& c : pod.value("/spec/containers"_json_pointer, json::array())) sum += gpus(c);
+  int64_t init = 0;
+  for (const json& c : pod.value("/spec/initContainers"_json_pointer, json::array())) {
+    init = std::max(init, gpus(c));
+  }
+  return std::max(sum, init);
 }
 
 std::string ControllerUid(const json& pod) {
@@ -92,17 +113,44 @@ PodCreations JudgePodCreations(const std::vector<Version>& jobs, const std::vect
   return out;
 }
 
-std::vector<std::string> PodsBoundTwice(const std::vector<Version>& pods) {
+std::vector<std::string> GpusHeldTwice(
+    const std::vector<Version>& pods, int64_t gpus_per_node,
+    const std::vector<std::pair<int64_t, int64_t>>& pod_gaps) {
+  int64_t replay_until = std::numeric_limits<int64_t>::max();
+  for (const auto& gap : pod_gaps) replay_until = std::min(replay_until, gap.first);
+  std::vector<const Version*> ordered;
+  for (const Version& v : pods) {
+    if (v.rv <= replay_until) ordered.push_back(&v);
+  }
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const Version* a, const Version* b) { return a->rv < b->rv; });
+  std::map<std::string, std::pair<std::string, int64_t>> holding;  // uid -> (node, gpus)
+  std::map<std::string, int64_t> held;                             // node -> gpus
+  std::map<std::string, bool> over;  // node -> over capacity now (one line per episode)
   std::vector<std::string> out;
-  for (const auto& [uid, versions] : ByUid(pods)) {
-    std::string node;
-    for (const Version* v : versions) {
-      const std::string now = v->object.value("/spec/nodeName"_json_pointer, "");
-      if (!node.empty() && !now.empty() && now != node) {
-        out.push_back("pod " + Name(v->object) + " (uid " + uid + ") bound to " + node +
-                      ", then to " + now);
+  for (const Version* v : ordered) {
+    const std::string uid = Uid(v->object);
+    if (auto it = holding.find(uid); it != holding.end()) {
+      held[it->second.first] -= it->second.second;
+      holding.erase(it);
+    }
+    const std::string node = v->object.value("/spec/nodeName"_json_pointer, "");
+    const std::string phase = v->object.value("/status/phase"_json_pointer, "");
+    const bool holds = v->type != kube::WatchEventType::kDeleted && !node.empty() &&
+                       phase != "Succeeded" && phase != "Failed";
+    if (holds) {
+      const int64_t gpus = GpuRequest(v->object);
+      holding[uid] = {node, gpus};
+      held[node] += gpus;
+    }
+    for (const auto& [name, gpus] : held) {
+      const bool now_over = gpus > gpus_per_node;
+      if (now_over && !over[name]) {
+        out.push_back("node " + name + ": " + std::to_string(gpus) + " GPUs held at rv " +
+                      std::to_string(v->rv) + " (of " + std::to_string(gpus_per_node) +
+                      "), the last by pod " + Name(v->object));
       }
-      if (!now.empty()) node = now;
+      over[name] = now_over;
     }
   }
   return out;

@@ -48,7 +48,16 @@ struct PodCreations {
 PodCreations JudgePodCreations(const std::vector<Version>& jobs, const std::vector<Version>& pods,
                                const std::vector<std::pair<int64_t, int64_t>>& job_gaps = {});
 
-// A pod (by uid) is bound once: its spec.nodeName, once set, never changes.
-std::vector<std::string> PodsBoundTwice(const std::vector<Version>& pods);
+// No GPU is held by two pods at once: replayed in revision order, the nvidia.com/gpu requests of
+// the pods bound to a node and still holding it (not yet Succeeded, Failed or deleted; a pod
+// that is terminating still holds its GPUs, as kube-scheduler and the kubelet count it) never
+// exceed `gpus_per_node`. Two gangs placed on the same GPUs, by a scheduler that lost track of
+// a victim still terminating or of a gang a dead leader was binding, break it. (It replaces "no
+// pod bound twice", which could not fail: the apiserver never lets spec.nodeName change.)
+// A pod that stops holding its GPUs while the recorder's watch is down is seen only when the
+// watch resumes, so the replay stops at the first gap of the pods' history (`pod_gaps`).
+std::vector<std::string> GpusHeldTwice(
+    const std::vector<Version>& pods, int64_t gpus_per_node,
+    const std::vector<std::pair<int64_t, int64_t>>& pod_gaps = {});
 
 }  // namespace lockstep::chaos

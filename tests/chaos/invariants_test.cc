@@ -61,14 +61,56 @@ TEST(ChaosInvariantsTest, PodCreationsAreJudgedByTheJobAsItWasAtThatRevision) {
   EXPECT_TRUE(JudgePodCreations(jobs, {PodVersion(22, "c", 0)}, {{20, 25}}).out_of_turn.empty());
 }
 
-TEST(ChaosInvariantsTest, APodBoundToASecondNodeIsFound) {
-  EXPECT_TRUE(PodsBoundTwice({PodVersion(1, "a", 0), PodVersion(2, "a", 0, "n1"),
-                              PodVersion(3, "a", 0, "n1")})
-                  .empty());
+// A pod of `gpus` GPUs in a given phase (PodVersion's pods request none).
+Version GpuPod(int64_t rv, const std::string& uid, const std::string& node, int gpus,
+               const std::string& phase = "Running",
+               WatchEventType type = WatchEventType::kModified) {
+  Version v = PodVersion(rv, uid, 0, node, type);
+  v.object["spec"]["containers"] = json::array(
+      {{{"name", "trainer"},
+        {"resources", {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}});
+  v.object["status"] = {{"phase", phase}};
+  return v;
+}
+
+TEST(ChaosInvariantsTest, GpusHeldTwiceFindsTwoGangsOnOneNodesGpus) {
+  // a holds 8 of n1's 8; b, bound to n1 while a still runs, makes 12.
   const std::vector<std::string> twice =
-      PodsBoundTwice({PodVersion(1, "a", 0, "n1"), PodVersion(2, "a", 0, "n2")});
-  ASSERT_EQ(twice.size(), 1u);
-  EXPECT_EQ(twice[0], "pod job-worker-a (uid a) bound to n1, then to n2");
+      GpusHeldTwice({GpuPod(1, "a", "n1", 8), GpuPod(2, "b", "", 4, "Pending"),
+                     GpuPod(3, "b", "n1", 4), GpuPod(4, "b", "n1", 4)},
+                    8);
+  ASSERT_EQ(twice.size(), 1u) << "one line per episode, not per version";
+  EXPECT_EQ(twice[0], "node n1: 12 GPUs held at rv 3 (of 8), the last by pod job-worker-b");
+}
+
+TEST(ChaosInvariantsTest, GpusAreFreedByTheEndNotByTheDeletionRequest) {
+  // a terminating (deletionTimestamp set, still Running) holds its GPUs: b on them is a breach.
+  Version terminating = GpuPod(2, "a", "n1", 8);
+  terminating.object["metadata"]["deletionTimestamp"] = "2026-12-07T10:00:00Z";
+  EXPECT_EQ(GpusHeldTwice({GpuPod(1, "a", "n1", 8), terminating, GpuPod(3, "b", "n1", 8)}, 8)
+                .size(),
+            1u);
+  // Deleted, Succeeded or Failed first: the GPUs are free again.
+  EXPECT_TRUE(GpusHeldTwice({GpuPod(1, "a", "n1", 8),
+                             GpuPod(2, "a", "n1", 8, "Running", WatchEventType::kDeleted),
+                             GpuPod(3, "b", "n1", 8)},
+                            8)
+                  .empty());
+  EXPECT_TRUE(GpusHeldTwice({GpuPod(1, "a", "n1", 8), GpuPod(2, "a", "n1", 8, "Succeeded"),
+                             GpuPod(3, "b", "n1", 4), GpuPod(4, "c", "n1", 4)},
+                            8)
+                  .empty());
+  EXPECT_TRUE(GpusHeldTwice({GpuPod(1, "a", "n1", 8), GpuPod(2, "a", "n1", 8, "Failed"),
+                             GpuPod(3, "b", "n1", 8), GpuPod(4, "c", "n2", 8)},
+                            8)
+                  .empty());
+}
+
+TEST(ChaosInvariantsTest, GpusHeldTwiceStopsAtTheFirstGapOfThePodsHistory) {
+  // a's deletion fell into the gap (10, 20]: b after it is not judged.
+  EXPECT_TRUE(GpusHeldTwice({GpuPod(5, "a", "n1", 8), GpuPod(25, "b", "n1", 8)}, 8, {{10, 20}})
+                  .empty());
+  EXPECT_EQ(GpusHeldTwice({GpuPod(5, "a", "n1", 8), GpuPod(25, "b", "n1", 8)}, 8).size(), 1u);
 }
 
 }  // namespace

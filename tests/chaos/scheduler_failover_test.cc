@@ -5,7 +5,7 @@
 //   - created placed (the default): every pod created with spec.nodeName, at 4 requests a second
 //     (--qps=4), so the kill lands with part of a gang created. Without the low rate a gang's
 //     creates take milliseconds and the kill would only sometimes find one partly placed.
-// The standby takes over and every gang ends placed whole, no pod bound twice.
+// The standby takes over and every gang ends placed whole, no node's GPUs held twice.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -127,7 +127,7 @@ void SchedulerFailoverChaosTest::KillLeadersWhilePlacing(
 }
 
 // 4 binds a second: a round's 36 pods take about 9 s to bind.
-TEST_F(SchedulerFailoverChaosTest, KillingTheLeaderMidBindLeavesNoPodBoundTwiceAndNoPartialGang) {
+TEST_F(SchedulerFailoverChaosTest, KillingTheLeaderMidBindLeavesNoGpuHeldTwiceAndNoPartialGang) {
   KillLeadersWhilePlacing("failover",
                           {"--create-placed=false", "--scheduler-qps=4", "--scheduler-burst=1"},
                           "mid-bind");
