@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/enum_names.h"
 #include "operator/api/children.h"
 #include "operator/api/enums.h"
 #include "operator/api/ranks.h"
@@ -129,12 +130,13 @@ const kube::Pod* RendezvousPod(const api::TrainingJob& job, const std::vector<ku
 }
 
 std::string InPlaceReason(protocol::FailureReason launcher_reason) {
-  switch (launcher_reason) {
-    case protocol::FailureReason::kHang: return "Hang";
-    case protocol::FailureReason::kPeerLost: return "PeerLost";
-    case protocol::FailureReason::kLauncher: return "LauncherError";
-    default: return "RankFailed";
-  }
+  // The restart reasons a launcher's failure maps to; any other failure is a rank's.
+  static constexpr NameTable<protocol::FailureReason, 3> kReasons = {{
+      {protocol::FailureReason::kHang, "Hang"},
+      {protocol::FailureReason::kPeerLost, "PeerLost"},
+      {protocol::FailureReason::kLauncher, "LauncherError"},
+  }};
+  return std::string(NameOf(kReasons, launcher_reason, "RankFailed"));
 }
 
 namespace {
