@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/http_status.h"
 #include "common/log.h"
 #include "operator/app/tls_context.h"
 
@@ -23,29 +24,6 @@ namespace lockstep::app {
 namespace {
 
 constexpr size_t kMaxRequestBytes = size_t{16} * 1024;
-
-std::string StatusText(int code) {
-  switch (code) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 500:
-      return "Internal Server Error";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return "Status";
-  }
-}
 
 }  // namespace
 
@@ -66,8 +44,8 @@ Status ParseBindAddress(const std::string& address, std::string* host, int* port
 
 std::string FormatResponse(const HttpResponse& resp, const std::string& method) {
   const std::string& body = method == "HEAD" ? std::string() : resp.body;
-  return "HTTP/1.1 " + std::to_string(resp.code) + " " + StatusText(resp.code) +
-         "\r\nContent-Type: " + resp.content_type +
+  return "HTTP/1.1 " + std::to_string(resp.code) + " " +
+         std::string(HttpReasonPhrase(resp.code)) + "\r\nContent-Type: " + resp.content_type +
          "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
          body;
 }

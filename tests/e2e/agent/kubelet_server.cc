@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/http_status.h"
 #include "common/log.h"
 
 namespace lockstep::e2e {
@@ -58,27 +59,6 @@ int HttpCode(const Status& s) {
   }
 }
 
-const char* Reason(int code) {
-  switch (code) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return "Internal Server Error";
-  }
-}
-
 // Every O and the CN of a verified peer certificate.
 PeerIdentity IdentityOf(X509* cert) {
   PeerIdentity id;
@@ -109,7 +89,7 @@ class Conn {
     return true;
   }
   void Respond(int code, const std::string& body) {
-    Write("HTTP/1.1 " + std::to_string(code) + " " + Reason(code) +
+    Write("HTTP/1.1 " + std::to_string(code) + " " + std::string(HttpReasonPhrase(code)) +
           "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
   }
