@@ -1,5 +1,8 @@
 #include "operator/kube/base64.h"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace lockstep::kube {
 
 StatusOr<std::string> Base64Decode(const std::string& in) {
@@ -24,6 +27,24 @@ StatusOr<std::string> Base64Decode(const std::string& in) {
     if (bits >= 8) {
       bits -= 8;
       out.push_back(static_cast<char>((acc >> bits) & 0xFFu));
+    }
+  }
+  return out;
+}
+
+std::string Base64Encode(std::string_view in) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve(4 * ((in.size() + 2) / 3));
+  for (size_t i = 0; i < in.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, in.size() - i);
+    uint32_t group = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      group = (group << 8) | (k < n ? static_cast<unsigned char>(in[i + k]) : 0u);
+    }
+    for (size_t k = 0; k < 4; ++k) {
+      out.push_back(k <= n ? kAlphabet[(group >> (18 - 6 * k)) & 0x3Fu] : '=');
     }
   }
   return out;

@@ -82,13 +82,6 @@ TEST(AgentPodEnv, MissingSecretOrUnknownFieldIsAnError) {
   EXPECT_TRUE(IsInvalidArgument(ResolveEnv(TestPod(), bad, {}, Fetcher()).status()));
 }
 
-TEST(AgentPodEnv, Base64) {
-  EXPECT_EQ(*Base64Decode("aGVsbG8gd29ybGQ="), "hello world");
-  EXPECT_EQ(*Base64Decode("YQ=="), "a");
-  EXPECT_EQ(*Base64Decode(""), "");
-  EXPECT_FALSE(Base64Decode("a*b=").ok());
-}
-
 TEST(AgentHosts, ResolvesEveryPodOfTheSubdomain) {
   HostsEntry self{"10.213.0.2", "job-w-0", "job", "ns1"};
   HostsEntry peer{"10.213.0.3", "job-w-1", "job", "ns1"};

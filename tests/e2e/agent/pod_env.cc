@@ -147,33 +147,4 @@ StatusOr<EnvList> ResolveEnv(const json& pod, const json& container, const PodRu
   return env;
 }
 
-StatusOr<std::string> Base64Decode(const std::string& text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t i = 0;
-  for (; i < text.size() && text[i] != '='; ++i) {
-    const int v = value(text[i]);
-    if (v < 0) return InvalidArgumentError("invalid base64");
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  for (; i < text.size(); ++i) {
-    if (text[i] != '=') return InvalidArgumentError("invalid base64 padding");
-  }
-  return out;
-}
-
 }  // namespace lockstep::e2e

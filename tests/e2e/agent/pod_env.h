@@ -38,7 +38,4 @@ StatusOr<EnvList> ResolveEnv(const nlohmann::json& pod, const nlohmann::json& co
 // $$ is a literal $.
 std::string ExpandVars(const std::string& text, const EnvList& env);
 
-// Standard base64 (Secret data). INVALID_ARGUMENT on malformed input.
-StatusOr<std::string> Base64Decode(const std::string& text);
-
 }  // namespace lockstep::e2e

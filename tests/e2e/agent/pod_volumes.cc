@@ -8,6 +8,7 @@
 #include <fstream>
 #include <tuple>
 
+#include "operator/kube/base64.h"
 #include "tests/e2e/agent/pod_json.h"
 
 namespace lockstep::e2e {
@@ -50,7 +51,7 @@ StatusOr<std::map<std::string, std::string>> FetchConfigData(kube::RestClient& c
   for (auto it = data.begin(); it != data.end(); ++it) {
     if (!it.value().is_string()) continue;
     if (secret) {
-      LS_ASSIGN_OR_RETURN(out[it.key()], Base64Decode(it.value().get<std::string>()));
+      LS_ASSIGN_OR_RETURN(out[it.key()], kube::Base64Decode(it.value().get<std::string>()));
     } else {
       out[it.key()] = it.value().get<std::string>();
     }
@@ -59,7 +60,7 @@ StatusOr<std::map<std::string, std::string>> FetchConfigData(kube::RestClient& c
     const json binary = obj.value("binaryData", json::object());
     for (auto it = binary.begin(); it != binary.end(); ++it) {
       if (!it.value().is_string()) continue;
-      LS_ASSIGN_OR_RETURN(out[it.key()], Base64Decode(it.value().get<std::string>()));
+      LS_ASSIGN_OR_RETURN(out[it.key()], kube::Base64Decode(it.value().get<std::string>()));
     }
   }
   return out;

@@ -63,15 +63,6 @@ Status AddSubjectAltName(X509_REQ* req, const std::string& node, const std::stri
   return Status::Ok();
 }
 
-std::string Base64(const std::string& in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
 std::string RandomSuffix() {
   std::random_device rd;
   static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
@@ -85,7 +76,7 @@ json CsrObject(const std::string& name, const std::string& csr_pem) {
           {"kind", "CertificateSigningRequest"},
           {"metadata", {{"name", name}}},
           {"spec",
-           {{"request", Base64(csr_pem)},
+           {{"request", kube::Base64Encode(csr_pem)},
             {"signerName", "kubernetes.io/kubelet-serving"},
             {"expirationSeconds", 7 * 24 * 3600},
             {"usages", json::array({"digital signature", "server auth"})}}}};
