@@ -63,10 +63,7 @@ TEST_F(SchedulerTest, PreemptionPolicyNeverPreemptsNothing) {
   ASSERT_TRUE(WaitAllBound("low", 2, seconds(60)));
   const JobSpec high = Spec(1, polite);
   CreateJob("polite", high);
-  ASSERT_TRUE(WaitFor(
-      [&] { return ScheduledCondition("polite").value("reason", "") == "InsufficientResources"; },
-      seconds(30)));
-  std::this_thread::sleep_for(seconds(3));  // several cycles
+  ASSERT_TRUE(WaitUnplacedThroughCycles("polite"));
   EXPECT_EQ(BoundCount("low"), 2);
   EXPECT_EQ(BoundCount("polite"), 0);
   EXPECT_EQ(scheduler_->gangs_preempted(), 0);
@@ -87,10 +84,7 @@ TEST_F(SchedulerTest, AJobClaimingAHighClassWithLowPriorityPodsPreemptsNothing) 
   JobSpec claims = Spec(1, high_class);
   claims.pod_priority_class = low_class;
   CreateJob("claims", claims);
-  ASSERT_TRUE(WaitFor(
-      [&] { return ScheduledCondition("claims").value("reason", "") == "InsufficientResources"; },
-      seconds(30)));
-  std::this_thread::sleep_for(seconds(3));  // several cycles
+  ASSERT_TRUE(WaitUnplacedThroughCycles("claims"));
   EXPECT_EQ(BoundCount("low"), 2);
   EXPECT_EQ(BoundCount("claims"), 0);
   EXPECT_EQ(scheduler_->gangs_preempted(), 0);
@@ -107,10 +101,7 @@ TEST_F(SchedulerTest, EqualPriorityNeverPreempts) {
   ASSERT_TRUE(WaitAllBound("first", 2, seconds(60)));
   const JobSpec second = Spec(1, same);
   CreateJob("second", second);
-  ASSERT_TRUE(WaitFor(
-      [&] { return ScheduledCondition("second").value("reason", "") == "InsufficientResources"; },
-      seconds(30)));
-  std::this_thread::sleep_for(seconds(3));
+  ASSERT_TRUE(WaitUnplacedThroughCycles("second"));
   EXPECT_EQ(BoundCount("first"), 2);
   EXPECT_EQ(BoundCount("second"), 0);
   EXPECT_EQ(scheduler_->gangs_preempted(), 0);

@@ -281,6 +281,16 @@ bool SchedulerTest::WaitAllBound(const std::string& job, int count,
                  std::chrono::milliseconds(100));
 }
 
+bool SchedulerTest::WaitUnplacedThroughCycles(const std::string& job, int cycles) {
+  const auto unplaced = [&] {
+    return ScheduledCondition(job).value("reason", "") == "InsufficientResources";
+  };
+  if (!WaitFor(unplaced, std::chrono::seconds(30))) return false;
+  const int64_t until = scheduler_->cycles() + cycles;
+  return WaitFor([&] { return scheduler_->cycles() >= until; }, std::chrono::seconds(30),
+                 std::chrono::milliseconds(50));
+}
+
 json SchedulerTest::ScheduledCondition(const std::string& job) {
   return Condition(job, "Scheduled");
 }

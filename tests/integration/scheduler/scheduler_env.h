@@ -75,6 +75,10 @@ class SchedulerTest : public ::testing::Test {
   std::map<std::string, std::string> Placement(const std::string& job);
   int BoundCount(const std::string& job);
   bool WaitAllBound(const std::string& job, int count, std::chrono::seconds timeout);
+  // Waits until `job` reads Scheduled=False/InsufficientResources, then until the scheduler has
+  // run `cycles` more cycles (a tick each at most), so that a test checking that nothing was
+  // preempted checks after decisions were made, not after a guessed sleep.
+  bool WaitUnplacedThroughCycles(const std::string& job, int cycles = 3);
   // The Scheduled condition as stored, or an empty object.
   nlohmann::json ScheduledCondition(const std::string& job);
   // The job's condition of `type` as stored, or an empty object.
