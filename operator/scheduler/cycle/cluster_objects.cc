@@ -39,10 +39,6 @@ StatusOr<PriorityClassInfo> DecodePriorityClass(const nlohmann::json& object) {
   if (!object.is_object()) return InvalidArgumentError("PriorityClass is not an object");
   PriorityClassInfo pc;
   LS_ASSIGN_OR_RETURN(pc.meta, kube::DecodeObjectMeta(object));
-  auto value = object.find("value");
-  if (value != object.end() && value->is_number_integer()) {
-    pc.value = value->get<int32_t>();
-  }
   auto global = object.find("globalDefault");
   pc.global_default = global != object.end() && global->is_boolean() && global->get<bool>();
   auto policy = object.find("preemptionPolicy");

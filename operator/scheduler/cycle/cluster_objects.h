@@ -40,9 +40,10 @@ struct JobInfo {
   std::optional<api::Condition> preempted;        // status.conditions[type=Preempted] (ours too)
 };
 
+// What the scheduler reads of a PriorityClass: whether it is the default and whether it
+// preempts. Not its value: a gang is ranked by its pods' admitted spec.priority (gangs.cc).
 struct PriorityClassInfo {
   kube::ObjectMeta meta;
-  int32_t value = 0;
   bool global_default = false;
   bool never_preempts = false;  // preemptionPolicy: Never
 };
