@@ -167,6 +167,44 @@ void ValidatePriority(const TrainingJobSpec& spec, Errors* errors) {
   }
 }
 
+// DRA is not implemented (issue 41): a pod that claims devices through ResourceClaims would be
+// placed without them, so the claim is refused and the extended-resource way named instead.
+// Mirrors the CRD's two CEL rules (an empty list asks for nothing and passes).
+bool NonEmptyArray(const json& obj, const char* key) {
+  return obj.is_object() && obj.contains(key) && obj[key].is_array() && !obj[key].empty();
+}
+
+void ValidateTemplateClaims(const json& tmpl, const std::string& path, Errors* errors) {
+  if (!tmpl.is_object() || !tmpl.contains("spec") || !tmpl["spec"].is_object()) return;
+  const json& spec = tmpl["spec"];
+  if (NonEmptyArray(spec, "resourceClaims")) {
+    errors->Add(path + ".spec.resourceClaims",
+                path + ".spec.resourceClaims is not supported: Lockstep's gang scheduler does "
+                       "not allocate DRA ResourceClaims; request devices as extended resources "
+                       "in the containers' resources.limits (e.g. nvidia.com/gpu)");
+  }
+  if (!spec.contains("containers") || !spec["containers"].is_array()) return;
+  const json& containers = spec["containers"];
+  for (size_t i = 0; i < containers.size(); ++i) {
+    const json& c = containers[i];
+    if (!c.is_object() || !c.contains("resources") || !NonEmptyArray(c["resources"], "claims")) {
+      continue;
+    }
+    errors->Add(path + ".spec.containers[" + std::to_string(i) + "].resources.claims",
+                path + ".spec.containers[].resources.claims is not supported: DRA "
+                       "resourceClaims are not allocated by the gang scheduler; request devices "
+                       "as extended resources in resources.limits (e.g. nvidia.com/gpu)");
+  }
+}
+
+void ValidateClaims(const TrainingJobSpec& spec, Errors* errors) {
+  ValidateTemplateClaims(spec.pod_template, "spec.template", errors);
+  for (size_t i = 0; i < spec.roles.size(); ++i) {
+    ValidateTemplateClaims(spec.roles[i].pod_template,
+                           "spec.roles[" + std::to_string(i) + "].template", errors);
+  }
+}
+
 // kMaxPodBytesPerJob (validation.h). The field named is the template that weighs most.
 void ValidatePodBytes(const TrainingJobSpec& spec, Errors* errors) {
   const int64_t workers =
@@ -293,6 +331,7 @@ std::vector<FieldError> Validate(const TrainingJob& job) {
   ValidateWorkers(job.spec, &errors);
   ValidateRoles(job.spec, &errors);
   ValidatePriority(job.spec, &errors);
+  ValidateClaims(job.spec, &errors);
   ValidatePodBytes(job.spec, &errors);
   ValidatePlacementAndSuccess(job.spec, &errors);
   ValidateFailurePolicy(job.spec.failure_policy, &errors);

@@ -177,6 +177,19 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"TemplateSetsThePriorityInteger",
              [](TrainingJob* j) { j->spec.pod_template["spec"]["priority"] = 1000000; },
              "spec.template.spec.priority", "must not be set"},
+        Case{"TemplateClaimsADraResource",
+             [](TrainingJob* j) {
+               j->spec.pod_template["spec"]["resourceClaims"] =
+                   json::array({{{"name", "gpu"}, {"resourceClaimName", "gpu-claim"}}});
+             },
+             "spec.template.spec.resourceClaims", "nvidia.com/gpu"},
+        Case{"RoleContainerClaimsADraResource",
+             [](TrainingJob* j) {
+               j->spec.roles.push_back(MakeRole("chief"));
+               j->spec.roles[0].pod_template["spec"]["containers"][0]["resources"]["claims"] =
+                   json::array({{{"name", "gpu"}}});
+             },
+             "spec.roles[0].template.spec.containers[0].resources.claims", "not supported"},
         Case{"SparesForOnePod",
              [](TrainingJob* j) {
                j->spec.failure_policy.spare_replicas = 1;
