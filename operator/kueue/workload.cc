@@ -1,5 +1,6 @@
 #include "operator/kueue/workload.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "operator/api/children.h"
@@ -61,6 +62,16 @@ std::vector<PodSetShape> PodSetsOf(const api::TrainingJob& job) {
       sets.push_back({slot.role, 0, PodSetTemplate(job, *slot.pod_template)});
     }
     ++sets.back().count;
+  }
+  // Hot spares run the worker template beside the gang and hold a node's resources the whole
+  // time: Kueue must charge them. They join the worker PodSet rather than a PodSet of their
+  // own, so Kueue gives them the workers' flavor (a spare takes a worker's node-rank) and its
+  // topology assignment covers them; their pods carry the workers' placement (children.cc).
+  if (const int32_t spares = job.spec.failure_policy.spare_replicas; spares > 0) {
+    auto workers = std::find_if(sets.begin(), sets.end(), [](const PodSetShape& set) {
+      return set.name == api::kWorkerRole;
+    });
+    if (workers != sets.end()) workers->count += spares;
   }
   return sets;
 }

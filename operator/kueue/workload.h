@@ -10,6 +10,8 @@
 //    others), named after the role, count = the role's replicas (spec.replicas for "worker"),
 //    template = the role's PodTemplateSpec as the user wrote it: Kueue counts quota from its
 //    containers' requests and matches flavors with its nodeSelector, affinity and tolerations.
+//    Hot spares (spec.failurePolicy.spareReplicas) are counted in the worker PodSet: every pod
+//    that runs is charged, and spares get the workers' flavor and topology domain.
 //  - spec.placement becomes each PodSet's topologyRequest: `requiredTopologyKey` required, else
 //    the finest of `topologyKeys` preferred (Kueue's topology-aware scheduling then needs a
 //    flavor with a Topology of those node labels).

@@ -316,6 +316,51 @@ TEST_F(KueueTest, SuspendingAnAdmittedJobFreesItsQuota) {
   EXPECT_EQ(WorkloadOf("first")["spec"].value("active", true), false);
 }
 
+// Issue 44 item 4: hot spares hold GPUs too, so Kueue is charged for them. With 16 GPUs of quota,
+// a job of 2 x 8 GPUs and one spare asks 24 and waits (it would otherwise run 24 GPUs' worth of
+// pods on 16 of quota); a job of 2 x 4 and one spare asks 12 and runs its three pods, the spare
+// with the workers' PodSet and flavor.
+TEST_F(KueueTest, HotSparesAreChargedSoAJobWhoseSparesExceedTheQuotaWaits) {
+  CreateNodes(3);
+  CreateQueues(16);
+  json spared = Job("spared", 2);
+  spared["spec"]["failurePolicy"]["spareReplicas"] = 1;
+  CreateJob(spared);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json status = GetJob("spared").value("status", json::object());
+        return status.value("state", "") == "Queued" &&
+               status.value("message", "").find("insufficient") != std::string::npos;
+      },
+      seconds(60)))
+      << GetJob("spared").dump(2) << "\n" << WorkloadOf("spared").dump(2);
+  const json w = WorkloadOf("spared");
+  ASSERT_TRUE(w.is_object());
+  ASSERT_EQ(w["spec"]["podSets"].size(), 1u) << w.dump(2);
+  EXPECT_EQ(w["spec"]["podSets"][0]["name"], "worker");
+  EXPECT_EQ(w["spec"]["podSets"][0]["count"], 3);
+  EXPECT_EQ(PodCount("spared"), 0);
+
+  json fits = PoolJob("fits", 2, kPoolLabel, Pool(), 4);
+  fits["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "lq";
+  fits["spec"]["failurePolicy"]["spareReplicas"] = 1;
+  CreateJob(fits);
+  ASSERT_TRUE(WaitFor([&] { return RunningPods("fits") == 3; }, seconds(60)))
+      << GetJob("fits").dump(2) << "\n" << WorkloadOf("fits").dump(2);
+  auto pods = ListJobPods(client(), ns(), "fits");
+  ASSERT_TRUE(pods.ok());
+  std::vector<std::string> names;
+  for (const json& p : *pods) {
+    names.push_back(p["metadata"]["name"]);
+    EXPECT_EQ(p["spec"]["nodeSelector"].value(kPoolLabel, ""), Pool());
+    EXPECT_EQ(p["metadata"]["labels"].value("kueue.x-k8s.io/podset", ""), "worker");
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"fits-spare-0", "fits-worker-0", "fits-worker-1"}));
+  EXPECT_EQ(WorkloadOf("fits")["spec"]["podSets"][0]["count"], 3);
+  EXPECT_EQ(PodCount("spared"), 0) << "the job over quota got pods";
+}
+
 // docs/queues.md's worked example is what Kueue accepts: every object of
 // examples/kueue/team-queues.yaml passes Kueue's validating webhooks (server-side dry run, so
 // nothing is created; its LocalQueues moved into this test's namespace).

@@ -100,6 +100,24 @@ TEST(MatchesJobTest, ItsOwnWorkloadMatchesAndAnyChangeOfShapeDoesNot) {
   EXPECT_TRUE(MatchesJob(w, relabelled));
 }
 
+// Issue 44 item 4: a spare holds a node's GPUs the whole run, so Kueue must charge it. Spares
+// join the worker PodSet (the workers' flavor and topology domain); a Workload made before a
+// job asked for spares no longer matches it, so the gate replaces it.
+TEST(BuildWorkloadTest, HotSparesAreChargedInTheWorkerPodSet) {
+  api::TrainingJob j = JobWithLeader();
+  j.spec.failure_policy.spare_replicas = 2;
+  const json w = BuildWorkload(j, 0);
+  ASSERT_EQ(w["spec"]["podSets"].size(), 2u);
+  EXPECT_EQ(w["spec"]["podSets"][0]["name"], "launcher");
+  EXPECT_EQ(w["spec"]["podSets"][0]["count"], 1);  // spares are workers, not leaders
+  EXPECT_EQ(w["spec"]["podSets"][1]["name"], "worker");
+  EXPECT_EQ(w["spec"]["podSets"][1]["count"], 2 + 2);
+
+  const WorkloadView without_spares = View(StoredWorkload(JobWithLeader()));
+  EXPECT_FALSE(MatchesJob(without_spares, j));
+  EXPECT_TRUE(MatchesJob(View(StoredWorkload(j)), j));
+}
+
 TEST(DecodeWorkloadTest, ReadsConditionsAdmissionAndOwner) {
   const WorkloadView w =
       View(StoredWorkload(Job(), {{"QuotaReserved", "True"}, {"Admitted", "True"}}, "cq"));
