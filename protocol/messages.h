@@ -47,6 +47,20 @@ inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;  // HMAC-SHA256
 inline constexpr size_t kNcclIdBytes = 128;
 inline constexpr uint32_t kMaxPeers = 1u << 17;
+// What the operator accepts of the integers a Status answer carries (ControlStatus::Check), so
+// every sum and int32 status field it feeds stays in range whatever worker-0 sends (worker-0 is
+// the tenant's code: an init container can replace its launcher). Rounds and the server's
+// lifetime counters (restarts, promotions): at one restart a second, half a year of them; twice
+// that still fits an int32 (status.restarts adds two). Unix times in ms: before 2200, so
+// nanosecond time points (to 2262) and the timeouts added to them cannot overflow.
+inline constexpr uint32_t kMaxCounter = 1u << 24;
+inline constexpr uint64_t kMaxUnixMs = 7'258'118'400'000;  // 2200-01-01T00:00:00Z
+// Pod and node names are DNS subdomains (253 bytes); uids are UUIDs, given room.
+inline constexpr uint32_t kMaxObjectNameBytes = 253;
+inline constexpr uint32_t kMaxUidBytes = 128;
+// A lost member's `why` and a promoted spare's `host` (the server's words, an advertised name).
+inline constexpr uint32_t kMaxWhyBytes = 1024;
+inline constexpr uint32_t kMaxHostBytes = 253;
 
 enum class MessageType : uint8_t {
   kChallenge = 1,
@@ -376,6 +390,9 @@ struct RoundFailure {
   std::string message;
   std::vector<std::string> stderr_tail;
 
+  // At most: u32 and five i32, the reason and message strings, the tail's count and lines.
+  static constexpr size_t kMaxBytes = 24 + 2 * (4 + kMaxStringBytes) + 4 +
+                                      kMaxTailLines * (4 + kMaxTailLineBytes);
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
     io.U32(m.round);
@@ -402,6 +419,7 @@ struct TrainingProgress {
   // Lines of the file that were not a progress report (the server's lifetime): for people.
   uint32_t malformed_lines = 0;
 
+  static constexpr size_t kBytes = 28;  // three u64 and a u32
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
     io.U64(m.step);
@@ -420,12 +438,13 @@ struct SpareServing {
   std::string host;          // its advertised address (<pod>.<job>.<ns>.svc)
 
   static constexpr size_t kMinBytes = 16;  // three u32 and an empty string's length
+  static constexpr size_t kMaxBytes = kMinBytes + kMaxHostBytes;
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
     io.U32(m.node_rank);
     io.U32(m.spare_index);
     io.U32(m.round);
-    io.String(m.host);
+    io.String(m.host, kMaxHostBytes);
   }
   friend bool operator==(const SpareServing&, const SpareServing&) = default;
 };
@@ -449,17 +468,20 @@ struct LostMember {
 
   // At least this many bytes on the wire (u32 x2, u64 x2, a bool, four empty strings' lengths).
   static constexpr size_t kMinBytes = 41;
+  // At most (the longest names, uid and why the reader accepts; the writer cuts to them).
+  static constexpr size_t kMaxBytes =
+      kMinBytes + 2 * kMaxObjectNameBytes + kMaxUidBytes + kMaxWhyBytes;
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
     io.U32(m.round);
     io.U32(m.node_rank);
-    io.String(m.pod_name);
-    io.String(m.pod_uid);
-    io.String(m.node_name);
+    io.String(m.pod_name, kMaxObjectNameBytes);
+    io.String(m.pod_uid, kMaxUidBytes);
+    io.String(m.node_name, kMaxObjectNameBytes);
     io.U64(m.last_heard_unix_ms);
     io.U64(m.lost_unix_ms);
     io.Bool(m.disconnected);
-    io.String(m.why);
+    io.String(m.why, kMaxWhyBytes);
   }
   friend bool operator==(const LostMember&, const LostMember&) = default;
 };
@@ -504,6 +526,11 @@ struct ControlStatus {
     io.List(m.lost, kMaxPeers, LostMember::kMinBytes,
             [](auto& sub, auto& l) { LostMember::Fields(sub, l); });
   }
+  // What any server's answer holds, whatever the job (the job's own bounds: control_client.h
+  // CheckControlBounds): rounds and counters up to kMaxCounter, unix times up to kMaxUnixMs,
+  // member and standby counts up to kMaxPeers, each node-rank at most once in `lost` and in
+  // `serving`, each spare index at most once in `serving`. O(n log n) in the lists.
+  Status Check() const;
   friend bool operator==(const ControlStatus&, const ControlStatus&) = default;
 };
 

@@ -121,8 +121,11 @@ std::optional<TerminationMessage> DecodeTermination(std::string_view text) {
   ReadInt(j, kAttempt, &m.attempt);
   ReadInt(j, kRestartCount, &m.restart_count);
   ReadInt(j, kRequestedRestarts, &m.requested_restarts);
-  m.restart_count = std::max(0, m.restart_count);
-  m.requested_restarts = std::max(0, m.requested_restarts);
+  // Saturated like a Status answer's counters (messages.h kMaxCounter): the operator adds them to
+  // int32 status counts, and a container may write any integer here.
+  constexpr int kMaxRestarts = static_cast<int>(kMaxCounter);
+  m.restart_count = std::clamp(m.restart_count, 0, kMaxRestarts);
+  m.requested_restarts = std::clamp(m.requested_restarts, 0, kMaxRestarts);
   ReadInt(j, kNodeRank, &m.node_rank);
   ReadInt(j, kRank, &m.rank);
   ReadInt(j, kExitCode, &m.exit_code);

@@ -53,8 +53,9 @@ std::string EncodeTermination(const TerminationMessage& message);
 
 // The launcher's message, or nullopt when `text` is not one (another container's plain or JSON
 // message): a launcher's is a JSON object with a `stderrTail` member, which every version writes.
-// Members of the wrong type keep their defaults; negative restart counts read as 0; a `progress`
-// without a non-negative integer `step` is left out.
+// Members of the wrong type, and integers beyond int's range, keep their defaults; restart counts
+// saturate to [0, kMaxCounter] (messages.h); a `progress` without a non-negative integer `step`
+// is left out (its numbers are u64: consumers saturate them, training_progress.h).
 std::optional<TerminationMessage> DecodeTermination(std::string_view text);
 
 }  // namespace lockstep::protocol

@@ -4,12 +4,13 @@
 // crash":
 //   - read as the operator reads it: a document is the launcher's only if it is an object with
 //     stderrTail; an integer key within int's range reads as its value (restart counts at least
-//     0), and one beyond it keeps its default instead of wrapping (an exitCode of 2^32 + 3 must
+//     0, at most kMaxCounter), and one beyond it keeps its default instead of wrapping (an exitCode of 2^32 + 3 must
 //     not match a FailJob rule for 3); the message it decoded re-encodes within
 //     kMaxTerminationBytes to a document that decodes to the same numbers;
 //   - as what a launcher may hold (numbers from the input, then a message and stderr lines of
 //     any bytes, as a child writes them): it encodes within kMaxTerminationBytes to a document
 //     the operator reads back as the launcher's, with the same numbers.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -51,6 +52,9 @@ int Expected(const json& doc, const char* key, int fallback) {
              : fallback;
 }
 
+// A restart count as the operator reads it: within [0, kMaxCounter] (issue 44 item 6).
+int Saturated(int v) { return std::clamp(v, 0, static_cast<int>(kMaxCounter)); }
+
 void CheckDecode(std::string_view text) {
   const std::optional<TerminationMessage> m = DecodeTermination(text);
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -61,8 +65,8 @@ void CheckDecode(std::string_view text) {
   const TerminationMessage defaults;
   LS_CHECK(m->version == Expected(doc, "version", 1));
   LS_CHECK(m->attempt == Expected(doc, "attempt", defaults.attempt));
-  LS_CHECK(m->restart_count == std::max(0, Expected(doc, "restartCount", 0)));
-  LS_CHECK(m->requested_restarts == std::max(0, Expected(doc, "requestedRestarts", 0)));
+  LS_CHECK(m->restart_count == Saturated(Expected(doc, "restartCount", 0)));
+  LS_CHECK(m->requested_restarts == Saturated(Expected(doc, "requestedRestarts", 0)));
   LS_CHECK(m->node_rank == Expected(doc, "nodeRank", defaults.node_rank));
   LS_CHECK(m->rank == Expected(doc, "rank", defaults.rank));
   LS_CHECK(m->exit_code == Expected(doc, "exitCode", defaults.exit_code));
@@ -89,8 +93,8 @@ void CheckEncode(const uint8_t* data, size_t size) {
   m.reason =
       static_cast<FailureReason>(in.Byte() % (static_cast<int>(FailureReason::kSucceeded) + 1));
   m.attempt = Int(in);
-  m.restart_count = std::max(0, Int(in));
-  m.requested_restarts = std::max(0, Int(in));
+  m.restart_count = Saturated(Int(in));  // a launcher's counts are never more
+  m.requested_restarts = Saturated(Int(in));
   m.node_rank = Int(in);
   m.rank = Int(in);
   m.exit_code = Int(in);

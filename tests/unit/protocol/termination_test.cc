@@ -129,6 +129,39 @@ TEST(TerminationTest, IntegersBeyondIntKeepTheirDefaultsInsteadOfWrapping) {
   EXPECT_EQ(m->rank, -2147483648);
 }
 
+// Issue 44 item 6: the restart counts a container may write are added to int32 status counts;
+// they saturate to [0, kMaxCounter] instead of overflowing a sum. Progress numbers stay u64
+// (training_progress.h saturates them into status.progress).
+TEST(TerminationTest, RestartCountsSaturateAndProgressKeepsItsRange) {
+  struct Row {
+    const char* json;
+    int restart_count;
+    int requested;
+  };
+  const Row rows[] = {
+      {R"({"restartCount":2147483647,"requestedRestarts":2147483646,"stderrTail":[]})",
+       static_cast<int>(kMaxCounter), static_cast<int>(kMaxCounter)},
+      {R"({"restartCount":16777216,"requestedRestarts":16777215,"stderrTail":[]})",
+       static_cast<int>(kMaxCounter), static_cast<int>(kMaxCounter) - 1},
+      {R"({"restartCount":16777217,"requestedRestarts":-2147483648,"stderrTail":[]})",
+       static_cast<int>(kMaxCounter), 0},
+      {R"({"restartCount":4294967296,"requestedRestarts":-1,"stderrTail":[]})", 0, 0},
+  };
+  for (const Row& row : rows) {
+    std::optional<TerminationMessage> m = DecodeTermination(row.json);
+    ASSERT_TRUE(m.has_value()) << row.json;
+    EXPECT_EQ(m->restart_count, row.restart_count) << row.json;
+    EXPECT_EQ(m->requested_restarts, row.requested) << row.json;
+  }
+  std::optional<TerminationMessage> m = DecodeTermination(
+      R"({"progress":{"step":18446744073709551615,"totalSteps":9223372036854775808,)"
+      R"("samplesPerSecondMilli":-5},"stderrTail":[]})");
+  ASSERT_TRUE(m.has_value() && m->progress.has_value());
+  EXPECT_EQ(m->progress->step, ~uint64_t{0});
+  EXPECT_EQ(m->progress->total_steps, uint64_t{1} << 63);
+  EXPECT_EQ(m->progress->samples_per_second_milli, 0u);  // negative: not a count, left unset
+}
+
 TEST(TerminationTest, StaysUnderKubernetesLimitDroppingOldestLines) {
   TerminationMessage m = Sample();
   m.stderr_tail.clear();
