@@ -4,10 +4,15 @@
 #include <cstdint>
 #include <regex>
 #include <set>
+#include <string_view>
+
+#include "operator/api/children.h"
+#include "protocol/contract.h"
 
 namespace lockstep::api {
 
 using nlohmann::json;
+namespace contract = protocol::contract;
 
 namespace {
 
@@ -205,6 +210,120 @@ void ValidateClaims(const TrainingJobSpec& spec, Errors* errors) {
   }
 }
 
+// The launcher's reserved names (issue 44 item 1): the operator adds its volumes, mounts, init
+// container and environment to every pod, so a template naming them would take the launcher's
+// place (an init container mounting lockstep-bin can replace the launcher) or be silently
+// overridden. Mirrors the CRD's CEL rules on the typed skeleton of template.spec. The env names
+// are those LauncherEnv (children.cc) sets, plus the token and the switch that turns auth off;
+// the launcher's tuning knobs (LOCKSTEP_PEER_TIMEOUT, LOCKSTEP_RAY_START_ARGS, ...) stay open.
+bool IsReservedEnvName(std::string_view name) {
+  static const std::set<std::string_view, std::less<>> kReserved = {
+      contract::kEnvFramework,     contract::kEnvJobName,        contract::kEnvRole,
+      contract::kEnvRoleIndex,     contract::kEnvSpare,          contract::kEnvNodeRank,
+      contract::kEnvNnodes,        contract::kEnvNprocPerNode,   contract::kEnvRdzvEndpoint,
+      contract::kEnvRdzvId,        contract::kEnvAttempt,        contract::kEnvTokenFile,
+      contract::kEnvToken,         contract::kEnvInsecureNoAuth, contract::kEnvMaxRestarts,
+      contract::kEnvHangTimeout,   contract::kEnvAdvertiseAddr,  contract::kEnvMasterPort,
+      contract::kEnvKvPort,        contract::kEnvGracePeriod,    contract::kEnvPodName,
+      contract::kEnvNodeName,      contract::kEnvPodUid,         contract::kEnvFailExitCodes,
+      contract::kEnvFrameworkPort};
+  return kReserved.count(name) > 0;
+}
+
+bool IsReservedVolume(std::string_view name) {
+  return name == kLauncherVolume || name == kTokenVolume;
+}
+
+// /lockstep, /var/run/lockstep (the token's directory), /run/lockstep (/var/run is a link to it
+// in most images) or below, absolute or relative. Other spellings ("//lockstep", "/./lockstep",
+// "/x/../lockstep") are not clean paths, refused on their own (IsCleanPath), as the CRD does:
+// CEL has no path normalization within the cost budget.
+bool IsReservedMountPath(std::string_view path) {
+  for (std::string_view dir : {"lockstep", "var/run/lockstep", "run/lockstep"}) {
+    for (std::string_view lead : {"/", ""}) {
+      const std::string reserved = std::string(lead) + std::string(dir);
+      if (path == reserved || path.starts_with(reserved + "/")) return true;
+    }
+  }
+  return false;
+}
+
+// No "//", "." or ".." segment (a trailing "/" is fine).
+bool IsCleanPath(std::string_view path) {
+  return path != "." && path != ".." && path.find("//") == std::string_view::npos &&
+         path.find("/./") == std::string_view::npos &&
+         path.find("/../") == std::string_view::npos && !path.starts_with("./") &&
+         !path.starts_with("../") && !path.ends_with("/.") && !path.ends_with("/..");
+}
+
+void ValidateReservedInContainers(const json& spec, const char* key, const std::string& path,
+                                  Errors* errors) {
+  if (!spec.contains(key) || !spec[key].is_array()) return;
+  const json& containers = spec[key];
+  for (size_t i = 0; i < containers.size(); ++i) {
+    const json& c = containers[i];
+    const std::string at = path + ".spec." + key + "[" + std::to_string(i) + "]";
+    if (std::string_view(key) == "initContainers" && StringMember(c, "name") == kInitContainerName) {
+      errors->Add(at + ".name", "lockstep-launcher-install is the operator's init container (it "
+                                "installs the launcher): name this one otherwise");
+    }
+    if (c.is_object() && c.contains("env") && c["env"].is_array()) {
+      for (size_t j = 0; j < c["env"].size(); ++j) {
+        const std::string name = StringMember(c["env"][j], "name");
+        if (!IsReservedEnvName(name)) continue;
+        errors->Add(at + ".env[" + std::to_string(j) + "].name",
+                    name + " is reserved: the operator sets it for the launcher (node rank, "
+                           "rendezvous, token, attempt); remove it from the template");
+      }
+    }
+    if (!c.is_object() || !c.contains("volumeMounts") || !c["volumeMounts"].is_array()) continue;
+    for (size_t j = 0; j < c["volumeMounts"].size(); ++j) {
+      const json& m = c["volumeMounts"][j];
+      const std::string field = at + ".volumeMounts[" + std::to_string(j) + "]";
+      if (IsReservedVolume(StringMember(m, "name"))) {
+        errors->Add(field + ".name", "volumes lockstep-bin and lockstep-rdzv are the launcher's "
+                                     "(its binary and the job's rendezvous token): a template "
+                                     "must not mount them");
+      }
+      const std::string mount_path = StringMember(m, "mountPath");
+      if (IsReservedMountPath(mount_path)) {
+        errors->Add(field + ".mountPath",
+                    "/lockstep, /var/run/lockstep and /run/lockstep are the launcher's paths (its "
+                    "binary and the job's rendezvous token): a template must not mount there");
+      }
+      if (!IsCleanPath(mount_path)) {
+        errors->Add(field + ".mountPath",
+                    "a mountPath must be a clean path (no '//', '.' or '..' segments), so that "
+                    "the launcher's reserved paths cannot be spelled another way; got " +
+                        mount_path);
+      }
+    }
+  }
+}
+
+void ValidateTemplateReserved(const json& tmpl, const std::string& path, Errors* errors) {
+  if (!tmpl.is_object() || !tmpl.contains("spec") || !tmpl["spec"].is_object()) return;
+  const json& spec = tmpl["spec"];
+  if (spec.contains("volumes") && spec["volumes"].is_array()) {
+    for (size_t i = 0; i < spec["volumes"].size(); ++i) {
+      if (!IsReservedVolume(StringMember(spec["volumes"][i], "name"))) continue;
+      errors->Add(path + ".spec.volumes[" + std::to_string(i) + "].name",
+                  "volume names lockstep-bin and lockstep-rdzv are reserved: the operator adds "
+                  "the launcher's volumes (its binary and the job's rendezvous token) under them");
+    }
+  }
+  ValidateReservedInContainers(spec, "containers", path, errors);
+  ValidateReservedInContainers(spec, "initContainers", path, errors);
+}
+
+void ValidateReserved(const TrainingJobSpec& spec, Errors* errors) {
+  ValidateTemplateReserved(spec.pod_template, "spec.template", errors);
+  for (size_t i = 0; i < spec.roles.size(); ++i) {
+    ValidateTemplateReserved(spec.roles[i].pod_template,
+                             "spec.roles[" + std::to_string(i) + "].template", errors);
+  }
+}
+
 // kMaxPodBytesPerJob (validation.h). The field named is the template that weighs most.
 void ValidatePodBytes(const TrainingJobSpec& spec, Errors* errors) {
   const int64_t workers =
@@ -332,6 +451,7 @@ std::vector<FieldError> Validate(const TrainingJob& job) {
   ValidateRoles(job.spec, &errors);
   ValidatePriority(job.spec, &errors);
   ValidateClaims(job.spec, &errors);
+  ValidateReserved(job.spec, &errors);
   ValidatePodBytes(job.spec, &errors);
   ValidatePlacementAndSuccess(job.spec, &errors);
   ValidateFailurePolicy(job.spec.failure_policy, &errors);
