@@ -39,8 +39,13 @@ std::string ProbeKey(const std::string& job, const std::string& pod, uint64_t re
 }  // namespace
 
 LauncherMonitor::LauncherMonitor(kube::RestClient& client,
-                                 std::unique_ptr<LauncherControl> control, const Clock& clock)
-    : client_(client), control_(std::move(control)), clock_(clock) {}
+                                 std::unique_ptr<LauncherControl> control, const Clock& clock,
+                                 DispatchLimits limits)
+    : client_(client),
+      control_(std::move(control)),
+      clock_(clock),
+      limits_(limits),
+      dispatch_(limits) {}
 
 LauncherMonitor::~LauncherMonitor() { Stop(); }
 
@@ -50,8 +55,11 @@ void LauncherMonitor::SetChangedHandler(std::function<void(const std::string&)> 
 
 void LauncherMonitor::Start() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (thread_.joinable() || stopping_) return;
-  thread_ = std::thread([this] { Loop(); });
+  if (!workers_.empty() || stopping_) return;
+  for (size_t i = 0; i < std::max<size_t>(limits_.workers, 3); ++i) {  // dispatch_'s clamp
+    workers_.emplace_back([this] { Work(); });
+  }
+  watcher_ = std::thread([this] { WatchLoop(); });
 }
 
 void LauncherMonitor::Stop() {
@@ -59,11 +67,22 @@ void LauncherMonitor::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  work_cv_.notify_all();
+  watch_cv_.notify_all();
+  // A worker in a request returns within the control's deadline.
+  for (std::thread& t : workers_) {
+    if (t.joinable()) t.join();
+  }
+  if (watcher_.joinable()) watcher_.join();
+}
+
+void LauncherMonitor::Queue(Op op, const std::string& probe_key) {
+  std::optional<LauncherDispatch::OpId> id = dispatch_.Add(op.job.key, op.kind, probe_key);
+  if (id) ops_.emplace(*id, std::move(op));
 }
 
 void LauncherMonitor::Poll(const LauncherJob& job) {
+  bool new_watch = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (watch_interval_.count() > 0) {
@@ -72,25 +91,25 @@ void LauncherMonitor::Poll(const LauncherJob& job) {
       it->second.job = job;
       it->second.next = now + WatchInterval();
       it->second.expires = now + kWatchExpiry;
+      new_watch = inserted;
     }
-    if (!polls_queued_.insert(job.key).second) return;
-    queue_.push_back(Op{job, false, "", ""});
+    Queue(Op{job, LauncherOpKind::kStatus, "", ""});
   }
-  cv_.notify_one();
+  work_cv_.notify_one();
+  if (new_watch) watch_cv_.notify_one();
 }
 
 void LauncherMonitor::Probe(const LauncherJob& job, const std::string& pod, const std::string& ip,
                             uint64_t report_lost_unix_ms) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!probes_queued_.insert(ProbeKey(job.key, pod, report_lost_unix_ms)).second) return;
-    Op op{job, false, "", ""};
+    Op op{job, LauncherOpKind::kProbe, "", ""};
     op.probe_pod = pod;
     op.probe_ip = ip;
     op.probe_report = report_lost_unix_ms;
-    queue_.push_back(std::move(op));
+    Queue(std::move(op), ProbeKey(job.key, pod, report_lost_unix_ms));
   }
-  cv_.notify_one();
+  work_cv_.notify_one();
 }
 
 std::chrono::milliseconds LauncherMonitor::WatchInterval() const {
@@ -107,7 +126,7 @@ Clock::Steady LauncherMonitor::QueueDueWatches(Clock::Steady now) {
       continue;
     }
     if (now >= w.next) {
-      if (polls_queued_.insert(it->first).second) queue_.push_back(Op{w.job, false, "", ""});
+      Queue(Op{w.job, LauncherOpKind::kStatus, "", ""});  // coalesced with a queued poll
       w.next = now + WatchInterval();
     }
     next = std::min(next, w.next);
@@ -125,9 +144,9 @@ void LauncherMonitor::Restart(const LauncherJob& job, const std::string& request
     obs = LauncherObservation{};
     obs.pod_uid = job.pod_uid;
     obs.restart = LauncherObservation::RestartAnswer{request, false, {}, ""};
-    queue_.push_back(Op{job, true, request, reason});
+    Queue(Op{job, LauncherOpKind::kRestart, request, reason});
   }
-  cv_.notify_one();
+  work_cv_.notify_one();
 }
 
 std::optional<LauncherObservation> LauncherMonitor::Latest(const std::string& job_key,
@@ -140,37 +159,51 @@ std::optional<LauncherObservation> LauncherMonitor::Latest(const std::string& jo
 
 void LauncherMonitor::Forget(const std::string& job_key) {
   std::lock_guard<std::mutex> lock(mu_);
+  for (LauncherDispatch::OpId id : dispatch_.Forget(job_key)) ops_.erase(id);
   latest_.erase(job_key);
   tokens_.erase(job_key);
   watches_.erase(job_key);
 }
 
-void LauncherMonitor::Loop() {
+void LauncherMonitor::WatchLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const Clock::Steady now = clock_.Now();
+    const size_t queued = dispatch_.queued();
+    const Clock::Steady next = QueueDueWatches(now);
+    if (dispatch_.queued() != queued) work_cv_.notify_all();
+    // Woken early by a new watch (its first poll is due an interval from now) or Stop.
+    watch_cv_.wait_for(lock, next - now);
+  }
+}
+
+void LauncherMonitor::Work() {
   for (;;) {
+    LauncherDispatch::Ticket ticket;
     Op op;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      for (;;) {
-        if (stopping_) return;
-        const Clock::Steady now = clock_.Now();
-        const Clock::Steady next = watches_.empty() ? now + std::chrono::hours(1)
-                                                    : QueueDueWatches(now);
-        if (!queue_.empty()) break;
-        cv_.wait_for(lock, next - now);
-      }
-      op = std::move(queue_.front());
-      queue_.pop_front();
-      if (!op.probe_pod.empty()) {
-        probes_queued_.erase(ProbeKey(op.job.key, op.probe_pod, op.probe_report));
-      } else if (!op.restart) {
-        polls_queued_.erase(op.job.key);
-      }
+      work_cv_.wait(lock, [&] { return stopping_ || dispatch_.Runnable(); });
+      if (stopping_) return;
+      ticket = *dispatch_.Next();
+      auto it = ops_.find(ticket.id);
+      op = std::move(it->second);
+      ops_.erase(it);
+      // More may run (a lane had room for several): hand them to another worker.
+      if (dispatch_.Runnable()) work_cv_.notify_one();
     }
-    if (!op.probe_pod.empty()) {
+    LauncherOutcome outcome = LauncherOutcome::kInTime;
+    if (op.kind == LauncherOpKind::kProbe) {
       RunProbe(op);
     } else {
-      Run(op);
+      outcome = Run(op);
     }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      dispatch_.Done(ticket, outcome);
+      if (!dispatch_.Runnable()) continue;
+    }
+    work_cv_.notify_one();  // this worker takes one; the job's next request may be for another
   }
 }
 
@@ -219,12 +252,16 @@ void LauncherMonitor::RunProbe(const Op& op) {
   if (changed_) changed_(op.job.key);
 }
 
-void LauncherMonitor::Run(const Op& op) {
+LauncherOutcome LauncherMonitor::Run(const Op& op) {
+  const bool restart_op = op.kind == LauncherOpKind::kRestart;
   StatusOr<protocol::ControlTarget> target = Target(op.job);
+  // Timed from after the token: the apiserver's latency says nothing about worker-0.
+  const Clock::Steady asked = clock_.Now();
+  bool deadline_exceeded = false;
   LauncherObservation result;
   result.pod_uid = op.job.pod_uid;
   std::optional<LauncherObservation::RestartAnswer> restart;
-  if (op.restart) {
+  if (restart_op) {
     restart = LauncherObservation::RestartAnswer{op.request, true, {}, ""};
     StatusOr<protocol::ControlAck> ack = target.ok()
                                              ? control_->Restart(*target, op.reason)
@@ -232,6 +269,7 @@ void LauncherMonitor::Run(const Op& op) {
     if (ack.ok()) {
       restart->ack = *ack;
     } else {
+      deadline_exceeded = target.ok() && ack.status().code() == StatusCode::kDeadlineExceeded;
       restart->answered = false;
       restart->error = ack.status().message();
     }
@@ -248,19 +286,24 @@ void LauncherMonitor::Run(const Op& op) {
       result.answered = true;
       result.status = std::move(*status);
     } else {
+      deadline_exceeded =
+          target.ok() && status.status().code() == StatusCode::kDeadlineExceeded;
       result.error = status.status().message();
       log::Debug("launcher status unknown", {{"job", op.job.key}, {"error", result.error}});
     }
   }
   // A refused MAC may mean a token the job no longer has (the Secret was recreated): fetch it
   // again next time.
-  const std::string& error = op.restart ? restart->error : result.error;
+  const LauncherOutcome outcome = deadline_exceeded || clock_.Now() - asked >= kSlowAnswer
+                                      ? LauncherOutcome::kSilent
+                                      : LauncherOutcome::kInTime;
+  const std::string& error = restart_op ? restart->error : result.error;
   bool changed = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (error.find("authentication failed") != std::string::npos) tokens_.erase(op.job.key);
     LauncherObservation& obs = latest_[op.job.key];
-    if (op.restart) {
+    if (restart_op) {
       obs.pod_uid = op.job.pod_uid;
       obs.restart = restart;
     } else {
@@ -275,6 +318,7 @@ void LauncherMonitor::Run(const Op& op) {
     }
   }
   if (changed && changed_) changed_(op.job.key);
+  return outcome;
 }
 
 }  // namespace lockstep::controller

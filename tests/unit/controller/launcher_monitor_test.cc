@@ -163,8 +163,8 @@ TEST_F(LauncherMonitorTest, TellsTheControllerOnlyOfChangesAndReadsTheTokenOnce)
   monitor_.Poll(Target());
   ASSERT_TRUE(WaitForChanges(1));
   monitor_.Poll(Target());  // the same answer
-  // Requests run in order on one thread, so once the third poll's change is reported the second
-  // was handled; a poll is only queued again after the queued one was taken.
+  // A job's requests run in order, one at a time, so once the third poll's change is reported
+  // the second was handled; a poll is only queued again after the queued one was taken.
   while (control_->calls().size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   monitor_.Poll(Target());  // round 1 after an in-place restart
   ASSERT_TRUE(WaitForChanges(2));
