@@ -7,10 +7,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "common/enum_names.h"
+#include "common/log.h"
 #include "common/unique_fd.h"
 
 namespace lockstep::controller {
@@ -21,6 +23,83 @@ std::string_view ToString(ProbeResult r) {
        {ProbeResult::kReachable, "reachable"},
        {ProbeResult::kUnreachable, "unreachable"}}};
   return NameOf(kNames, r, "unknown");
+}
+
+protocol::ControlBounds LauncherBounds(const api::TrainingJob& job) {
+  const auto count = [](int64_t n) { return static_cast<uint64_t>(std::max<int64_t>(n, 0)); };
+  int64_t workers = job.spec.replicas;
+  if (job.spec.elastic) workers = std::max<int64_t>(workers, job.spec.elastic->max_replicas);
+  workers = std::max<int64_t>(workers, job.status.replicas);
+  uint64_t nodes = count(workers);
+  for (const api::Role& role : job.spec.roles) nodes += count(role.replicas);
+  constexpr uint64_t kMax = protocol::kMaxPeers;
+  return protocol::ControlBounds{static_cast<uint32_t>(std::min(nodes, kMax)),
+                                 static_cast<uint32_t>(std::min(
+                                     count(job.spec.failure_policy.spare_replicas), kMax))};
+}
+
+bool IsRefusedAnswer(const Status& status) {
+  return status.code() == StatusCode::kDataLoss || status.code() == StatusCode::kOutOfRange;
+}
+
+bool RefusalNotices::ShouldReport(const std::string& job, const std::string& message,
+                                  Clock::Steady now) {
+  std::deque<Sent>& sent = jobs_[job];
+  while (!sent.empty() && now - sent.front().at >= kRefusalWindow) sent.pop_front();
+  for (const Sent& s : sent) {
+    if (s.message == message) return false;
+  }
+  if (sent.size() >= kRefusalBurst) return false;
+  sent.push_back({now, message});
+  if (jobs_.size() > kMaxRefusalJobs) Prune(now);
+  return true;
+}
+
+void RefusalNotices::Prune(Clock::Steady now) {
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    const bool quiet = it->second.empty() || now - it->second.back().at >= kRefusalWindow;
+    it = quiet ? jobs_.erase(it) : std::next(it);
+  }
+  // Every job still in its window: forget the first ones (a job forgotten may report again).
+  while (jobs_.size() > kMaxRefusalJobs) jobs_.erase(jobs_.begin());
+}
+
+RefusalReportingControl::RefusalReportingControl(std::unique_ptr<LauncherControl> inner,
+                                                 EventSink sink, const Clock& clock)
+    : inner_(std::move(inner)), sink_(std::move(sink)), clock_(clock) {}
+
+RefusalReportingControl::RefusalReportingControl(std::unique_ptr<LauncherControl> inner,
+                                                 kube::EventRecorder& events, const Clock& clock)
+    : RefusalReportingControl(
+          std::move(inner),
+          [&events](const kube::InvolvedObject& job, const std::string& reason,
+                    const std::string& message) { events.Record(job, "Warning", reason, message); },
+          clock) {}
+
+StatusOr<protocol::ControlStatus> RefusalReportingControl::GetStatus(
+    const protocol::ControlTarget& target) {
+  StatusOr<protocol::ControlStatus> status = inner_->GetStatus(target);
+  if (status.ok() || !IsRefusedAnswer(status.status())) return status;
+  // Cut: the reason comes from the peer's bytes in part, and the event holds 1 KiB.
+  const std::string why = status.status().message().substr(0, 600);
+  const std::string job = target.job_key.empty() ? target.run_id : target.job_key;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!notices_.ShouldReport(job, why, clock_.Now())) return status;
+  }
+  log::Warning("refused the launchers' status answer",
+               {{"job", job}, {"pod_ip", target.host}, {"error", why}});
+  const size_t slash = target.job_key.find('/');
+  if (sink_ && slash != std::string::npos) {
+    kube::InvolvedObject object{"lockstep.dev/v1alpha1", "TrainingJob",
+                                target.job_key.substr(0, slash), target.job_key.substr(slash + 1),
+                                target.run_id, ""};
+    sink_(object, "LauncherAnswerRefused",
+          "the status answer of node 0's launcher (" + target.host +
+              ") was refused and ignored; the operator treats the launchers as not answering: " +
+              why);
+  }
+  return status;
 }
 
 StatusOr<protocol::ControlStatus> RdzvLauncherControl::GetStatus(
