@@ -1,5 +1,8 @@
 #include "operator/api/network_policy.h"
 
+#include <set>
+#include <utility>
+
 #include "operator/api/children.h"
 
 namespace lockstep::api {
@@ -8,26 +11,52 @@ using nlohmann::json;
 
 namespace {
 
-json TcpRange(int32_t first, int32_t last) {
-  json port = {{"protocol", "TCP"}, {"port", first}};
-  if (last > first) port["endPort"] = last;
-  return port;
+json TcpPort(int32_t port) { return {{"protocol", "TCP"}, {"port", port}}; }
+
+bool IsLaunchersPort(int64_t port) {
+  return port == kRdzvPort || port == kMasterPort || port == kKvPort;
 }
 
-// Every TCP port but the launcher's, and every UDP port: what pods outside the job may reach.
-json PortsButTheLaunchers() {
-  json ports = json::array();
-  int32_t next = 1;
-  for (int32_t served : {kRdzvPort, kMasterPort, kKvPort}) {  // ascending
-    if (served > next) ports.push_back(TcpRange(next, served - 1));
-    next = served + 1;
+// The ports a template's containers (sidecars among its init containers too) declare with
+// `containerPort`, the launcher's three left out: the ones the user means others to reach (a
+// dashboard, a metrics endpoint). Ordered and deduplicated by (protocol, port).
+void CollectDeclaredPorts(const json& pod_template, std::set<std::pair<std::string, int32_t>>* out) {
+  if (!pod_template.is_object() || !pod_template.contains("spec")) return;
+  const json& spec = pod_template["spec"];
+  if (!spec.is_object()) return;
+  for (const char* list : {"containers", "initContainers"}) {
+    if (!spec.contains(list) || !spec[list].is_array()) continue;
+    for (const json& container : spec[list]) {
+      if (!container.is_object() || !container.contains("ports") ||
+          !container["ports"].is_array()) {
+        continue;
+      }
+      for (const json& port : container["ports"]) {
+        if (!port.is_object() || !port.contains("containerPort")) continue;
+        const json& number = port["containerPort"];
+        if (!number.is_number_integer()) continue;
+        const int64_t value = number.get<int64_t>();
+        if (value < 1 || value > 65535 || IsLaunchersPort(value)) continue;
+        std::string protocol = port.value("protocol", std::string("TCP"));
+        if (protocol != "TCP" && protocol != "UDP" && protocol != "SCTP") continue;
+        out->emplace(std::move(protocol), static_cast<int32_t>(value));
+      }
+    }
   }
-  ports.push_back(TcpRange(next, 65535));
-  ports.push_back({{"protocol", "UDP"}});
-  return ports;
 }
 
 }  // namespace
+
+json DeclaredPorts(const TrainingJob& job) {
+  std::set<std::pair<std::string, int32_t>> declared;
+  CollectDeclaredPorts(job.spec.pod_template, &declared);
+  for (const Role& role : job.spec.roles) CollectDeclaredPorts(role.pod_template, &declared);
+  json ports = json::array();
+  for (const auto& [protocol, port] : declared) {
+    ports.push_back({{"protocol", protocol}, {"port", port}});
+  }
+  return ports;
+}
 
 std::string NetworkPolicyName(std::string_view job_name) {
   return std::string(job_name) + "-launcher";
@@ -35,16 +64,16 @@ std::string NetworkPolicyName(std::string_view job_name) {
 
 json BuildNetworkPolicy(const TrainingJob& job, const OperatorPeer& op) {
   const json own_pods = {{"podSelector", {{"matchLabels", {{kLabelJobName, job.metadata.name}}}}}};
-  json ingress = json::array({
-      {{"from", json::array({own_pods})}},
-      {{"ports", PortsButTheLaunchers()}},
-  });
+  json ingress = json::array({{{"from", json::array({own_pods})}}});
+  if (json declared = DeclaredPorts(job); !declared.empty()) {
+    ingress.push_back({{"ports", std::move(declared)}});
+  }
   if (!op.namespace_name.empty()) {
     json peer = {{"namespaceSelector",
                   {{"matchLabels", {{"kubernetes.io/metadata.name", op.namespace_name}}}}}};
     if (!op.pod_labels.empty()) peer["podSelector"] = {{"matchLabels", op.pod_labels}};
     ingress.push_back({{"from", json::array({peer})},
-                       {"ports", json::array({TcpRange(kRdzvPort, kRdzvPort)})}});
+                       {"ports", json::array({TcpPort(kRdzvPort)})}});
   }
   return {{"apiVersion", "networking.k8s.io/v1"},
           {"kind", "NetworkPolicy"},

@@ -1,12 +1,16 @@
 #pragma once
-// The job's NetworkPolicy `<job>-launcher`, created with its Service and Secret: only the job's
-// own pods reach the ports its launchers serve (the rendezvous server, the TCPStore-compatible
-// store, the Gloo KV server: torch's store and Horovod's KV have no authentication of their
-// own), and the operator reaches the rendezvous port for its control requests (status,
-// in-place restart). The job's own pods reach every port of each other (NCCL, Gloo and the
-// frameworks' servers pick theirs); anyone else keeps every other port, so a user's dashboard
-// or metrics endpoint in the pods still works. It protects only where the cluster's CNI
-// enforces NetworkPolicy (docs/install.md).
+// The job's NetworkPolicy `<job>-launcher`, created with its Service and Secret. Ingress to the
+// job's pods is allowed:
+//  - from the job's own pods, on every port: NCCL, Gloo and the frameworks' servers (TensorFlow's
+//    gRPC, Ray's GCS and object managers, JAX's coordinator, Horovod's) pick theirs, often at
+//    random;
+//  - from the operator, on the rendezvous port (status and in-place restart requests);
+//  - from anyone, on the ports the templates declare with `containerPort` (a dashboard, a
+//    metrics endpoint the user means others to reach), never the launcher's three;
+// and nowhere else (issue 44 item 5). Before, every port but the launcher's was open to every
+// pod of the cluster, so a framework's unauthenticated server (Ray's GCS, TensorFlow's gRPC)
+// was any tenant's to call. It protects only where the cluster's CNI enforces NetworkPolicy
+// (docs/install.md).
 
 #include <cstdint>
 #include <map>
@@ -31,6 +35,10 @@ struct OperatorPeer {
 };
 
 std::string NetworkPolicyName(std::string_view job_name);
+// The (protocol, port) list the templates declare, as NetworkPolicyPort objects: the policy's
+// rule for everyone. Ports outside 1-65535, unknown protocols and the launcher's ports are left
+// out (those are the job's own).
+nlohmann::json DeclaredPorts(const TrainingJob& job);
 nlohmann::json BuildNetworkPolicy(const TrainingJob& job, const OperatorPeer& op);
 
 }  // namespace lockstep::api

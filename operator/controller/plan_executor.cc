@@ -132,28 +132,39 @@ Status PlanExecutor::CreateSharedChildren(const CachedJob& job, const Plan& plan
   }
   // AlreadyExists: a previous pass created it (its token is the one the pods use, keep it),
   // or someone else did, and then no pod of this job may use it.
-  if (!secret_r.ok()) LS_RETURN_IF_ERROR(CheckSecretOwner(job));
+  if (!secret_r.ok()) {
+    LS_RETURN_IF_ERROR(CheckOwner(job, kube::resources::Secrets(),
+                                  api::RdzvSecretName(job.meta.name), "secret", "SecretNotOwned",
+                                  "its token is not used"));
+  }
   if (!policy_r.ok() && !IsAlreadyExists(policy_r.status())) {
     return policy_r.status().WithContext("create network policy");
+  }
+  // AlreadyExists here too: ours from a previous pass, or a squatter's, whose rules (allow all,
+  // say) would then stand in for the job's fence.
+  if (!policy_r.ok()) {
+    LS_RETURN_IF_ERROR(CheckOwner(job, kube::resources::NetworkPolicies(),
+                                  api::NetworkPolicyName(job.meta.name), "networkpolicy",
+                                  "NetworkPolicyNotOwned", "it would fence the job's pods"));
   }
   return Status::Ok();
 }
 
-Status PlanExecutor::CheckSecretOwner(const CachedJob& job) {
-  const std::string name = api::RdzvSecretName(job.meta.name);
-  StatusOr<nlohmann::json> secret =
-      client_.Get(kube::resources::Secrets(), job.meta.namespace_, name);
-  if (!secret.ok()) return secret.status().WithContext("get secret " + name);
-  StatusOr<kube::ObjectMeta> meta = kube::DecodeObjectMeta(*secret);
-  if (!meta.ok()) return meta.status().WithContext("secret " + name);
+Status PlanExecutor::CheckOwner(const CachedJob& job, const kube::ResourceRef& resource,
+                                const std::string& name, std::string_view what,
+                                std::string_view reason, std::string_view consequence) {
+  StatusOr<nlohmann::json> object = client_.Get(resource, job.meta.namespace_, name);
+  if (!object.ok()) return object.status().WithContext("get " + std::string(what) + " " + name);
+  StatusOr<kube::ObjectMeta> meta = kube::DecodeObjectMeta(*object);
+  if (!meta.ok()) return meta.status().WithContext(std::string(what) + " " + name);
   const kube::OwnerRef* owner = meta->ControllerRef();
   if (owner != nullptr && owner->uid == job.meta.uid) return Status::Ok();
   const std::string message =
-      "secret " + name + " exists but is not this job's (" +
+      std::string(what) + " " + name + " exists but is not this job's (" +
       (owner == nullptr ? std::string("no controller")
                         : "controlled by " + owner->kind + " " + owner->name) +
-      "): its token is not used and no pod is created until it is deleted";
-  events_.Record(InvolvedJob(job), "Warning", "SecretNotOwned", message);
+      "): " + std::string(consequence) + ", and no pod is created until it is deleted";
+  events_.Record(InvolvedJob(job), "Warning", std::string(reason), message);
   return FailedPreconditionError(message);
 }
 

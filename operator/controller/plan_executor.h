@@ -19,6 +19,8 @@
 // deletes within a batch run on their own threads.
 
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -85,8 +87,13 @@ class PlanExecutor {
   // and a NotFound delete are done already.
   Status WriteWorkloads(const CachedJob& job, const Plan& plan);
   Status WriteWorkload(const CachedJob& job, const kueue::WorkloadWrite& write);
-  // A `<job>-rdzv` Secret that exists but is not this job's: its token would be someone else's.
-  Status CheckSecretOwner(const CachedJob& job);
+  // After an AlreadyExists create of a shared child: OK when the job controls `name`; else an
+  // event `reason` and FailedPrecondition, so no pod is created. A `<job>-rdzv` Secret not the
+  // job's holds someone else's token; a `<job>-launcher` NetworkPolicy not the job's holds
+  // someone else's rules.
+  Status CheckOwner(const CachedJob& job, const kube::ResourceRef& resource,
+                    const std::string& name, std::string_view what, std::string_view reason,
+                    std::string_view consequence);
 
   kube::RestClient& client_;
   Expectations& expectations_;

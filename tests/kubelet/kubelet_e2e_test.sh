@@ -126,6 +126,7 @@ spec:
         imagePullPolicy: Never
         command: [python3, /examples/frameworks/jax/train.py]
         args: [--steps, "$2", --step-seconds, "0.1"]
+        ports: [{name: metrics, containerPort: 8080}]  # declared: the policy opens it to anyone
         securityContext:
           allowPrivilegeEscalation: false
           capabilities: {drop: [ALL]}
@@ -184,12 +185,17 @@ same="$(probe same-job "$NS" "lockstep.dev/job-name: jax-net" 29400)"
 other="$(probe other-ns "$OTHER_NS" "app: probe" 29400)"
 [[ "$other" == *"timed out"* ]] ||
   fail "a pod of another namespace reached worker-0's rendezvous port (want a drop): $other"
-# The control: the same pod's packets reach worker-0 on a port the policy leaves open (nothing
-# listens there, so the pod's kernel refuses), so the timeout above was the policy's drop.
-open_port="$(probe other-ns-open "$OTHER_NS" "app: probe" 29399)"
-[[ "$open_port" == *"refused"* ]] ||
-  fail "a pod of another namespace should reach worker-0 on 29399 and be refused: $open_port"
-ok "NetworkPolicy enforced: same job -> $worker0_ip:29400 $same; other namespace -> 29400 $other, 29399 $open_port"
+# Every port the template does not declare is the job's only (issue 44 item 5): 29399, where
+# nothing listens, drops too instead of being refused.
+undeclared="$(probe other-ns-undeclared "$OTHER_NS" "app: probe" 29399)"
+[[ "$undeclared" == *"timed out"* ]] ||
+  fail "a pod of another namespace reached worker-0's undeclared port 29399 (want a drop): $undeclared"
+# The control: the same pod's packets reach worker-0 on the port the template declares (nothing
+# listens there, so the pod's kernel refuses), so the timeouts above were the policy's drops.
+declared="$(probe other-ns-declared "$OTHER_NS" "app: probe" 8080)"
+[[ "$declared" == *"refused"* ]] ||
+  fail "a pod of another namespace should reach worker-0 on the declared 8080 and be refused: $declared"
+ok "NetworkPolicy enforced: same job -> $worker0_ip:29400 $same; other namespace -> 29400 $other, undeclared 29399 $undeclared, declared 8080 $declared"
 
 # ---- 6. a node dies ---------------------------------------------------------------------------
 victim="$(kubectl get pods -n "$NS" -l lockstep.dev/job-name=jax-net,lockstep.dev/replica-index=1 \

@@ -16,11 +16,13 @@
 #include <sstream>
 #include <thread>
 
+#include "operator/api/network_policy.h"
 #include "operator/kube/config.h"
 #include "operator/kube/curl_transport.h"
 #include "tests/e2e/agent/host_command.h"
 #include "tests/integration/kube/test_env.h"
 #include "tests/testing/host_state.h"
+#include "tests/testing/port_fence.h"
 #include "tests/testing/random_suffix.h"
 #include "tests/testing/yaml_json.h"
 
@@ -28,7 +30,9 @@ extern char** environ;
 
 namespace lockstep::e2e {
 
+using ::lockstep::testing::ListeningTcpPorts;
 using ::lockstep::testing::MarkedProcesses;
+using ::lockstep::testing::OpenToAnyone;
 using ::lockstep::testing::ReadWholeFile;
 using ::lockstep::testing::SpawnAndAwaitLine;
 using ::lockstep::testing::YamlToJson;
@@ -391,14 +395,23 @@ StatusOr<JobRun> FrameworkCluster::Run(const json& job, seconds timeout) {
   const std::string name = job["metadata"].value("name", "");
   const auto start = std::chrono::steady_clock::now();
   LS_RETURN_IF_ERROR(Create(job));
+  std::set<int> listening;
   StatusOr<json> done = WaitFor(
       name,
-      [](const json& j) {
+      [&](const json& j) {
+        for (pid_t pid : JobProcesses(name)) listening.merge(ListeningTcpPorts(pid));
         const std::string state = j.contains("status") ? j["status"].value("state", "") : "";
         return state == "Succeeded" || state == "Failed";
       },
       timeout);
   JobRun run = Collect(name);
+  run.listening_ports = std::move(listening);
+  // The policy outlives the job's end (it goes with the job object), so it is read now.
+  StatusOr<json> policy = client_->Get(kube::resources::NetworkPolicies(), ns_,
+                                       api::NetworkPolicyName(name));
+  for (int port : run.listening_ports) {
+    if (!policy.ok() || OpenToAnyone(*policy, port)) run.open_to_anyone.insert(port);
+  }
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!done.ok()) {
     // Its pods would otherwise keep the machine busy for the tests after this one.

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ struct JobRun {
   };
   std::vector<Pod> pods;  // every pod the agent ran for the job, all attempts
   double seconds = 0;
+  // The TCP ports the job's processes listened on (not loopback), sampled at each poll while it
+  // ran, and those of them its NetworkPolicy opens to a pod outside the job (issue 44 item 5:
+  // RunExample fails on any). Sampling can miss a server that lives under half a second.
+  std::set<int> listening_ports;
+  std::set<int> open_to_anyone;
   std::string state() const;
   // Every log line (all pods) that starts with `prefix`.
   std::vector<std::string> Lines(const std::string& prefix) const;

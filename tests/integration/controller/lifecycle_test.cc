@@ -145,6 +145,43 @@ TEST_F(OperatorTest, ARendezvousSecretTheJobDoesNotOwnIsRefused) {
   EXPECT_EQ((*own)["metadata"]["ownerReferences"][0]["uid"], (*job)["metadata"]["uid"]);
 }
 
+// Issue 44 item 5: the job's `<job>-launcher` NetworkPolicy cannot be squatted. One made before
+// the job by someone else (here: allow everything) would stand in for the job's fence; the
+// operator refuses it as it refuses a foreign Secret, then makes its own once it is gone.
+TEST_F(OperatorTest, ANetworkPolicyTheJobDoesNotOwnIsRefused) {
+  const kube::ResourceRef policies = kube::resources::NetworkPolicies();
+  const json allow_all = {
+      {"apiVersion", "networking.k8s.io/v1"},
+      {"kind", "NetworkPolicy"},
+      {"metadata", {{"name", "squat-launcher"}}},
+      {"spec", {{"podSelector", json::object()}, {"ingress", json::array({json::object()})}}}};
+  ASSERT_TRUE(client().Create(policies, ns(), allow_all).ok());
+  CreateJob(MakeJob("squat", 2));
+  ASSERT_TRUE(kube::testing::WaitFor(
+      [&] {
+        const std::vector<std::string> reasons = EventReasons(client(), ns(), "squat");
+        return std::find(reasons.begin(), reasons.end(), "NetworkPolicyNotOwned") !=
+               reasons.end();
+      },
+      seconds(30)))
+      << "no NetworkPolicyNotOwned event; log: " << op_->log_path();
+  auto pods = ListJobPods(client(), ns(), "squat");
+  ASSERT_TRUE(pods.ok());
+  EXPECT_TRUE(pods->empty()) << pods->size() << " pods created behind a foreign NetworkPolicy";
+
+  ASSERT_TRUE(client().Delete(policies, ns(), "squat-launcher").ok());
+  ASSERT_TRUE(WaitForPods("squat", 2)) << "log: " << op_->log_path();
+  StatusOr<json> own = client().Get(policies, ns(), "squat-launcher");
+  ASSERT_TRUE(own.ok()) << own.status();
+  StatusOr<json> job = client().Get(kube::resources::TrainingJobs(), ns(), "squat");
+  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE((*own)["metadata"].contains("ownerReferences")) << own->dump(2);
+  EXPECT_EQ((*own)["metadata"]["ownerReferences"][0]["uid"], (*job)["metadata"]["uid"]);
+  for (const json& rule : (*own)["spec"]["ingress"]) {  // no allow-all rule is left
+    EXPECT_TRUE(rule.contains("from") || rule.contains("ports")) << own->dump(2);
+  }
+}
+
 TEST_F(OperatorTest, SuccessfulJobRunsSucceedsAndMovesTheTimeToRunningHistogram) {
   EXPECT_EQ(TimeToRunningCount(op_->metrics_port(), ns()), 0);
   CreateJob(MakeJob("ok", 2));

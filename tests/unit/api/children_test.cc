@@ -63,9 +63,10 @@ TEST(ChildrenTest, RdzvSecretHoldsTheTokenBase64) {
   EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["name"], "demo");
 }
 
-// Issue 18: only the job's own pods reach its launchers' ports; the operator reaches the
-// rendezvous port; every other port stays open.
-TEST(ChildrenTest, NetworkPolicyKeepsTheLaunchersPortsToTheJob) {
+// Issues 18 and 44 (item 5): the job's own pods reach every port; the operator reaches the
+// rendezvous port; anyone else reaches only the ports the templates declare, never the
+// launcher's.
+TEST(ChildrenTest, NetworkPolicyFencesEveryPortButTheDeclaredOnes) {
   const json np = BuildNetworkPolicy(testing::MinimalJob(),
                                      {"lockstep-system", {{"app.kubernetes.io/name", "lockstep"}}});
   EXPECT_EQ(np["apiVersion"], "networking.k8s.io/v1");
@@ -75,21 +76,41 @@ TEST(ChildrenTest, NetworkPolicyKeepsTheLaunchersPortsToTheJob) {
   EXPECT_EQ(np["spec"]["podSelector"], own);
   EXPECT_EQ(np["spec"]["policyTypes"], json({"Ingress"}));
   const json& rules = np["spec"]["ingress"];
-  ASSERT_EQ(rules.size(), 3u);
+  // No port declared: no rule for everyone.
+  ASSERT_EQ(rules.size(), 2u);
   EXPECT_EQ(rules[0], json({{"from", {{{"podSelector", own}}}}}));  // every port, own pods
-  // Everyone: every TCP port but 29400, 29500 and 29501, and UDP.
-  EXPECT_FALSE(rules[1].contains("from"));
-  EXPECT_EQ(rules[1]["ports"], json::parse(R"([
-      {"protocol": "TCP", "port": 1, "endPort": 29399},
-      {"protocol": "TCP", "port": 29401, "endPort": 29499},
-      {"protocol": "TCP", "port": 29502, "endPort": 65535},
-      {"protocol": "UDP"}])"));
-  EXPECT_EQ(rules[2], json::parse(R"({"from": [{
+  EXPECT_EQ(rules[1], json::parse(R"({"from": [{
       "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "lockstep-system"}},
       "podSelector": {"matchLabels": {"app.kubernetes.io/name": "lockstep"}}}],
       "ports": [{"protocol": "TCP", "port": 29400}]})"));
   // An operator outside the cluster has no rule of its own.
-  EXPECT_EQ(BuildNetworkPolicy(testing::MinimalJob(), {})["spec"]["ingress"].size(), 2u);
+  EXPECT_EQ(BuildNetworkPolicy(testing::MinimalJob(), {})["spec"]["ingress"].size(), 1u);
+}
+
+TEST(ChildrenTest, NetworkPolicyOpensTheDeclaredPortsToEveryoneButNeverTheLaunchers) {
+  TrainingJob job = testing::MinimalJob();
+  json& trainer = job.spec.pod_template["spec"]["containers"][0];
+  trainer["ports"] = json::parse(R"([
+      {"name": "dashboard", "containerPort": 8265},
+      {"containerPort": 9090, "protocol": "TCP"},
+      {"containerPort": 8265},
+      {"containerPort": 29400}, {"containerPort": 29500}, {"containerPort": 29501},
+      {"containerPort": 70000}, {"containerPort": 0}, {"containerPort": "80"},
+      {"containerPort": 5353, "protocol": "UDP"}, {"containerPort": 7, "protocol": "ICMP"}])");
+  Role ps;
+  ps.name = "ps";
+  ps.replicas = 1;
+  ps.pod_template = json::parse(R"({"spec": {
+      "initContainers": [{"name": "exporter", "restartPolicy": "Always",
+                          "ports": [{"containerPort": 9100}]}],
+      "containers": [{"name": "ps", "ports": [{"containerPort": 2222}]}]}})");
+  job.spec.roles.push_back(ps);
+  const json everyone = BuildNetworkPolicy(job, {})["spec"]["ingress"][1];
+  EXPECT_FALSE(everyone.contains("from"));
+  EXPECT_EQ(everyone["ports"], json::parse(R"([
+      {"protocol": "TCP", "port": 2222}, {"protocol": "TCP", "port": 8265},
+      {"protocol": "TCP", "port": 9090}, {"protocol": "TCP", "port": 9100},
+      {"protocol": "UDP", "port": 5353}])"));
 }
 
 TEST(ChildrenTest, TokensAreRandomHex) {
