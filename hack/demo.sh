@@ -152,6 +152,9 @@ submit_job() {
   step "4/6 training $JOB ($EXAMPLE): 2 pods x 2 processes, gloo on CPU, $EPOCHS epochs, a checkpoint each epoch"
   CHECKPOINTS="$STATE/checkpoints/$JOB"
   rm -rf "$CHECKPOINTS" && mkdir -p "$CHECKPOINTS"  # hostPath: the agent does not create it
+  # The chart's template policy refuses hostPath volumes unless the namespace allows host access
+  # (docs/install.md): here every node is this machine and the checkpoints live on it.
+  kubectl label namespace default lockstep.dev/allow-host-access=true --overwrite >/dev/null
   start_watch
   kubectl patch --local -f "$EXAMPLE" --type json -o yaml -p "[
     {\"op\": \"replace\", \"path\": \"/spec/template/spec/containers/0/args\", \"value\":

@@ -471,6 +471,41 @@ std::vector<std::string> Args(const YAML::Node& deployment) {
   return StringList(OperatorContainer(deployment)["args"]);
 }
 
+// Issue 44 item 7: the template policy is on by default, bound to every namespace unless
+// templatePolicy.namespaceSelector says otherwise, and off with templatePolicy.enabled=false.
+// What it refuses is checked against the API server (integration.helm.template_policy).
+TEST(HelmChart, TemplatePolicyIsOnByDefaultAndItsBindingFollowsTheSelector) {
+  const RenderedChart chart = RenderChart();
+  ASSERT_EQ(chart.error, "");
+  const std::string name = kFullname + "-trainingjob-templates";
+  const auto policy = chart.Find("ValidatingAdmissionPolicy", name);
+  ASSERT_TRUE(policy);
+  EXPECT_EQ((*policy)["spec"]["failurePolicy"].as<std::string>(), "Fail");
+  EXPECT_EQ((*policy)["spec"]["matchConstraints"]["resourceRules"][0]["resources"][0]
+                .as<std::string>(),
+            "trainingjobs");
+  EXPECT_EQ((*policy)["spec"]["validations"].size(), 4u);
+  const auto binding = chart.Find("ValidatingAdmissionPolicyBinding", name);
+  ASSERT_TRUE(binding);
+  EXPECT_EQ((*binding)["spec"]["policyName"].as<std::string>(), name);
+  EXPECT_EQ((*binding)["spec"]["validationActions"][0].as<std::string>(), "Deny");
+  EXPECT_FALSE((*binding)["spec"]["matchResources"]);
+
+  const RenderedChart scoped =
+      RenderChart({"--set", "templatePolicy.namespaceSelector.matchLabels.team=a"});
+  ASSERT_EQ(scoped.error, "");
+  const auto scoped_binding = scoped.Find("ValidatingAdmissionPolicyBinding", name);
+  ASSERT_TRUE(scoped_binding);
+  EXPECT_EQ((*scoped_binding)["spec"]["matchResources"]["namespaceSelector"]["matchLabels"]["team"]
+                .as<std::string>(),
+            "a");
+
+  const RenderedChart off = RenderChart({"--set", "templatePolicy.enabled=false"});
+  ASSERT_EQ(off.error, "");
+  EXPECT_FALSE(off.Find("ValidatingAdmissionPolicy", name));
+  EXPECT_FALSE(off.Find("ValidatingAdmissionPolicyBinding", name));
+}
+
 TEST(HelmChart, MetricsSecureOffAddsNothing) {
   const RenderedChart chart = RenderChart({"--set", "serviceMonitor.enabled=true"});
   ASSERT_EQ(chart.error, "");
