@@ -117,6 +117,62 @@ NodeSelectorRequirement DecodeRequirement(const json& r) {
                                  StringList(Field(r, "values"))};
 }
 
+std::optional<LabelSelector> DecodeLabelSelector(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  return LabelSelector{
+      Strings(Field(j, "matchLabels")),
+      Each<NodeSelectorRequirement>(Field(j, "matchExpressions"), DecodeRequirement)};
+}
+
+PodAffinityTerm DecodePodAffinityTerm(const json& t) {
+  return PodAffinityTerm{DecodeLabelSelector(Field(t, "labelSelector")),
+                         StringList(Field(t, "namespaces")),
+                         DecodeLabelSelector(Field(t, "namespaceSelector")),
+                         Str(t, "topologyKey"),
+                         StringList(Field(t, "matchLabelKeys")),
+                         StringList(Field(t, "mismatchLabelKeys"))};
+}
+
+void AddHostPorts(const json& containers, std::vector<HostPortBinding>* out) {
+  if (!containers.is_array()) return;
+  for (const json& c : containers) {
+    const json& ports = Field(c, "ports");
+    if (!ports.is_array()) continue;
+    for (const json& p : ports) {
+      const int32_t host_port = OptInt<int32_t>(p, "hostPort").value_or(0);
+      if (host_port > 0) out->push_back({host_port, Str(p, "protocol"), Str(p, "hostIP")});
+    }
+  }
+}
+
+// Null when the pod has no required inter-pod term, spread constraint or host port.
+std::shared_ptr<const PodPlacementTerms> DecodePlacementTerms(const json& spec) {
+  PodPlacementTerms terms;
+  const json& affinity = Field(spec, "affinity");
+  terms.required_affinity = Each<PodAffinityTerm>(
+      Field(Field(affinity, "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"),
+      DecodePodAffinityTerm);
+  terms.required_anti_affinity = Each<PodAffinityTerm>(
+      Field(Field(affinity, "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"),
+      DecodePodAffinityTerm);
+  terms.topology_spread =
+      Each<TopologySpreadConstraint>(Field(spec, "topologySpreadConstraints"), [](const json& c) {
+        return TopologySpreadConstraint{OptInt<int32_t>(c, "maxSkew").value_or(1),
+                                        Str(c, "topologyKey"),
+                                        Str(c, "whenUnsatisfiable"),
+                                        DecodeLabelSelector(Field(c, "labelSelector")),
+                                        OptInt<int32_t>(c, "minDomains"),
+                                        StringList(Field(c, "matchLabelKeys"))};
+      });
+  AddHostPorts(Field(spec, "initContainers"), &terms.host_ports);
+  AddHostPorts(Field(spec, "containers"), &terms.host_ports);
+  if (terms.required_affinity.empty() && terms.required_anti_affinity.empty() &&
+      terms.topology_spread.empty() && terms.host_ports.empty()) {
+    return nullptr;
+  }
+  return std::make_shared<const PodPlacementTerms>(std::move(terms));
+}
+
 Status AddResources(const json& list, ResourceList* out) {
   if (!list.is_object()) return Status::Ok();
   for (auto it = list.begin(); it != list.end(); ++it) {
@@ -227,6 +283,7 @@ StatusOr<Pod> DecodePod(const json& object) {
               Each<NodeSelectorRequirement>(Field(t, "matchExpressions"), DecodeRequirement),
               Each<NodeSelectorRequirement>(Field(t, "matchFields"), DecodeRequirement)};
         });
+    pod.placement_terms = DecodePlacementTerms(spec);
     LS_RETURN_IF_ERROR(PodRequests(spec, &pod.requests));
     pod.phase = Str(status, "phase");
     pod.reason = Str(status, "reason");

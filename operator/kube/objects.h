@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -98,6 +99,47 @@ struct NodeSelectorTerm {
   std::vector<NodeSelectorRequirement> match_fields;
 };
 
+// A metav1.LabelSelector.
+struct LabelSelector {
+  StringMap match_labels;
+  std::vector<NodeSelectorRequirement> match_expressions;  // In, NotIn, Exists, DoesNotExist
+};
+
+// One required podAffinity / podAntiAffinity term.
+struct PodAffinityTerm {
+  std::optional<LabelSelector> label_selector;  // null selects no pod
+  std::vector<std::string> namespaces;
+  std::optional<LabelSelector> namespace_selector;
+  std::string topology_key;
+  std::vector<std::string> match_label_keys;
+  std::vector<std::string> mismatch_label_keys;
+};
+
+struct TopologySpreadConstraint {
+  int32_t max_skew = 1;
+  std::string topology_key;
+  std::string when_unsatisfiable;  // DoNotSchedule, ScheduleAnyway
+  std::optional<LabelSelector> label_selector;
+  std::optional<int32_t> min_domains;
+  std::vector<std::string> match_label_keys;
+};
+
+// A container (or init container) port with hostPort > 0.
+struct HostPortBinding {
+  int32_t host_port = 0;
+  std::string protocol;  // "" = TCP
+  std::string host_ip;
+};
+
+// What places a pod relative to other pods (the gang scheduler's inter-pod checks, issue 41).
+// Preferred terms are scores, not filters, and are not kept.
+struct PodPlacementTerms {
+  std::vector<PodAffinityTerm> required_affinity;
+  std::vector<PodAffinityTerm> required_anti_affinity;
+  std::vector<TopologySpreadConstraint> topology_spread;
+  std::vector<HostPortBinding> host_ports;
+};
+
 // Resource name -> quantity in milli-units.
 using ResourceList = FlatMap<int64_t>;
 
@@ -122,6 +164,8 @@ struct Pod {
   std::vector<Toleration> tolerations;
   StringMap node_selector;
   std::vector<NodeSelectorTerm> required_node_affinity;
+  // Null for the many pods that have none of these, so the cache pays one pointer per pod.
+  std::shared_ptr<const PodPlacementTerms> placement_terms;
   int32_t priority = 0;
   std::string priority_class_name;
 

@@ -41,7 +41,7 @@ bool Fits(const PodRequest& pod, const NodeInfo& node) {
 }  // namespace
 
 std::string_view InfeasibilityName(Infeasibility reason) {
-  static constexpr NameTable<Infeasibility, 8> kNames = {
+  static constexpr NameTable<Infeasibility, kInfeasibilityCount> kNames = {
       {{Infeasibility::kNone, "feasible"},
        {Infeasibility::kExcluded, "excluded after failure"},
        {Infeasibility::kNotReady, "NotReady"},
@@ -49,7 +49,11 @@ std::string_view InfeasibilityName(Infeasibility reason) {
        {Infeasibility::kTaint, "taint not tolerated"},
        {Infeasibility::kNodeSelector, "nodeSelector mismatch"},
        {Infeasibility::kAffinity, "node affinity mismatch"},
-       {Infeasibility::kResources, "insufficient resources"}}};
+       {Infeasibility::kResources, "insufficient resources"},
+       {Infeasibility::kHostPort, "host port in use"},
+       {Infeasibility::kPodAffinity, "pod affinity not satisfied"},
+       {Infeasibility::kPodAntiAffinity, "pod anti-affinity"},
+       {Infeasibility::kTopologySpread, "topology spread maxSkew"}}};
   return NameOf(kNames, reason, "unknown");
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Feasibility of one pod on one node, with Kubernetes' semantics: Ready, not cordoned (unless the
 // pod tolerates node.kubernetes.io/unschedulable), NoSchedule/NoExecute taints tolerated
-// (PreferNoSchedule ignored), nodeSelector, required node affinity, resources fit.
+// (PreferNoSchedule ignored), nodeSelector, required node affinity, resources fit. What depends
+// on other pods (affinity, spread, host ports) is pod_constraints.h's; its reasons are here so
+// explanations count nodes by every check.
 // Pure functions, thread-safe.
 
 #include <map>
@@ -24,8 +26,13 @@ enum class Infeasibility {
   kNodeSelector,
   kAffinity,
   kResources,
+  // Inter-pod constraints (pod_constraints.h), checked one pod at a time by placement.
+  kHostPort,
+  kPodAffinity,
+  kPodAntiAffinity,
+  kTopologySpread,
 };
-inline constexpr int kInfeasibilityCount = 8;
+inline constexpr int kInfeasibilityCount = 12;
 
 // "NotReady", "cordoned", "taint not tolerated", ... as used in explanations.
 std::string_view InfeasibilityName(Infeasibility reason);

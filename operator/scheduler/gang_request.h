@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "operator/scheduler/node_info.h"
+#include "operator/scheduler/pod_terms.h"
 #include "operator/scheduler/resources.h"
 
 namespace lockstep::scheduler {
@@ -24,15 +25,6 @@ struct Toleration {
   friend bool operator==(const Toleration&, const Toleration&) = default;
 };
 
-enum class SelectorOperator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
-
-struct NodeSelectorRequirement {
-  std::string key;
-  SelectorOperator op = SelectorOperator::kIn;
-  std::vector<std::string> values;
-  friend bool operator==(const NodeSelectorRequirement&, const NodeSelectorRequirement&) = default;
-};
-
 // Expressions are ANDed. `match_fields` supports the one field Kubernetes allows,
 // "metadata.name". A term with neither matches no node, as in Kubernetes.
 struct NodeSelectorTerm {
@@ -41,12 +33,41 @@ struct NodeSelectorTerm {
   friend bool operator==(const NodeSelectorTerm&, const NodeSelectorTerm&) = default;
 };
 
+// A topologySpreadConstraint with whenUnsatisfiable: DoNotSchedule (ScheduleAnyway ones are
+// preferences and are not carried). The selector counts pods in the pod's own namespace.
+struct SpreadConstraint {
+  int32_t max_skew = 1;
+  std::string topology_key;
+  std::optional<LabelSelector> selector;  // null counts no pod
+  int32_t min_domains = 1;
+  friend bool operator==(const SpreadConstraint&, const SpreadConstraint&) = default;
+};
+
+// What places a pod relative to other pods (issue 41). Preferred terms are not carried: they are
+// scores, never filters, so leaving them out cannot make a placement wrong.
+struct PodConstraints {
+  std::vector<PodAffinityTerm> affinity;       // required podAffinity terms, ANDed
+  std::vector<PodAffinityTerm> anti_affinity;  // required podAntiAffinity terms, ANDed
+  std::vector<SpreadConstraint> spread;        // DoNotSchedule constraints, ANDed
+  std::vector<HostPort> host_ports;
+  bool empty() const {
+    return affinity.empty() && anti_affinity.empty() && spread.empty() && host_ports.empty();
+  }
+  friend bool operator==(const PodConstraints&, const PodConstraints&) = default;
+};
+
 struct PodRequest {
   Resources requests;  // effective requests (max of init containers and sum of containers)
   std::vector<Toleration> tolerations;
   std::map<std::string, std::string> node_selector;
   // requiredDuringSchedulingIgnoredDuringExecution: terms ORed; empty = no constraint.
   std::vector<NodeSelectorTerm> required_affinity;
+  // Who the pod is to other pods' selectors, and its own inter-pod constraints. The labels
+  // differ per replica (lockstep.dev/replica-index), so placement groups pods into shapes
+  // without them (SameShape).
+  std::string namespace_;
+  Labels labels;
+  PodConstraints constraints;
   friend bool operator==(const PodRequest&, const PodRequest&) = default;
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "operator/scheduler/pod_terms.h"
 #include "operator/scheduler/resources.h"
 
 namespace lockstep::scheduler {
@@ -20,6 +21,16 @@ struct Taint {
   friend bool operator==(const Taint&, const Taint&) = default;
 };
 
+// A bound pod as other pods' inter-pod constraints see it (issue 41). The driver records one
+// only when it can matter: labels when some pending gang has affinity or spread terms, host
+// ports and anti-affinity terms (which constrain whoever comes next) always.
+struct BoundPod {
+  std::string namespace_;
+  std::map<std::string, std::string> labels;
+  std::vector<HostPort> host_ports;
+  std::vector<PodAffinityTerm> anti_affinity;
+};
+
 struct NodeInfo {
   std::string name;
   std::map<std::string, std::string> labels;
@@ -28,6 +39,7 @@ struct NodeInfo {
   bool ready = true;           // the Ready condition is True
   Resources allocatable;       // status.allocatable, including "pods" when the node reports it
   Resources requested;         // sum of requests of bound, non-terminal pods; see AddBoundPod
+  std::vector<BoundPod> pods;  // bound pods that inter-pod constraints look at (see BoundPod)
 };
 
 // Counts one bound pod against the node: its requests plus one "pods" slot.

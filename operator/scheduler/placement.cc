@@ -9,13 +9,17 @@ namespace lockstep::scheduler {
 
 namespace {
 
-constexpr NameTable<PlacementFailure, 6> kFailureReasons = {
+constexpr NameTable<PlacementFailure, 10> kFailureReasons = {
     {{PlacementFailure::kNone, "Scheduled"},
      {PlacementFailure::kInvalidRequest, "InvalidRequest"},
      {PlacementFailure::kNoFeasibleNodes, "NoFeasibleNodes"},
      {PlacementFailure::kInsufficientResources, "InsufficientResources"},
      {PlacementFailure::kTopology, "TopologyConstraint"},
-     {PlacementFailure::kFragmented, "Fragmented"}}};
+     {PlacementFailure::kFragmented, "Fragmented"},
+     {PlacementFailure::kHostPort, "HostPortInUse"},
+     {PlacementFailure::kPodAffinity, "PodAffinity"},
+     {PlacementFailure::kPodAntiAffinity, "PodAntiAffinity"},
+     {PlacementFailure::kTopologySpread, "TopologySpread"}}};
 
 }  // namespace
 
@@ -30,7 +34,14 @@ Placement PlaceGang(const Snapshot& snapshot, const GangRequest& gang,
 
 void AssumePlacement(Snapshot& snapshot, const GangRequest& gang, const Placement& placement) {
   for (const PodAssignment& a : placement.assignments) {
-    snapshot.Assume(a.node, gang.roles[a.role].pods[a.replica].requests);
+    const PodRequest& pod = gang.roles[a.role].pods[a.replica];
+    snapshot.Assume(a.node, pod.requests);
+    const bool labels = snapshot.pod_labels_indexed() && !pod.labels.empty();
+    if (!labels && pod.constraints.host_ports.empty() && pod.constraints.anti_affinity.empty()) {
+      continue;
+    }
+    snapshot.AssumePod(a.node, BoundPod{pod.namespace_, labels ? pod.labels : Labels{},
+                                        pod.constraints.host_ports, pod.constraints.anti_affinity});
   }
 }
 

@@ -26,6 +26,12 @@ enum class PlacementFailure {
   kInsufficientResources,  // total free capacity on feasible nodes is short
   kTopology,               // requiredTopologyKey: no single domain can hold the gang
   kFragmented,             // enough in total, but not in pod-sized pieces
+  // Inter-pod constraints (pod_constraints.h): the one that excluded the most nodes for the
+  // first pod that found none.
+  kHostPort,
+  kPodAffinity,
+  kPodAntiAffinity,
+  kTopologySpread,
 };
 
 // CamelCase reason for the Scheduled=False condition, e.g. "InsufficientResources".

@@ -10,6 +10,14 @@ namespace {
 
 constexpr int64_t kNoLimit = std::numeric_limits<int32_t>::max();
 
+// Pods of one shape are interchangeable for capacity and constraints; their labels may differ
+// per replica (lockstep.dev/replica-index) and are not part of the shape.
+bool SameShape(const PodRequest& a, const PodRequest& b) {
+  return a.requests == b.requests && a.tolerations == b.tolerations &&
+         a.node_selector == b.node_selector && a.required_affinity == b.required_affinity &&
+         a.namespace_ == b.namespace_ && a.constraints == b.constraints;
+}
+
 }  // namespace
 
 PlacementEngine::PlacementEngine(const Snapshot& snapshot, const GangRequest& gang,
@@ -40,7 +48,7 @@ bool PlacementEngine::BuildShapes() {
         if (name == kGpu) any_gpu = true;
       }
       auto same = std::find_if(shapes_.begin(), shapes_.end(),
-                               [&](const Shape& s) { return *s.pod == pod; });
+                               [&](const Shape& s) { return SameShape(*s.pod, pod); });
       if (same == shapes_.end()) {
         shapes_.emplace_back();
         shapes_.back().pod = &pod;
@@ -293,6 +301,7 @@ Placement PlacementEngine::Run() {
     if (std::any_of(shapes_.begin(), shapes_.end(), [&](const Shape& s) { return s.fit[n] > 0; }))
       candidates.push_back(n);
   }
+  if (NeedsOneByOne()) return RunOneByOne(candidates);
   if (hard_first_level_) {
     if (!PlaceInOneDomain(candidates)) return Explain(candidates, /*topology_failed=*/true);
     return BuildAssignments();

@@ -60,6 +60,13 @@ class PlacementEngine {
   Checkpoint Save() const;
   void Restore(const Checkpoint& checkpoint);
 
+  // Inter-pod constraints (inter_pod_placement.cc): pods one at a time, as kube-scheduler
+  // would take them, with the gang's earlier pods counted; in one domain of the hard keys when
+  // the gang has any (requiredTopologyKey, podAffinity within the gang).
+  bool NeedsOneByOne() const;
+  Placement RunOneByOne(const Nodes& candidates);
+  const DomainIndex* IndexFor(const std::string& key);
+
   // Results.
   Placement BuildAssignments() const;
   Placement Explain(const Nodes& candidates, bool topology_failed);

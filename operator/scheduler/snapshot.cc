@@ -72,6 +72,11 @@ Snapshot Snapshot::Build(std::vector<NodeInfo> nodes,
   for (const std::string& key : topology_keys) {
     if (!key.empty()) model->domains.emplace(key, IndexDomains(nodes, key));
   }
+  for (const NodeInfo& node : nodes) {
+    for (const BoundPod& pod : node.pods) {
+      snap.any_anti_affinity_ = snap.any_anti_affinity_ || !pod.anti_affinity.empty();
+    }
+  }
   model->nodes = std::move(nodes);
   snap.model_ = std::move(model);
   return snap;

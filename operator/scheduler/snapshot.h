@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "operator/scheduler/gang_request.h"
@@ -69,6 +70,29 @@ class Snapshot {
   // pods when asking what its gang could get if it were replaced). Never below zero.
   void Release(NodeIndex n, const Resources& requests);
 
+  // Bound pods that inter-pod constraints look at (node_info.h's BoundPod): those the nodes were
+  // built with, then those assumed in this copy, each with its node.
+  template <typename Fn>  // Fn(NodeIndex, const BoundPod&)
+  void ForEachPod(Fn&& fn) const {
+    for (NodeIndex n = 0; n < size(); ++n) {
+      for (const BoundPod& pod : model_->nodes[n].pods) fn(n, pod);
+    }
+    for (const auto& [n, pod] : assumed_pods_) fn(n, pod);
+  }
+  // Records a pod placed in this cycle (AssumePlacement) for the gangs decided after it.
+  void AssumePod(NodeIndex n, BoundPod pod) {
+    any_anti_affinity_ = any_anti_affinity_ || !pod.anti_affinity.empty();
+    assumed_pods_.emplace_back(n, std::move(pod));
+  }
+  // Whether some pod above has a required anti-affinity term (so a gang without constraints of
+  // its own need not look at every pod when none has).
+  bool any_anti_affinity() const { return any_anti_affinity_; }
+  // Whether pods' labels are recorded (the driver skips them when no pending gang has affinity
+  // or spread terms, to keep a cycle over many pods cheap); host ports and anti-affinity terms
+  // always are.
+  bool pod_labels_indexed() const { return pod_labels_indexed_; }
+  void set_pod_labels_indexed(bool indexed) { pod_labels_indexed_ = indexed; }
+
  private:
   struct Model {
     std::vector<NodeInfo> nodes;
@@ -84,6 +108,9 @@ class Snapshot {
 
   std::shared_ptr<const Model> model_;
   std::vector<int64_t> requested_;  // node-major, like Model::allocatable
+  std::vector<std::pair<NodeIndex, BoundPod>> assumed_pods_;
+  bool pod_labels_indexed_ = true;
+  bool any_anti_affinity_ = false;
 };
 
 }  // namespace lockstep::scheduler

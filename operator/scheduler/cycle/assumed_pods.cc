@@ -3,9 +3,11 @@
 namespace lockstep::scheduler {
 
 void AssumedPods::Assume(const std::string& pod_key, const std::string& uid,
-                         const std::string& node, const Resources& requests) {
+                         const std::string& node, const Resources& requests,
+                         std::optional<BoundPod> bound) {
   std::lock_guard<std::mutex> lock(mu_);
-  entries_[pod_key] = Entry{uid, node, requests, false, {}};
+  Entry entry{uid, node, requests, false, {}, false, std::move(bound)};
+  entries_[pod_key] = std::move(entry);
 }
 
 void AssumedPods::Confirm(const std::string& pod_key, Steady now) {
@@ -22,10 +24,9 @@ void AssumedPods::Forget(const std::string& pod_key) {
 }
 
 void AssumedPods::AssumeCreate(const std::string& pod_key, const std::string& node,
-                               const Resources& requests) {
+                               const Resources& requests, std::optional<BoundPod> bound) {
   std::lock_guard<std::mutex> lock(mu_);
-  Entry entry{"", node, requests, false, {}};
-  entry.at_create = true;
+  Entry entry{"", node, requests, false, {}, /*at_create=*/true, std::move(bound)};
   entries_[pod_key] = std::move(entry);
 }
 
@@ -62,6 +63,7 @@ void AssumedPods::ApplyTo(const std::unordered_map<std::string, PodPtr>& pods_by
       }
       if (auto node = nodes.find(it->second.node); node != nodes.end()) {
         AddBoundPod(node->second, it->second.requests);
+        if (it->second.bound) node->second.pods.push_back(*it->second.bound);
       }
       ++it;
       continue;
@@ -81,6 +83,7 @@ void AssumedPods::ApplyTo(const std::unordered_map<std::string, PodPtr>& pods_by
     }
     if (auto node = nodes.find(it->second.node); node != nodes.end()) {
       AddBoundPod(node->second, it->second.requests);
+      if (it->second.bound) node->second.pods.push_back(*it->second.bound);
     }
     ++it;
   }

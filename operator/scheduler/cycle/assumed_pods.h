@@ -16,6 +16,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -32,13 +33,15 @@ class AssumedPods {
   explicit AssumedPods(std::chrono::steady_clock::duration ttl = std::chrono::seconds(30))
       : ttl_(ttl) {}
 
+  // `bound`: what the pod means to inter-pod constraints (convert.h's ToBoundPod), counted on
+  // its node like its requests.
   void Assume(const std::string& pod_key, const std::string& uid, const std::string& node,
-              const Resources& requests);
+              const Resources& requests, std::optional<BoundPod> bound = std::nullopt);
   void Confirm(const std::string& pod_key, Steady now);
   void Forget(const std::string& pod_key);
   // A pod about to be created already bound to `node` (no uid yet), and its successful create.
   void AssumeCreate(const std::string& pod_key, const std::string& node,
-                    const Resources& requests);
+                    const Resources& requests, std::optional<BoundPod> bound = std::nullopt);
   void Created(const std::string& pod_key, const std::string& uid, Steady now);
   // The informer delivered this pod (added, updated or deleted): an entry placed at create for
   // this uid is done, whatever the next pod list shows (a pod deleted before any cycle listed
@@ -62,6 +65,7 @@ class AssumedPods {
     bool confirmed = false;
     Steady confirmed_at{};
     bool at_create = false;  // AssumeCreate: counts until the pod list shows the pod
+    std::optional<BoundPod> bound;
   };
 
   const std::chrono::steady_clock::duration ttl_;

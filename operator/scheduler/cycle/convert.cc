@@ -66,6 +66,71 @@ Toleration ConvertToleration(const kube::Toleration& t) {
   return out;
 }
 
+LabelSelector ConvertSelector(const kube::LabelSelector& in) {
+  return LabelSelector{{in.match_labels.begin(), in.match_labels.end()},
+                       ConvertRequirements(in.match_expressions)};
+}
+
+// matchLabelKeys / mismatchLabelKeys: `key In (value)` / `key NotIn (value)` with the value the
+// carrying pod has; keys it lacks are ignored, as the API says.
+void AddLabelKeys(LabelSelector& selector, const std::vector<std::string>& keys,
+                  const kube::StringMap& labels, SelectorOperator op) {
+  for (const std::string& key : keys) {
+    auto it = labels.find(key);
+    if (it != labels.end()) selector.match_expressions.push_back({key, op, {it->second}});
+  }
+}
+
+// `anti`: a namespaceSelector with terms needs the namespaces' labels, which the scheduler does
+// not watch; an anti-affinity term then looks at every namespace (stricter than asked), an
+// affinity term only at the namespaces it names (never looser than asked).
+PodAffinityTerm ConvertTerm(const kube::PodAffinityTerm& in, const kube::StringMap& labels,
+                            bool anti) {
+  PodAffinityTerm out;
+  if (in.label_selector) {
+    out.selector = ConvertSelector(*in.label_selector);
+    AddLabelKeys(*out.selector, in.match_label_keys, labels, SelectorOperator::kIn);
+    AddLabelKeys(*out.selector, in.mismatch_label_keys, labels, SelectorOperator::kNotIn);
+  }
+  out.namespaces = in.namespaces;
+  if (in.namespace_selector) {
+    const bool empty = in.namespace_selector->match_labels.empty() &&
+                       in.namespace_selector->match_expressions.empty();
+    if (empty || anti) {
+      out.all_namespaces = true;
+    } else if (out.namespaces.empty()) {
+      out.namespaces.push_back("");  // names no real namespace: selects no pod
+    }
+  }
+  out.topology_key = in.topology_key;
+  return out;
+}
+
+PodConstraints ConvertConstraints(const kube::PodPlacementTerms& in,
+                                  const kube::StringMap& labels) {
+  PodConstraints out;
+  for (const auto& t : in.required_affinity) out.affinity.push_back(ConvertTerm(t, labels, false));
+  for (const auto& t : in.required_anti_affinity) {
+    out.anti_affinity.push_back(ConvertTerm(t, labels, true));
+  }
+  for (const auto& c : in.topology_spread) {
+    if (c.when_unsatisfiable != "DoNotSchedule") continue;  // ScheduleAnyway: a score only
+    SpreadConstraint sc;
+    sc.max_skew = c.max_skew;
+    sc.topology_key = c.topology_key;
+    if (c.label_selector) {
+      sc.selector = ConvertSelector(*c.label_selector);
+      AddLabelKeys(*sc.selector, c.match_label_keys, labels, SelectorOperator::kIn);
+    }
+    sc.min_domains = c.min_domains.value_or(1);
+    out.spread.push_back(std::move(sc));
+  }
+  for (const auto& p : in.host_ports) {
+    out.host_ports.push_back({p.host_port, p.protocol.empty() ? "TCP" : p.protocol, p.host_ip});
+  }
+  return out;
+}
+
 }  // namespace
 
 Resources RequestsFromMilli(const kube::ResourceList& milli) { return Convert(milli, true); }
@@ -95,7 +160,25 @@ PodRequest ToPodRequest(const kube::Pod& pod) {
     req.required_affinity.push_back({ConvertRequirements(term.match_expressions),
                                      ConvertRequirements(term.match_fields)});
   }
+  req.namespace_ = pod.meta.namespace_;
+  req.labels = {pod.meta.labels.begin(), pod.meta.labels.end()};
+  if (pod.placement_terms) {
+    req.constraints = ConvertConstraints(*pod.placement_terms, pod.meta.labels);
+  }
   return req;
+}
+
+std::optional<BoundPod> ToBoundPod(const kube::Pod& pod, bool with_labels) {
+  BoundPod out;
+  if (pod.placement_terms) {
+    PodConstraints c = ConvertConstraints(*pod.placement_terms, pod.meta.labels);
+    out.host_ports = std::move(c.host_ports);
+    out.anti_affinity = std::move(c.anti_affinity);
+  }
+  if (!with_labels && out.host_ports.empty() && out.anti_affinity.empty()) return std::nullopt;
+  out.namespace_ = pod.meta.namespace_;
+  if (with_labels) out.labels = {pod.meta.labels.begin(), pod.meta.labels.end()};
+  return out;
 }
 
 }  // namespace lockstep::scheduler

@@ -330,6 +330,11 @@ Snapshot GangScheduler::BuildSnapshot(const std::vector<PodPtr>& pods, Steady no
     if (info.ready && options_.node_lost && options_.node_lost(node->meta.name)) info.ready = false;
     nodes.emplace(node->meta.name, std::move(info));
   }
+  // Bound pods' labels matter only to a pending pod with affinity or spread terms; without one
+  // they are not copied (a pointer test per pod), so a cycle over many pods stays cheap.
+  const bool with_labels = std::any_of(pods.begin(), pods.end(), [](const PodPtr& pod) {
+    return pod->node_name.empty() && NeedsPodLabels(*pod);
+  });
   std::unordered_map<std::string, PodPtr> by_key;
   by_key.reserve(pods.size());
   for (const PodPtr& pod : pods) {
@@ -337,13 +342,16 @@ Snapshot GangScheduler::BuildSnapshot(const std::vector<PodPtr>& pods, Steady no
     if (!HoldsResources(*pod)) continue;
     if (auto it = nodes.find(pod->node_name); it != nodes.end()) {
       AddBoundPod(it->second, RequestsFromMilli(pod->requests));
+      if (auto bound = ToBoundPod(*pod, with_labels)) it->second.pods.push_back(std::move(*bound));
     }
   }
   assumed_.ApplyTo(by_key, nodes, now);
   std::vector<NodeInfo> list;
   list.reserve(nodes.size());
   for (auto& [name, info] : nodes) list.push_back(std::move(info));
-  return Snapshot::Build(std::move(list));
+  Snapshot snapshot = Snapshot::Build(std::move(list));
+  snapshot.set_pod_labels_indexed(with_labels);
+  return snapshot;
 }
 
 void GangScheduler::AssumeAndBind(const CollectedGang& gang, const Placement& placement,
@@ -357,7 +365,8 @@ void GangScheduler::AssumeAndBind(const CollectedGang& gang, const Placement& pl
   for (const PodAssignment& a : placement.assignments) {
     const PodPtr& pod = gang.pods[a.role][a.replica];
     assumed_.Assume(pod->meta.Key(), pod->meta.uid, a.node_name,
-                    gang.request.roles[a.role].pods[a.replica].requests);
+                    gang.request.roles[a.role].pods[a.replica].requests,
+                    ToBoundPod(*pod, /*with_labels=*/true));
     bind->targets.emplace_back(pod, a.node_name);
   }
   {

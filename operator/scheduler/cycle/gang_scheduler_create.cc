@@ -201,6 +201,15 @@ StatusOr<GangScheduler::CreateGrant> GangScheduler::DecideOneCreate(
     return FailedPreconditionError("pods of this gang exist already");
   }
   Snapshot& snapshot = *batch->snapshot;
+  // The batch's snapshot holds bound pods' labels only when a pending pod needed them; a gang
+  // whose affinity or spread terms would read them waits for the binding cycle instead.
+  const bool needs_labels =
+      std::any_of(pods.begin(), pods.end(), [](const PodPtr& pod) { return NeedsPodLabels(*pod); });
+  if (needs_labels && !snapshot.pod_labels_indexed()) {
+    return FailedPreconditionError(
+        "inter-pod affinity or spread terms: placed by the binding cycle, which sees every pod's "
+        "labels");
+  }
   CreatePlacementDecision decision =
       DecideCreatePlacement(snapshot, gang.request, batch->waiting, now, batch->cycle);
   if (decision.outcome != CreatePlacementOutcome::kPlace) {
@@ -220,7 +229,8 @@ StatusOr<GangScheduler::CreateGrant> GangScheduler::DecideOneCreate(
   for (const PodAssignment& a : decision.placement.assignments) {
     const PodPtr& pod = gang.pods[a.role][a.replica];
     const PodRequest& request = gang.request.roles[a.role].pods[a.replica];
-    assumed_.AssumeCreate(pod->meta.Key(), a.node_name, request.requests);
+    assumed_.AssumeCreate(pod->meta.Key(), a.node_name, request.requests,
+                          ToBoundPod(*pod, /*with_labels=*/true));
     record.node_of[pod->meta.Key()] = a.node_name;
     record.requests[pod->meta.Key()] = request;
     grant.node_of[pod->meta.name] = a.node_name;

@@ -187,9 +187,14 @@ std::vector<json> SchedulerTest::PodObjects(const std::string& job, const JobSpe
     const std::string suffix = spec.attempt > 0 ? "-a" + std::to_string(spec.attempt) : "";
     const json owner = {{"apiVersion", "lockstep.dev/v1alpha1"}, {"kind", "TrainingJob"},
                         {"name", job}, {"uid", job_uids_.at(job)}, {"controller", true}};
+    json container = Container(spec.gpus_per_pod);
+    if (spec.host_port > 0) {
+      container["ports"] = {{{"containerPort", spec.host_port}, {"hostPort", spec.host_port}}};
+    }
     json pod_spec = {{"schedulerName", "lockstep"},
                      {"nodeSelector", {{kPoolLabel, ns()}}},
-                     {"containers", {Container(spec.gpus_per_pod)}}};
+                     {"containers", {container}}};
+    pod_spec.merge_patch(spec.pod_spec_patch);
     // As the operator's pods do (api::BuildPod): the scheduler ranks a gang by the priority the
     // apiserver admitted for its pods, not by the job's field.
     const std::string& pod_class =
@@ -214,14 +219,19 @@ void SchedulerTest::CreatePods(const std::string& job, const JobSpec& spec) {
   }
 }
 
-void SchedulerTest::CreateForeignPod(const std::string& name, const std::string& node, int gpus) {
+void SchedulerTest::CreateForeignPod(const std::string& name, const std::string& node, int gpus,
+                                     int host_port) {
+  json container = Container(gpus);
+  if (host_port > 0) {
+    container["ports"] = {{{"containerPort", host_port}, {"hostPort", host_port}}};
+  }
   const json pod = {{"apiVersion", "v1"},
                     {"kind", "Pod"},
                     {"metadata", {{"name", name}}},
                     {"spec",
                      {{"schedulerName", "someone-else"},
                       {"nodeName", node},
-                      {"containers", {Container(gpus)}}}}};
+                      {"containers", {container}}}}};
   StatusOr<json> created = client().Create(kube::resources::Pods(), ns(), pod);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
 }

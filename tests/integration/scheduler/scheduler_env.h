@@ -41,6 +41,9 @@ struct JobSpec {
   // The class the pods name; "" = priority_class, as the operator's pods do. Another one stands
   // for a job whose template named its own class (stored before admission refused that).
   std::string pod_priority_class = "";
+  // Merged into every pod's spec (affinity, topologySpreadConstraints, ...).
+  nlohmann::json pod_spec_patch = nlohmann::json::object();
+  int host_port = 0;  // > 0: the trainer container asks for this hostPort (TCP)
 };
 
 class SchedulerTest : public ::testing::Test {
@@ -62,8 +65,9 @@ class SchedulerTest : public ::testing::Test {
   void CreatePods(const std::string& job, const JobSpec& spec);
   // The pods CreatePods creates, as objects (not created).
   std::vector<nlohmann::json> PodObjects(const std::string& job, const JobSpec& spec);
-  // A pod of another scheduler already bound to `node`.
-  void CreateForeignPod(const std::string& name, const std::string& node, int gpus);
+  // A pod of another scheduler already bound to `node` (with a hostPort when `host_port` > 0).
+  void CreateForeignPod(const std::string& name, const std::string& node, int gpus,
+                        int host_port = 0);
   void DeletePods(const std::string& job);
   // Applies `status` (fields of TrainingJob.status) as the controller would: server-side apply
   // on /status under the controller's field manager "lockstep".
