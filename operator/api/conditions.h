@@ -23,6 +23,12 @@ inline constexpr std::string_view kConditionSuspended = "Suspended";
 // Only on jobs Kueue manages (docs/queues.md): whether Kueue admitted the job's Workload, and if
 // not, Kueue's reason (queue, quota, eviction). The job controller is its one author.
 inline constexpr std::string_view kConditionAdmitted = "Admitted";
+// Present (True) only while a pod of the current attempt cannot start: a container waits with a
+// reason the kubelet does not get past by itself (ImagePullBackOff, CreateContainerConfigError,
+// ...; operator/controller/startup_policy.h). Its message names the pod, the reason and the
+// kubelet's words; its lastTransitionTime starts spec.runPolicy.startupTimeoutSeconds. Removed
+// when nothing fails to start, so that timer starts over. The job controller is its one author.
+inline constexpr std::string_view kConditionStartupFailing = "StartupFailing";
 inline constexpr std::string_view kConditionReconciling = "Reconciling";
 inline constexpr std::string_view kConditionStalled = "Stalled";
 

@@ -21,6 +21,9 @@ inline constexpr int32_t kDefaultBackoffResetAfterSeconds = 600;
 inline constexpr int32_t kDefaultElasticGrowCooldownSeconds = 60;
 inline constexpr bool kDefaultSuspend = false;
 inline constexpr CleanPodPolicy kDefaultCleanPodPolicy = CleanPodPolicy::kRunning;
+// Ten minutes: two full periods of the kubelet's image pull back-off (capped at 300 s), so a
+// registry outage or a Secret created a little after the job is retried before the attempt ends.
+inline constexpr int32_t kDefaultStartupTimeoutSeconds = 600;
 inline constexpr SuccessOperator kDefaultSuccessOperator = SuccessOperator::kAll;
 
 }  // namespace lockstep::api

@@ -159,6 +159,8 @@ Status DecodeRunPolicy(const json& spec, RunPolicy* out) {
   LS_RETURN_IF_ERROR(
       ReadOptInt32(*r, "ttlSecondsAfterFinished", path, &out->ttl_seconds_after_finished));
   LS_RETURN_IF_ERROR(ReadBool(*r, "suspend", path, &out->suspend));
+  LS_RETURN_IF_ERROR(
+      ReadInt32(*r, "startupTimeoutSeconds", path, &out->startup_timeout_seconds));
   return ReadEnum(*r, "cleanPodPolicy", path, &ParseCleanPodPolicy, &out->clean_pod_policy);
 }
 
@@ -189,7 +191,9 @@ json EncodeFailurePolicy(const FailurePolicy& f) {
 }
 
 json EncodeRunPolicy(const RunPolicy& r) {
-  json out = {{"suspend", r.suspend}, {"cleanPodPolicy", ToString(r.clean_pod_policy)}};
+  json out = {{"suspend", r.suspend},
+              {"cleanPodPolicy", ToString(r.clean_pod_policy)},
+              {"startupTimeoutSeconds", r.startup_timeout_seconds}};
   if (r.active_deadline_seconds) out["activeDeadlineSeconds"] = *r.active_deadline_seconds;
   if (r.ttl_seconds_after_finished) out["ttlSecondsAfterFinished"] = *r.ttl_seconds_after_finished;
   return out;

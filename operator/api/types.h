@@ -114,6 +114,9 @@ struct RunPolicy {
   std::optional<int32_t> ttl_seconds_after_finished;
   bool suspend = kDefaultSuspend;
   CleanPodPolicy clean_pod_policy = kDefaultCleanPodPolicy;
+  // How long a container of the attempt may fail to start (StartupFailing=True) before the
+  // attempt ends per the failure policy (operator/controller/startup_policy.h).
+  int32_t startup_timeout_seconds = kDefaultStartupTimeoutSeconds;
 };
 
 struct TrainingJobSpec {

@@ -427,6 +427,7 @@ void ValidateRunPolicy(const RunPolicy& r, Errors* errors) {
     errors->Range("spec.runPolicy.ttlSecondsAfterFinished", *r.ttl_seconds_after_finished, 0,
                   INT32_MAX);
   }
+  errors->Range("spec.runPolicy.startupTimeoutSeconds", r.startup_timeout_seconds, 1, INT32_MAX);
 }
 
 bool SamePlacement(const std::optional<Placement>& a, const std::optional<Placement>& b) {

@@ -266,6 +266,20 @@ std::vector<kube::Pod> GoneMembers(const api::TrainingJob& job, int32_t desired,
   return gone;
 }
 
+FailureDecision StartupTimeoutFailure(const api::TrainingJob& job,
+                                      const api::Condition& startup_failing) {
+  const int32_t timeout = job.spec.run_policy.startup_timeout_seconds;
+  FailureDecision d;
+  d.action = FailureAction::kRestart;
+  d.kind = FailureKind::kFailure;
+  d.reason = startup_failing.reason;
+  d.message = startup_failing.message + "; failing to start for " + std::to_string(timeout) +
+              "s (spec.runPolicy.startupTimeoutSeconds)";
+  d.failed_at = startup_failing.last_transition_time + std::chrono::seconds(timeout);
+  ApplyBudget(job, &d);
+  return d;
+}
+
 FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kube::Pod>& pods,
                               const std::map<std::string, NodeVerdict>& lost_nodes,
                               const std::vector<kube::Pod>& gone) {

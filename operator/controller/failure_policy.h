@@ -17,6 +17,10 @@
 //      failed first. spec.failurePolicy.rules decide (first match wins); the default, when no
 //      rule matches, is RestartJob for every exit code (1-255: application errors, signals,
 //      OOMKilled and the launcher's 76 hang, 77 refused, 78 join timeout, 79 launcher error).
+//   5. apart from DecideFailure, since it needs the pass's time (StartupTimeoutFailure): a pod
+//      of the attempt failing to start (StartupFailing, startup_policy.h) for
+//      spec.runPolicy.startupTimeoutSeconds: the job's own failure, with the container's waiting
+//      reason (ImagePullBackOff, ...) and the condition's message. Only when 1-4 found nothing.
 // Budgets: failures are bounded by maxRestarts (RestartJobAndIgnoreMaxRestarts skips the bound),
 // disruptions by maxDisruptions; neither consumes the other.
 
@@ -74,6 +78,13 @@ FailureDecision DecideFailure(const api::TrainingJob& job, const std::vector<kub
 std::vector<kube::Pod> GoneMembers(const api::TrainingJob& job, int32_t desired,
                                    const std::vector<kube::Pod>& pods,
                                    const std::vector<kube::Pod>& gone_pods);
+
+// Step 5: `startup_failing` (True) has lasted spec.runPolicy.startupTimeoutSeconds. A restart
+// (kFailure, counted against maxRestarts; failed_at: when the timeout expired), or kFailJob with
+// MaxRestartsExceeded when the budget is used up. failurePolicy.rules match exit codes, which a
+// container that never started does not have: none applies.
+FailureDecision StartupTimeoutFailure(const api::TrainingJob& job,
+                                      const api::Condition& startup_failing);
 
 using api::MatchFailureRule;  // operator/api/failure_rules.h
 

@@ -21,6 +21,7 @@
 #include "operator/controller/pod_attempt.h"
 #include "operator/controller/restart_plan.h"
 #include "operator/controller/spare_plan.h"
+#include "operator/controller/startup_policy.h"
 #include "operator/controller/success_policy.h"
 #include "operator/controller/timers.h"
 #include "operator/controller/training_progress.h"
@@ -124,6 +125,8 @@ void PlanSuspended(Pass& p) {
   p.Condition(api::kConditionReconciling, left > 0, "Suspended",
               left > 0 ? "deleting " + std::to_string(left) + " pods" : "all pods deleted");
   p.State(JobState::kSuspended, "Suspended", "spec.runPolicy.suspend is true; pods deleted");
+  // No pod of a held job is starting; a resume's pods start their timer afresh.
+  api::RemoveCondition(&p.status().conditions, api::kConditionStartupFailing);
   // The active deadline restarts from the resume, like the Kubernetes Job's.
   p.status().start_time.reset();
   if (!WasTrue(p.job, api::kConditionSuspended)) {
@@ -149,6 +152,7 @@ void PlanQueued(Pass& p, const kueue::Decision& d) {
   p.Condition(api::kConditionReconciling, left > 0, d.reason,
               left > 0 ? "deleting " + std::to_string(left) + " pods" : d.message);
   p.State(JobState::kQueued, d.reason, d.message);
+  api::RemoveCondition(&p.status().conditions, api::kConditionStartupFailing);
   p.status().start_time.reset();  // time in the queue is not active time
 }
 
@@ -224,6 +228,18 @@ void PlanProgress(Pass& p) {
   } else {
     reason = "StartingPods";
     message = std::to_string(c.running) + " of " + std::to_string(desired) + " pods running";
+  }
+  // A pod that cannot start says why (step StartupFailing), unless the gang scheduler explains
+  // why pods are not bound: its words stay the job's.
+  const api::Condition* startup =
+      api::FindCondition(p.status().conditions, api::kConditionStartupFailing);
+  const api::Condition* sched = api::FindCondition(p.status().conditions,
+                                                   api::kConditionScheduled);
+  const bool scheduler_explains =
+      c.bound < desired && sched != nullptr && sched->status == ConditionStatus::kFalse;
+  if (startup != nullptr && startup->status == ConditionStatus::kTrue && !scheduler_explains) {
+    reason = startup->reason;
+    message = startup->message;
   }
   // A restarted gang that is not running yet is still restarting.
   if (api::IsConditionTrue(p.status().conditions, api::kConditionRestarting)) {
@@ -392,6 +408,32 @@ bool AwaitingCulprit(Pass& p, Findings& f) {
   return true;
 }
 
+// A pod of the attempt that cannot start (startup_policy.h): StartupFailing says so at once, and
+// past spec.runPolicy.startupTimeoutSeconds the attempt fails (failure_policy.h step 5), unless
+// a failure found before explains the pass.
+void StartupFailing(Pass& p, Findings& f) {
+  const bool was = api::FindCondition(p.status().conditions,
+                                      api::kConditionStartupFailing) != nullptr;
+  const std::optional<StartupFailure> failing = FindStartupFailure(
+      p.pods, api::FindCondition(p.status().conditions, api::kConditionStartupFailing));
+  if (!failing) {
+    api::RemoveCondition(&p.status().conditions, api::kConditionStartupFailing);
+    return;
+  }
+  p.Condition(api::kConditionStartupFailing, true, failing->reason, failing->message);
+  if (!was) p.Event("Warning", std::string(api::kConditionStartupFailing), failing->message);
+  if (f.failure.action != FailureAction::kNone) return;
+  const std::optional<TimerCheck> timer =
+      CheckStartupTimeout(p.job.spec.run_policy, p.status().conditions, p.now);
+  if (!timer) return;
+  if (!timer->expired) {
+    p.RequeueIn(timer->remaining);
+    return;
+  }
+  f.failure = StartupTimeoutFailure(
+      p.job, *api::FindCondition(p.status().conditions, api::kConditionStartupFailing));
+}
+
 bool FailJob(Pass& p, Findings& f) {
   if (f.failure.action != FailureAction::kFailJob) return false;
   Finish(p, Outcome::kFailed, f.failure.reason, f.failure.message);
@@ -506,6 +548,7 @@ const Step kSteps[] = {
     Claim({"AwaitingCulprit", kActive, "operator/controller/failure_policy.cc",
            "only exit 75 (a peer was lost) so far: wait for the failing pod's status"},
           step::AwaitingCulprit),
+    Find("StartupFailing", kActive, "operator/controller/startup_policy.cc", step::StartupFailing),
     Claim({"FailJob", kActive, "operator/controller/failure_policy.cc",
            "a failure the policy does not restart: the job fails"},
           step::FailJob),

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "operator/api/children.h"
+#include "operator/api/conditions.h"
 #include "operator/api/enums.h"
 #include "operator/controller/inplace_policy.h"
 #include "operator/controller/node_health.h"
@@ -178,6 +179,8 @@ void PlanRestart(Pass& p, const RestartRequest& r, const std::vector<kube::Pod>&
   p.Condition(api::kConditionRunning, false, "Restarting", message);
   p.Condition(api::kConditionReconciling, true, "Restarting", message);
   p.State(api::JobState::kRestarting, r.reason, message);
+  // StartupFailing was about this attempt's pods; the next attempt's start their own timer.
+  api::RemoveCondition(&p.status().conditions, api::kConditionStartupFailing);
   // A resize or a restart someone asked for is news; a failure, or a request that could not be
   // met in place, is a warning.
   const bool requested = r.kind == RestartRequest::Kind::kRequested;

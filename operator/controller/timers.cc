@@ -1,5 +1,7 @@
 #include "operator/controller/timers.h"
 
+#include "operator/api/conditions.h"
+
 namespace lockstep::controller {
 namespace {
 
@@ -23,6 +25,15 @@ std::optional<TimerCheck> CheckTtlAfterFinished(const api::TrainingJob& job, api
   const auto& ttl = job.spec.run_policy.ttl_seconds_after_finished;
   if (!ttl || !job.status.completion_time) return std::nullopt;
   return Check(*job.status.completion_time, std::chrono::seconds(*ttl), now);
+}
+
+std::optional<TimerCheck> CheckStartupTimeout(const api::RunPolicy& run_policy,
+                                              const std::vector<api::Condition>& conditions,
+                                              api::Time now) {
+  const api::Condition* failing = api::FindCondition(conditions, api::kConditionStartupFailing);
+  if (failing == nullptr || failing->status != api::ConditionStatus::kTrue) return std::nullopt;
+  return Check(failing->last_transition_time,
+               std::chrono::seconds(run_policy.startup_timeout_seconds), now);
 }
 
 }  // namespace lockstep::controller

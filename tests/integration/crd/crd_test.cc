@@ -173,6 +173,11 @@ TEST_F(CrdTest, ExplainTeachesTheApi) {
   const KubectlResult status = Kubectl({"explain", "tj.status.restarts.disruptions"});
   ASSERT_TRUE(status.ok()) << status.output;
   EXPECT_THAT(status.output, HasSubstr("node loss, eviction or preemption"));
+  const KubectlResult startup =
+      Kubectl({"explain", "trainingjob.spec.runPolicy.startupTimeoutSeconds"});
+  ASSERT_TRUE(startup.ok()) << startup.output;
+  EXPECT_THAT(startup.output, HasSubstr("StartupFailing condition"));
+  EXPECT_THAT(startup.output, HasSubstr("Default"));
 }
 
 TEST_F(CrdTest, ShortNameCategoriesAndPrinterColumns) {
@@ -181,16 +186,20 @@ TEST_F(CrdTest, ShortNameCategoriesAndPrinterColumns) {
 
   const KubectlResult get = Kubectl({"get", "tj", "-n", ns_.name()});
   ASSERT_TRUE(get.ok()) << get.output;
+  // What a user reads at a glance (issue 45 item 5).
   EXPECT_THAT(get.output,
-              ::testing::ContainsRegex("NAME +FRAMEWORK +STATE +WORKERS +RESTARTS +PROGRESS +AGE\n"
-                                       "pytorch-ddp +PyTorch +Running +3/4 +2 +42 +[0-9]+s"));
+              ::testing::ContainsRegex("NAME +STATE +WORKERS +RESTARTS +PROGRESS +AGE\n"
+                                       "pytorch-ddp +Running +3/4 +2 +42 +[0-9]+s\n"));
   const KubectlResult wide = Kubectl({"get", "tj", "-n", ns_.name(), "-o", "wide"});
   ASSERT_TRUE(wide.ok()) << wide.output;
-  // RESTARTS is the total (gang attempts + in-place); wide splits it by cause, and shows the
-  // standby spares and the promotions (status.spares).
+  // FRAMEWORK where it stood; RESTARTS is the total (gang attempts + in-place), and wide splits
+  // it by cause, shows the standby spares and the promotions (status.spares), the Kueue queue
+  // and why a pod cannot start (both empty here).
   EXPECT_THAT(wide.output,
               ::testing::ContainsRegex(
-                  "AGE +ATTEMPT +FAILURES +DISRUPTIONS +SPARES +PROMOTIONS +INPLACE +REASON\n"));
+                  "NAME +FRAMEWORK +STATE +WORKERS +RESTARTS +PROGRESS +AGE +ATTEMPT +FAILURES "
+                  "+DISRUPTIONS +SPARES +PROMOTIONS +INPLACE +QUEUE +STARTUP +REASON\n"
+                  "pytorch-ddp +PyTorch +Running "));
   EXPECT_THAT(wide.output, ::testing::ContainsRegex("s +2 +1 +1 +1 +3 +0 +AllRanksJoined"));
 
   for (const char* category : {"lockstep", "all"}) {

@@ -45,7 +45,8 @@ TEST(CodecTest, DecodesEveryField) {
       "rules": [{"name": "usage", "action": "FailJob",
                  "onExitCodes": {"containerName": "c", "operator": "NotIn", "values": [1, 2]}}]})");
   j["spec"]["runPolicy"] = json::parse(R"({"activeDeadlineSeconds": 86400,
-      "ttlSecondsAfterFinished": 60, "suspend": true, "cleanPodPolicy": "All"})");
+      "ttlSecondsAfterFinished": 60, "suspend": true, "cleanPodPolicy": "All",
+      "startupTimeoutSeconds": 120})");
   StatusOr<TrainingJob> job = DecodeTrainingJob(j);
   ASSERT_TRUE(job.ok()) << job.status();
   const TrainingJobSpec& s = job->spec;
@@ -70,6 +71,7 @@ TEST(CodecTest, DecodesEveryField) {
   EXPECT_EQ(s.run_policy.ttl_seconds_after_finished, 60);
   EXPECT_TRUE(s.run_policy.suspend);
   EXPECT_EQ(s.run_policy.clean_pod_policy, CleanPodPolicy::kAll);
+  EXPECT_EQ(s.run_policy.startup_timeout_seconds, 120);
 
   // Round trip: encoding and decoding again gives the same encoding.
   const json encoded = EncodeTrainingJob(*job);

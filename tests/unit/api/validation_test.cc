@@ -110,6 +110,9 @@ INSTANTIATE_TEST_SUITE_P(
              "spec.failurePolicy.rules[0].onExitCodes.values", "at least one"},
         Case{"ZeroDeadline", [](TrainingJob* j) { j->spec.run_policy.active_deadline_seconds = 0; },
              "spec.runPolicy.activeDeadlineSeconds", "must be in 1.."},
+        Case{"ZeroStartupTimeout",
+             [](TrainingJob* j) { j->spec.run_policy.startup_timeout_seconds = 0; },
+             "spec.runPolicy.startupTimeoutSeconds", "must be in 1.."},
         Case{"RequiredKeyNotInKeys",
              [](TrainingJob* j) {
                j->spec.placement = Placement{{"rack"}, "block"};

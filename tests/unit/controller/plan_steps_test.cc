@@ -56,6 +56,7 @@ TEST(PlanStepsTest, TheOrderOfThePass) {
       {"Failure", kActive, "controller/failure_policy.cc", false},
       {"PeerLoss", kActive, "controller/peer_loss_plan.cc", true},
       {"AwaitingCulprit", kActive, "controller/failure_policy.cc", true},
+      {"StartupFailing", kActive, "controller/startup_policy.cc", false},
       {"FailJob", kActive, "controller/failure_policy.cc", true},
       {"AwaitingSpare", kActive, "controller/spare_plan.cc", true},
       {"FailureRestart", kActive, "controller/restart_plan.cc", true},
