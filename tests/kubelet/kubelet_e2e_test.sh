@@ -13,9 +13,9 @@
 #      headless Service, through CoreDNS) and the job Succeeds with every process agreeing on
 #      the weights;
 #   5. NetworkPolicy enforced by the kernel: while a job runs, a pod of that job opens worker-0's
-#      rendezvous port; a pod in another namespace times out there (dropped), while its
-#      connection to a port the policy leaves open reaches worker-0 and is refused (nothing
-#      listens);
+#      rendezvous port; a pod in another namespace times out there and on a port the template
+#      does not declare (dropped), while its connection to the port the template declares
+#      reaches worker-0 and is refused (nothing listens);
 #   6. a node's death (kubelet, containerd and every container killed, its link cut): the
 #      operator sees its Lease expire, restarts the gang on the living nodes and the job
 #      Succeeds with one restart.
