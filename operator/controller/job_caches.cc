@@ -55,9 +55,6 @@ JobCaches::JobCaches(kube::RestClient& client, const std::vector<std::string>& n
     n.services = std::make_unique<kube::Informer<kube::MetaObject>>(
         client, kube::resources::Services(), ns, Decoder(&kube::DecodeMetaObject),
         ChildOptions());
-    n.secrets = std::make_unique<kube::Informer<kube::MetaObject>>(
-        client, kube::resources::Secrets(), ns, Decoder(&kube::DecodeMetaObject),
-        ChildOptions());
     n.network_policies = std::make_unique<kube::Informer<kube::MetaObject>>(
         client, kube::resources::NetworkPolicies(), ns, Decoder(&kube::DecodeMetaObject),
         ChildOptions());
@@ -71,8 +68,6 @@ JobCaches::JobCaches(kube::RestClient& client, const std::vector<std::string>& n
     });
     n.services->AddIndexer(kJobIndex,
                            [](const kube::MetaObject& o) { return IndexByJob(o.meta); });
-    n.secrets->AddIndexer(kJobIndex,
-                          [](const kube::MetaObject& o) { return IndexByJob(o.meta); });
     n.network_policies->AddIndexer(kJobIndex,
                                    [](const kube::MetaObject& o) { return IndexByJob(o.meta); });
     n.endpoint_slices->AddIndexer(kJobIndex,
@@ -118,7 +113,6 @@ void JobCaches::Wire(Namespace& n) {
     if (std::string key = JobKeyOf(o->meta); !key.empty()) h.child_changed(key);
   };
   n.services->AddEventHandler(children);
-  n.secrets->AddEventHandler(children);
   n.network_policies->AddEventHandler(children);
   // A slice's own updates wake nobody: the operator wrote them, and the pod changes that call for
   // the next one wake the job themselves.
@@ -129,7 +123,6 @@ void JobCaches::Start() {
   for (auto& [ns, n] : namespaces_) {
     n.pods->Start();
     n.services->Start();
-    n.secrets->Start();
     n.network_policies->Start();
     n.endpoint_slices->Start();
     n.jobs->Start();
@@ -139,8 +132,7 @@ void JobCaches::Start() {
 void JobCaches::RequestStop() {
   for (auto& [ns, n] : namespaces_) {
     kube::InformerBase* informers[] = {n.jobs.get(), n.pods.get(), n.services.get(),
-                                       n.secrets.get(), n.network_policies.get(),
-                                       n.endpoint_slices.get()};
+                                       n.network_policies.get(), n.endpoint_slices.get()};
     for (kube::InformerBase* informer : informers) informer->RequestStop();
   }
 }
@@ -151,18 +143,13 @@ void JobCaches::Stop() {
     n.jobs->Stop();
     n.pods->Stop();
     n.services->Stop();
-    n.secrets->Stop();
     n.network_policies->Stop();
     n.endpoint_slices->Stop();
   }
 }
 
-std::array<const kube::InformerBase*, 6> JobCaches::Informers(const Namespace& n) {
-  return {n.jobs.get(),
-          n.pods.get(),
-          n.services.get(),
-          n.secrets.get(),
-          n.network_policies.get(),
+std::array<const kube::InformerBase*, 5> JobCaches::Informers(const Namespace& n) {
+  return {n.jobs.get(), n.pods.get(), n.services.get(), n.network_policies.get(),
           n.endpoint_slices.get()};
 }
 
@@ -256,9 +243,6 @@ Observed JobCaches::ObserveChildren(const CachedJob& job) const {
   }
   for (const auto& svc : n->services->store().ByIndex(kJobIndex, key)) {
     if (ControlledBy(svc->meta, job.meta.uid)) out.service_exists = true;
-  }
-  for (const auto& secret : n->secrets->store().ByIndex(kJobIndex, key)) {
-    if (ControlledBy(secret->meta, job.meta.uid)) out.secret_exists = true;
   }
   for (const auto& policy : n->network_policies->store().ByIndex(kJobIndex, key)) {
     if (ControlledBy(policy->meta, job.meta.uid)) out.network_policy_exists = true;

@@ -1,10 +1,12 @@
 #pragma once
-// The informer caches the job controller reads: TrainingJobs, and the Pods, Services, Secrets,
-// NetworkPolicies and EndpointSlices that carry the lockstep.dev/job-name label (the only
-// children it creates; the label selector keeps unrelated objects out of memory), each indexed by
-// job key (pods also by node name, for the failure detector). One set of informers per watched
-// namespace ("" = all namespaces). Readers get shared immutable objects: copy before changing
-// anything.
+// The informer caches the job controller reads: TrainingJobs, and the Pods, Services,
+// NetworkPolicies and EndpointSlices that carry the lockstep.dev/job-name label (the children it
+// creates; the label selector keeps unrelated objects out of memory), each indexed by job key
+// (pods also by node name, for the failure detector). One set of informers per watched namespace
+// ("" = all namespaces). Readers get shared immutable objects: copy before changing anything.
+// The job's rendezvous Secret is not cached: RBAC cannot limit list/watch to labelled Secrets,
+// so an informer would need every Secret of the namespace; the executor creates it and reads it
+// back by name instead (plan_executor.h), and the operator may only get and create Secrets.
 
 #include <array>
 #include <chrono>
@@ -36,7 +38,7 @@ struct CacheHandlers {
   std::function<void(const std::string& job_key, const kube::Pod& pod)> pod_added;
   std::function<void(const std::string& job_key, const kube::Pod& pod)> pod_deleted;
   std::function<void(const std::string& job_key, const kube::Pod& pod)> pod_updated;
-  // Service, Secret, NetworkPolicy or EndpointSlice added or deleted.
+  // Service, NetworkPolicy or EndpointSlice added or deleted.
   std::function<void(const std::string& job_key)> child_changed;
 };
 
@@ -86,13 +88,12 @@ class JobCaches {
     std::unique_ptr<kube::Informer<CachedJob>> jobs;
     std::unique_ptr<kube::Informer<kube::Pod>> pods;
     std::unique_ptr<kube::Informer<kube::MetaObject>> services;
-    std::unique_ptr<kube::Informer<kube::MetaObject>> secrets;
     std::unique_ptr<kube::Informer<kube::MetaObject>> network_policies;
     std::unique_ptr<kube::Informer<kube::MetaObject>> endpoint_slices;
   };
   const Namespace* For(const std::string& ns) const;
-  // Its six informers, in the order they are waited for and named.
-  static std::array<const kube::InformerBase*, 6> Informers(const Namespace& n);
+  // Its five informers, in the order they are waited for and named.
+  static std::array<const kube::InformerBase*, 5> Informers(const Namespace& n);
   void Wire(Namespace& n);
 
   const Clock& clock_;

@@ -157,10 +157,11 @@ void PlanQueued(Pass& p, const kueue::Decision& d) {
 }
 
 // The Service, the rendezvous Secret and the NetworkPolicy outlive attempts: created whenever
-// missing.
+// missing. No cache holds the Secret (job_caches.h): the job's first pass (no status written
+// yet) asks for it, and the executor makes sure of it in every pass that creates pods.
 void PlanSharedChildren(Pass& p) {
   p.plan->create_service = !p.observed.service_exists;
-  p.plan->create_secret = !p.observed.secret_exists;
+  p.plan->create_secret = p.job.status.observed_generation == 0;
   p.plan->create_network_policy = !p.observed.network_policy_exists;
 }
 

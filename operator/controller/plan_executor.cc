@@ -97,7 +97,11 @@ Status PlanExecutor::WriteWorkloads(const CachedJob& job, const Plan& plan) {
 // The Service, the Secret and the NetworkPolicy are independent of each other: created at once
 // (one round trip instead of three; a job's first pass is latency-bound, bench/peers). Both the
 // Secret and the NetworkPolicy still come before any pod: a pod must never run with a token that
-// is not this job's, nor before its rendezvous port is fenced.
+// is not this job's, nor before its rendezvous port is fenced. No cache says whether the Secret
+// exists (the operator may not list Secrets, job_caches.h), so a pass that creates pods makes
+// sure of it here, from the API server: create, or on AlreadyExists a GET of its owner. Nothing
+// is remembered between passes: a Secret deleted since the last pass is made again before the
+// next pod (whose launcher reads the token from it).
 Status PlanExecutor::CreateSharedChildren(const CachedJob& job, const Plan& plan) {
   const std::string& ns = job.meta.namespace_;
   using Call = std::future<StatusOr<nlohmann::json>>;
@@ -108,7 +112,7 @@ Status PlanExecutor::CreateSharedChildren(const CachedJob& job, const Plan& plan
   };
   std::optional<Call> service, secret, policy;
   if (plan.create_service) service = create(kube::resources::Services(), api::BuildService(job.job));
-  if (plan.create_secret) {
+  if (plan.create_secret || !plan.pod_creates.empty()) {
     StatusOr<std::string> token = api::GenerateRdzvToken();
     if (!token.ok()) return token.status();
     secret = create(kube::resources::Secrets(), api::BuildRdzvSecret(job.job, *token));

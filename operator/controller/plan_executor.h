@@ -1,8 +1,9 @@
 #pragma once
 // PlanExecutor: the "act" of a reconcile pass (reconciler.h): it carries out a Plan's writes and
-// nothing else. Bounded: the Service, the rendezvous Secret and the NetworkPolicy (at once), then
-// pods in slow-start batches (kFirstCreateBatch, then doubling, at most kMaxCreatesPerPass,
-// parallel within a batch) that stop at the first error, then deletes with a uid precondition (at
+// nothing else. Bounded: the Service, the rendezvous Secret (also in every pass that creates pods:
+// no cache holds it, Plan::create_secret) and the NetworkPolicy (at once), then pods in
+// slow-start batches (kFirstCreateBatch, then doubling, at most kMaxCreatesPerPass, parallel
+// within a batch) that stop at the first error, then deletes with a uid precondition (at
 // most kMaxDeletesPerPass, kDeleteBatch at once) that stop after the batch with the first error
 // other than "already gone". Expectations are raised before every create and delete and lowered
 // for each write that failed, so a pod that will never be observed does not hold the job back.

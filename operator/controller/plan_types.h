@@ -49,11 +49,11 @@ struct LauncherObservation {
 };
 
 // What the informer caches hold of the job's children (only objects it controls), and the
-// health of the nodes its pods are bound to.
+// health of the nodes its pods are bound to. Not the rendezvous Secret: no informer holds Secrets
+// (job_caches.h); Plan::create_secret says when the executor makes sure of it.
 struct Observed {
   std::vector<kube::Pod> pods;
   bool service_exists = false;
-  bool secret_exists = false;
   // The lost nodes among those the pods are bound to (NodeHealthMonitor::Assess), by name; also
   // those of gone_pods.
   std::map<std::string, NodeVerdict> lost_nodes;
@@ -103,6 +103,11 @@ inline constexpr int kMaxDeletesPerPass = 500;
 
 struct Plan {
   bool create_service = false;
+  // Make sure of the rendezvous Secret: create it, and on AlreadyExists read it back and go on
+  // only if the job controls it (plan_executor.h). The executor does so also in every pass that
+  // creates pods, whatever this says, so no pod is created without it; set here for the job's
+  // first pass, which has the Secret made with the Service even when no pod is created yet. A
+  // steady-state pass sends no Secret request.
   bool create_secret = false;
   bool create_network_policy = false;
   // EndpointSlices of the job's Service to apply whole (endpoint_plan.h), after every other write.

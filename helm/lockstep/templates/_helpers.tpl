@@ -91,8 +91,14 @@ them); tests/unit/helm checks this list exactly. Add a verb together with the co
   resources: [pods/status]
   verbs: [patch]
 - apiGroups: [""]
-  resources: [services, secrets]
+  resources: [services]
   verbs: [get, list, watch, create]
+# Each job's rendezvous Secret: created, and read back by name (the launcher monitor's token; the
+# owner check when its create finds one). Never listed or watched: RBAC cannot limit those to the
+# operator's labelled Secrets, so they would open every Secret in the namespaces it watches.
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get, create]
 - apiGroups: [""]
   resources: [events]
   verbs: [create]

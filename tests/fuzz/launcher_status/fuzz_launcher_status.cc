@@ -218,7 +218,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const lockstep::protocol::ControlBounds bounds = LauncherBounds(job.job);
   Observed observed;
   observed.pods = MakePods(x);
-  observed.service_exists = observed.secret_exists = observed.network_policy_exists = true;
+  observed.service_exists = observed.network_policy_exists = true;
   observed.launchers = Observe(x.answer, bounds, observed.pods.front().meta.uid);
   PlanOptions options;
   options.launcher_image = "lockstep/launcher:dev";

@@ -113,7 +113,7 @@ yes create pods/binding @JOBS
 yes patch pods/status @JOBS
 yes watch services @JOBS
 yes create services @JOBS
-yes watch secrets @JOBS
+yes get secrets @JOBS
 yes create secrets @JOBS
 yes create events @JOBS
 yes watch networkpolicies.networking.k8s.io @JOBS
@@ -134,6 +134,8 @@ no patch pods @JOBS
 no update pods/status @JOBS
 no create pods/exec @JOBS
 no create pods/eviction @JOBS
+no list secrets @JOBS
+no watch secrets @JOBS
 no update secrets @JOBS
 no delete secrets @JOBS
 no get configmaps @JOBS

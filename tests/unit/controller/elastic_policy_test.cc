@@ -174,7 +174,7 @@ TEST(ElasticPlanTest, AScaleDownClaimsThePassAtStepResize) {
   cached.job.status.capacity = Capacity(6);
   std::vector<kube::Pod> pods;
   for (int i = 0; i < 8; ++i) pods.push_back(InAttempt(Pod("worker", i, "Pending", ""), 0));
-  const Plan plan = ComputePlan(cached, Observed{pods, true, true, {}}, T0() + seconds(5), true,
+  const Plan plan = ComputePlan(cached, Observed{pods, true, {}}, T0() + seconds(5), true,
                                 PlanOptions{"launcher:test", seconds(300)});
   EXPECT_EQ(plan.decided_by, "Resize");
 }
@@ -194,7 +194,7 @@ TEST(ElasticPlanTest, ScaleDownRestartsAtTheFeasibleSize) {
   std::vector<kube::Pod> pods;
   for (int i = 0; i < 8; ++i) pods.push_back(InAttempt(Pod("worker", i, "Pending", ""), 1));
   const PlanOptions options{"launcher:test", seconds(300)};
-  Plan plan = ComputePlan(cached, Observed{pods, true, true, {}}, T0() + seconds(5), true, options);
+  Plan plan = ComputePlan(cached, Observed{pods, true, {}}, T0() + seconds(5), true, options);
   EXPECT_EQ(plan.status.attempt, 2);
   EXPECT_EQ(plan.status.replicas, 6);
   EXPECT_EQ(plan.status.restarts.failures, 0);
@@ -210,7 +210,7 @@ TEST(ElasticPlanTest, ScaleDownRestartsAtTheFeasibleSize) {
 
   // The old pods gone: 6 pods of attempt 2; the old capacity figure is stale now.
   cached.job.status = plan.status;
-  plan = ComputePlan(cached, Observed{{}, true, true, {}}, T0() + seconds(8), true, options);
+  plan = ComputePlan(cached, Observed{{}, true, {}}, T0() + seconds(8), true, options);
   EXPECT_EQ(plan.status.attempt, 2);
   ASSERT_EQ(plan.pod_creates.size(), 6u);
   EXPECT_EQ(plan.status.replicas, 6);

@@ -83,7 +83,7 @@ TEST(PlanEndpointSlicesTest, AppliesOnlyWhatChanged) {
 TEST(PlanEndpointSlicesTest, ComputePlanCarriesThemUntilTheCacheHoldsThem) {
   CachedJob job = Job(2);
   Observed observed;
-  observed.service_exists = observed.secret_exists = observed.network_policy_exists = true;
+  observed.service_exists = observed.network_policy_exists = true;
   observed.pods = {WithIp(Pod("worker", 0, "Running"), "10.0.0.1"),
                    WithIp(Pod("worker", 1, "Running"), "10.0.0.2")};
   Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});

@@ -31,7 +31,7 @@ std::vector<kube::Pod> RunningPods() {
 CachedJob RunningJob() {
   CachedJob job = Job(2);
   job.job.status.start_time = T0();
-  Observed observed{RunningPods(), true, true, {}};
+  Observed observed{RunningPods(), true, {}};
   job.job.status =
       ComputePlan(job, observed, T0(), true, PlanOptions{"launcher:test", seconds(300)}).status;
   return job;
@@ -53,7 +53,7 @@ LauncherObservation Answer(uint32_t round, bool running, uint32_t failures = 0,
 
 Plan RunPass(const CachedJob& job, const std::vector<kube::Pod>& pods, api::Time now,
              std::optional<LauncherObservation> launchers) {
-  Observed observed{pods, true, true, {}, std::move(launchers)};
+  Observed observed{pods, true, {}, std::move(launchers)};
   return ComputePlan(job, observed, now, true, PlanOptions{"launcher:test", seconds(300)});
 }
 

@@ -50,7 +50,7 @@ kueue::WorkloadView Workload(const api::TrainingJob& job, bool admitted, bool ev
 
 Observed WithKueue(std::vector<kueue::WorkloadView> workloads, std::vector<kube::Pod> pods = {}) {
   Observed o;
-  o.service_exists = o.secret_exists = o.network_policy_exists = true;
+  o.service_exists = o.network_policy_exists = true;
   o.pods = std::move(pods);
   kueue::KueueObservation k;
   k.synced = true;
@@ -150,7 +150,7 @@ TEST(KueuePlanTest, AnEvictionIsAnEventOnceEvenIfAdmittedWasNeverStored) {
 TEST(KueuePlanTest, WithoutTheKueueObservationTheLabelChangesNothing) {
   const CachedJob job = KueueJob();
   Observed o;
-  o.service_exists = o.secret_exists = o.network_policy_exists = true;
+  o.service_exists = o.network_policy_exists = true;
   const Plan plan = ComputePlan(job, o, T0(), true, PlanOptions{"l"});
   EXPECT_EQ(plan.pod_creates.size(), 2u);
   EXPECT_EQ(api::FindCondition(plan.status.conditions, api::kConditionAdmitted), nullptr);

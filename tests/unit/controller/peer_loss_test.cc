@@ -210,7 +210,7 @@ struct PlanFixture {
     p0.meta.labels[std::string(api::kLabelAttempt)] = "0";
     p1.meta.labels[std::string(api::kLabelAttempt)] = "0";
     observed.pods = {p0, p1};
-    observed.service_exists = observed.secret_exists = observed.network_policy_exists = true;
+    observed.service_exists = observed.network_policy_exists = true;
     LauncherObservation obs;
     obs.pod_uid = p0.meta.uid;
     obs.answered = true;

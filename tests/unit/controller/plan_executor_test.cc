@@ -11,6 +11,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <condition_variable>
 #include <set>
 
@@ -83,6 +84,70 @@ TEST_F(PlanExecutorTest, CreatesTheSharedChildrenAndKeepsOnesThatExist) {
   const json secret = json::parse(secrets[0].body);
   EXPECT_EQ(secret["metadata"]["name"], "job-rdzv");
   EXPECT_FALSE(secret["data"]["token"].get<std::string>().empty());
+}
+
+// Issue 44 item 7: no informer holds Secrets (the operator may only get and create them), so the
+// executor makes sure of the job's Secret from the API server in the passes that need it: the
+// first (create_secret) and every pass that creates pods. A steady-state pass sends no Secret
+// request at all; a Secret that exists is read back and used only if the job controls it.
+TEST_F(PlanExecutorTest, TheSecretIsMadeSureOfOnlyInPassesThatCreatePods) {
+  constexpr char kSecrets[] = "/api/v1/namespaces/ns/secrets";
+  constexpr char kSecret[] = "/api/v1/namespaces/ns/secrets/job-rdzv";
+  const json owned = {{"metadata",
+                       {{"name", "job-rdzv"},
+                        {"ownerReferences",
+                         json::array({{{"apiVersion", "lockstep.dev/v1alpha1"},
+                                       {"kind", "TrainingJob"},
+                                       {"name", "job"},
+                                       {"uid", "uid-1"},
+                                       {"controller", true}}})}}}};
+  const json foreign = {{"metadata", {{"name", "job-rdzv"}}}};
+  struct Row {
+    const char* name;
+    bool create_secret;
+    int pods;
+    std::optional<json> existing;  // the Secret the API server holds already
+    size_t posts, gets, created;
+    bool ok;
+    std::vector<std::string> events;
+  };
+  const Row rows[] = {
+      {"steady state: nothing to create, no Secret request", false, 0, owned, 0, 0, 0, true, {}},
+      {"pods to create, no Secret yet: it is created first", false, 2, std::nullopt, 1, 0, 2,
+       true, {}},
+      {"pods to create, the job's Secret exists: read back, pods made", false, 2, owned, 1, 1, 2,
+       true, {}},
+      {"pods to create, a foreign Secret: refused, no pod", false, 2, foreign, 1, 1, 0, false,
+       {"SecretNotOwned"}},
+      {"the first pass without pods still makes it", true, 0, std::nullopt, 1, 0, 0, true, {}},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    transport_ = std::make_shared<FakeTransport>();
+    kube::RestClient client(transport_, ::lockstep::testing::OneTryUnlimited());
+    Expectations expectations(clock_);
+    kube::EventRecorder events(client, kube::EventRecorderOptions{}, clock_);
+    PlanExecutor executor(client, expectations, events);
+    const std::optional<json> existing = r.existing;
+    transport_->SetHandler([&](const kube::Request& q) -> StatusOr<kube::Response> {
+      if (q.method == "POST" && q.path == kSecrets && existing) {
+        return ApiStatus(409, "AlreadyExists", "secrets \"job-rdzv\" already exists");
+      }
+      if (q.method == "GET" && q.path == kSecret) {
+        if (!existing) return ApiStatus(404, "NotFound", "secrets \"job-rdzv\" not found");
+        return kube::Response{200, existing->dump(), ""};
+      }
+      return kube::Response{201, "{}", ""};
+    });
+    Plan plan = CreatePlan(r.pods);
+    plan.create_secret = r.create_secret;
+    const Status s = executor.Act(job_, plan);
+    EXPECT_EQ(s.ok(), r.ok) << s;
+    EXPECT_EQ(transport_->RequestsTo("POST", kSecrets).size(), r.posts);
+    EXPECT_EQ(transport_->RequestsTo("GET", kSecret).size(), r.gets);
+    EXPECT_EQ(Created().size(), r.created);
+    EXPECT_EQ(EventReasons(events), r.events);
+  }
 }
 
 // The Service, the Secret and the NetworkPolicy are created at once: the handler answers none of

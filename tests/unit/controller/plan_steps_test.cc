@@ -210,7 +210,7 @@ TEST_P(PlanStepsCaseTest, TheEarlierStepClaimsThePass) {
   for (const auto& edit : tc.job) edit(job);
   Observed observed;
   observed.pods = tc.pods;
-  observed.service_exists = observed.secret_exists = observed.network_policy_exists = true;
+  observed.service_exists = observed.network_policy_exists = true;
   if (tc.kueue) {
     kueue::KueueObservation k;
     k.synced = true;

@@ -201,7 +201,7 @@ TEST_P(PlanTest, Decides) {
   const Case& tc = GetParam();
   CachedJob job = Job(2);
   tc.job(job);
-  Observed observed{tc.pods, true, true};
+  Observed observed{tc.pods, true};
   const Plan plan = ComputePlan(job, observed, T0() + std::chrono::seconds(tc.now_offset_s),
                                 tc.settled, PlanOptions{"launcher:test"});
   EXPECT_EQ(plan.pod_creates.size(), tc.creates);
@@ -237,7 +237,7 @@ INSTANTIATE_TEST_SUITE_P(Table, PlanTest, ::testing::ValuesIn(Cases()),
 TEST(PlanDetailTest, StatusCarriesCountsSelectorAndGeneration) {
   CachedJob job = Job(2);
   job.job.metadata.generation = 7;
-  Observed observed{{Pod("worker", 0, "Running"), Pod("worker", 1, "Pending", "")}, true, true};
+  Observed observed{{Pod("worker", 0, "Running"), Pod("worker", 1, "Pending", "")}, true};
   const Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
   EXPECT_EQ(plan.status.observed_generation, 7);
   EXPECT_EQ(plan.status.selector, "lockstep.dev/job-name=job");
@@ -256,8 +256,7 @@ TEST(PlanDetailTest, KeepsTheSchedulersExplanationOfAWait) {
   api::Condition c = Cond(api::kConditionScheduled, false, "InsufficientCapacity");
   c.message = "needs 16 nvidia.com/gpu in one block; largest free: 12";
   job.job.status.conditions.push_back(c);
-  Observed observed{{Pod("worker", 0, "Pending", ""), Pod("worker", 1, "Pending", "")}, true,
-                    true};
+  Observed observed{{Pod("worker", 0, "Pending", ""), Pod("worker", 1, "Pending", "")}, true};
   const Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
   EXPECT_EQ(plan.status.reason, "InsufficientCapacity");
   EXPECT_EQ(plan.status.message, c.message);
@@ -271,13 +270,13 @@ TEST(PlanDetailTest, TheSchedulersGangPlacedIsNeitherOverwrittenNorTakenAsAWait)
   api::Condition placed = Cond(api::kConditionScheduled, true, "GangPlaced");
   placed.message = "placed 2 pods on 2 nodes in rack a";
   job.job.status.conditions.push_back(placed);
-  const Observed bound{{Pod("worker", 0, "Running"), Pod("worker", 1, "Running")}, true, true};
+  const Observed bound{{Pod("worker", 0, "Running"), Pod("worker", 1, "Running")}, true};
   EXPECT_EQ(*api::FindCondition(ComputePlan(job, bound, T0(), true, PlanOptions{"l"})
                                     .status.conditions,
                                 "Scheduled"),
             placed);
   const Observed unbound{{Pod("worker", 0, "Pending", ""), Pod("worker", 1, "Pending", "")},
-                         true, true};
+                         true};
   const Plan waiting = ComputePlan(job, unbound, T0(), true, PlanOptions{"l"});
   EXPECT_EQ(waiting.status.reason, "WaitingForScheduler");
   EXPECT_EQ(*api::FindCondition(waiting.status.conditions, "Scheduled"), placed);
@@ -290,7 +289,7 @@ TEST(PlanDetailTest, FailureMessageNamesPodExitCodeAndRule) {
   rule.action = api::RuleAction::kFailJob;
   rule.on_exit_codes.values = {2};
   job.job.spec.failure_policy.rules.push_back(rule);
-  Observed observed{{FailedPod("worker", 1, 2), Pod("worker", 0, "Running")}, true, true};
+  Observed observed{{FailedPod("worker", 1, 2), Pod("worker", 0, "Running")}, true};
   const Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
   EXPECT_EQ(plan.status.reason, "FailJobRule");
   EXPECT_NE(plan.status.message.find("job-worker-1"), std::string::npos);
@@ -311,7 +310,7 @@ TEST(PlanDetailTest, APeerLostExitWaitsForTheFailingPodThenItsCodeDecides) {
   job.job.status.start_time = T0();
   kube::Pod peer = FailedPod("worker", 1, 75);
   peer.container_statuses[0].finished_at = api::FormatTime(T0());
-  Observed waiting{{Pod("worker", 0, "Running"), peer}, true, true};
+  Observed waiting{{Pod("worker", 0, "Running"), peer}, true};
   const Plan wait = ComputePlan(job, waiting, T0() + std::chrono::seconds(1), true,
                                 PlanOptions{"l"});
   EXPECT_FALSE(wait.restart.has_value());
@@ -319,7 +318,7 @@ TEST(PlanDetailTest, APeerLostExitWaitsForTheFailingPodThenItsCodeDecides) {
   EXPECT_EQ(wait.requeue_after, std::chrono::seconds(2));
   EXPECT_TRUE(wait.pod_creates.empty());
 
-  Observed culprit{{FailedPod("worker", 0, 3), peer}, true, true};
+  Observed culprit{{FailedPod("worker", 0, 3), peer}, true};
   const Plan decided = ComputePlan(job, culprit, T0() + std::chrono::seconds(2), true,
                                    PlanOptions{"l"});
   EXPECT_EQ(decided.status.reason, "FailJobRule");
@@ -341,12 +340,12 @@ TEST(PlanDetailTest, AMemberGoneFromTheRunningGangRestartsItInsteadOfARefill) {
   const kube::Pod gone = Pod("worker", 0, "Running", "node-1");
 
   // Without its last state the pass refills the attempt (what an operator restart still sees).
-  Observed bare{{left}, true, true};
+  Observed bare{{left}, true};
   const Plan refill = ComputePlan(job, bare, T0(), true, PlanOptions{"l"});
   EXPECT_FALSE(refill.restart.has_value());
   ASSERT_EQ(refill.pod_creates.size(), 1u);
 
-  Observed observed{{left}, true, true};
+  Observed observed{{left}, true};
   observed.gone_pods = {gone};
   observed.lost_nodes = {{"node-1", LostNode("NodeTainted", "node node-1: tainted")}};
   const Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
@@ -368,7 +367,7 @@ TEST(PlanDetailTest, AMemberGoneFromTheRunningGangRestartsItInsteadOfARefill) {
 
   // A gone pod of an older attempt is that attempt's business, not this one's.
   job.job.status.attempt = 1;
-  Observed older{{InAttempt(left, 1)}, true, true};
+  Observed older{{InAttempt(left, 1)}, true};
   older.gone_pods = {gone};  // attempt 0 (no label)
   const Plan current = ComputePlan(job, older, T0(), true, PlanOptions{"l"});
   EXPECT_FALSE(current.restart.has_value());
@@ -377,10 +376,27 @@ TEST(PlanDetailTest, AMemberGoneFromTheRunningGangRestartsItInsteadOfARefill) {
 
 TEST(PlanDetailTest, SharedChildrenAreCreatedWhenMissingEvenIfUnsettled) {
   CachedJob job = Job(1);
-  const Plan plan = ComputePlan(job, Observed{{}, false, false}, T0(), false, PlanOptions{"l"});
+  const Plan plan = ComputePlan(job, Observed{{}, false}, T0(), false, PlanOptions{"l"});
   EXPECT_TRUE(plan.create_service);
   EXPECT_TRUE(plan.create_secret);
   EXPECT_TRUE(plan.pod_creates.empty());
+}
+
+// Issue 44 item 7: no cache holds the Secret, so the plan asks for it only in the job's first
+// pass (no status written yet); later, the executor makes sure of it in the passes that create
+// pods (plan_executor_test), and a steady-state pass asks nothing of Secrets.
+TEST(PlanDetailTest, TheSecretIsAskedForInTheFirstPassOnly) {
+  CachedJob job = Job(2);
+  Observed all{{Pod("worker", 0, "Running"), Pod("worker", 1, "Running")}, true};
+  all.network_policy_exists = true;
+  const Plan first = ComputePlan(job, all, T0(), true, PlanOptions{"l"});
+  EXPECT_TRUE(first.create_secret);
+  EXPECT_EQ(first.status.observed_generation, job.job.metadata.generation);
+  job.job.status = first.status;  // as written
+  const Plan steady = ComputePlan(job, all, T0(), true, PlanOptions{"l"});
+  EXPECT_FALSE(steady.create_secret);
+  EXPECT_FALSE(steady.create_service || steady.create_network_policy);
+  EXPECT_TRUE(steady.pod_creates.empty());
 }
 
 // Hole 4 (docs/reliability.md): a pass builds only the pods it creates, so what it holds is
@@ -388,12 +404,12 @@ TEST(PlanDetailTest, SharedChildrenAreCreatedWhenMissingEvenIfUnsettled) {
 // those that existed dropped). The next pass builds the next pods in node-rank order.
 TEST(PlanDetailTest, ALargeJobsPassBuildsOnlyThePodsItCreates) {
   CachedJob job = Job(10000);
-  const Plan first = ComputePlan(job, Observed{{}, true, true}, T0(), true, PlanOptions{"l"});
+  const Plan first = ComputePlan(job, Observed{{}, true}, T0(), true, PlanOptions{"l"});
   ASSERT_EQ(first.pod_creates.size(), static_cast<size_t>(kMaxCreatesPerPass));
   EXPECT_EQ(first.pod_creates.front()["metadata"]["name"], job.job.metadata.name + "-worker-0");
   EXPECT_EQ(first.pod_creates.back()["metadata"]["name"],
             job.job.metadata.name + "-worker-" + std::to_string(kMaxCreatesPerPass - 1));
-  Observed created{{}, true, true};
+  Observed created{{}, true};
   for (int i = 0; i < kMaxCreatesPerPass; ++i) {
     created.pods.push_back(Pod("worker", i, "Pending", ""));
   }
@@ -406,7 +422,7 @@ TEST(PlanDetailTest, ALargeJobsPassBuildsOnlyThePodsItCreates) {
 // The pods of an attempt carry what is left of the budget (inplace_policy.h), none in Recreate.
 TEST(PlanDetailTest, NewPodsCarryTheInPlaceRestartBudget) {
   auto budget_in_pods = [](CachedJob job) {
-    const Plan plan = ComputePlan(job, Observed{{}, true, true}, T0(), true, PlanOptions{"l"});
+    const Plan plan = ComputePlan(job, Observed{{}, true}, T0(), true, PlanOptions{"l"});
     std::set<std::string> values;
     for (const nlohmann::json& pod : plan.pod_creates) {
       for (const nlohmann::json& e : pod["spec"]["containers"][0]["env"]) {
@@ -432,7 +448,7 @@ TEST(PlanDetailTest, ChiefSuccessStopsParameterServersEvenWithCleanPodPolicyNone
   job.job.status.start_time = T0();
   Observed observed{{Pod("chief", 0, "Succeeded"), Pod("worker", 0, "Running"),
                      Pod("ps", 0, "Running")},
-                    true, true};
+                    true};
   const Plan plan = ComputePlan(job, observed, T0(), true, PlanOptions{"l"});
   EXPECT_EQ(plan.status.state, api::JobState::kSucceeded);
   ASSERT_EQ(plan.pod_deletes.size(), 2u);

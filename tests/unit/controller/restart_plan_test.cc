@@ -26,7 +26,7 @@ using testing::Terminating;
 
 Plan RunPass(const CachedJob& job, const std::vector<kube::Pod>& pods, api::Time now,
              std::map<std::string, NodeVerdict> lost = {}, bool settled = true) {
-  Observed observed{pods, true, true, std::move(lost)};
+  Observed observed{pods, true, std::move(lost)};
   return ComputePlan(job, observed, now, settled, PlanOptions{"launcher:test", seconds(300)});
 }
 

@@ -185,7 +185,7 @@ std::vector<kube::Pod> Gang(const std::string& node_of_2 = "node-1") {
 Plan RunPass(const CachedJob& job, const std::vector<kube::Pod>& pods, api::Time now,
              std::optional<LauncherObservation> launchers,
              std::map<std::string, NodeVerdict> lost = {}) {
-  Observed observed{pods, true, true, std::move(lost), std::move(launchers)};
+  Observed observed{pods, true, std::move(lost), std::move(launchers)};
   return ComputePlan(job, observed, now, true, PlanOptions{"launcher:test", seconds(300)});
 }
 
@@ -323,7 +323,7 @@ TEST(SparePlanTest, AReplacementSpareStaysInTheGangsRequiredDomain) {
       {"node-lost", LostNode("NodeLeaseExpired", "node node-lost: lease not renewed for 21s")}};
   lost["node-lost"].failed_at = T0() + seconds(10);
   const auto promote = [&](std::optional<std::string> domain) {
-    Observed observed{Gang("node-lost"), true, true, lost, Answer(0, 1, {{2, 0, 1, "h"}})};
+    Observed observed{Gang("node-lost"), true, lost, Answer(0, 1, {{2, 0, 1, "h"}})};
     observed.spare_domain = std::move(domain);
     return ComputePlan(job, observed, T0() + seconds(32), true,
                        PlanOptions{"launcher:test", seconds(300)});

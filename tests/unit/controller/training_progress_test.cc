@@ -138,7 +138,7 @@ TEST(TrainingProgressPlanTest, ARunningJobsReportLandsInStatus) {
   obs.answered = true;
   obs.status.running = true;
   obs.status.progress = Report(30, 120, 64000);
-  Observed observed{pods, true, true, {}, obs};
+  Observed observed{pods, true, {}, obs};
   const Plan plan = ComputePlan(job, observed, T0() + seconds(5), true,
                                 PlanOptions{"launcher:test", seconds(300)});
   ASSERT_TRUE(plan.status.progress.has_value());
@@ -149,7 +149,7 @@ TEST(TrainingProgressPlanTest, ARunningJobsReportLandsInStatus) {
   // An unanswered poll keeps what was written.
   obs.answered = false;
   job.job.status = plan.status;
-  Observed silent{pods, true, true, {}, obs};
+  Observed silent{pods, true, {}, obs};
   EXPECT_EQ(
       ComputePlan(job, silent, T0() + seconds(60), true, PlanOptions{"launcher:test", seconds(300)})
           .status.progress,
@@ -176,7 +176,7 @@ TEST(TrainingProgressPlanTest, ASucceededJobShowsTheFinalStepFromNodeZerosTermin
       R"("progress":{"step":1000,"totalSteps":1000,"samplesPerSecondMilli":64000}})";
   // Node 1's message says nothing about progress (only node 0's file is read).
   pods[1].container_statuses[0].message = R"({"reason":"succeeded","stderrTail":[]})";
-  Observed observed{pods, true, true, {}};
+  Observed observed{pods, true, {}};
   const Plan plan = ComputePlan(job, observed, T0() + seconds(3), true,
                                 PlanOptions{"launcher:test", seconds(300)});
   EXPECT_EQ(plan.status.state, api::JobState::kSucceeded);

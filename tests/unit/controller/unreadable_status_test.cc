@@ -70,7 +70,6 @@ TEST(UnreadableStatusTest, NothingIsDeletedOrCreatedAndOnlyConditionsAreWritten)
   old.meta.uid = "old";
   observed.pods.push_back(old);
   observed.service_exists = true;
-  observed.secret_exists = true;
   const Plan plan = ComputePlan(*job, observed, T0(), true, PlanOptions{"l"});
   EXPECT_TRUE(plan.pod_deletes.empty());
   EXPECT_TRUE(plan.pod_creates.empty());
