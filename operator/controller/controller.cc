@@ -20,7 +20,12 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
       queue_(kControllerName, kube::DefaultControllerRateLimiter(clock), clock, kube_metrics),
       launchers_(options_.launcher_control
                      ? std::make_unique<LauncherMonitor>(
-                           client, std::make_unique<RdzvLauncherControl>(), clock)
+                           client,
+                           // Refused answers (beyond the job's size, not the protocol) become
+                           // one rate-limited Warning event per job (launcher_control.h).
+                           std::make_unique<RefusalReportingControl>(
+                               std::make_unique<RdzvLauncherControl>(), events_, clock),
+                           clock)
                      : nullptr),
       kueue_(options_.kueue ? std::make_unique<KueueCaches>(client, options_.namespaces) : nullptr),
       reconciler_(client, caches_, expectations_, events_, metrics,

@@ -209,7 +209,7 @@ void LauncherMonitor::Work() {
 
 StatusOr<protocol::ControlTarget> LauncherMonitor::Target(const LauncherJob& job) {
   const protocol::ControlTarget base{job.pod_ip, static_cast<uint16_t>(api::kRdzvPort), job.uid, "",
-                                     job.attempt};
+                                     job.attempt, job.bounds, job.key};
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = tokens_.find(job.key);

@@ -58,6 +58,9 @@ struct LauncherJob {
   std::string pod_uid;
   std::string pod_ip;
   uint32_t attempt = 0;  // the pod's (lockstep.dev/attempt): control requests are keyed by it
+  // What the job's size lets its worker-0 report (LauncherBounds): an answer beyond it is
+  // refused whole. Unset: only the protocol's own ranges apply.
+  std::optional<protocol::ControlBounds> bounds = std::nullopt;
 };
 
 inline constexpr std::chrono::seconds kWatchInterval{2};

@@ -7,6 +7,7 @@
 #include "operator/api/enums.h"
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/job_status.h"
+#include "operator/controller/launcher_control.h"
 #include "operator/controller/pod_attempt.h"
 #include "operator/controller/spare_plan.h"
 #include "operator/controller/training_progress.h"
@@ -116,7 +117,8 @@ void TrainingJobReconciler::AskLaunchers(const CachedJob& job, const Observed& o
                          job.meta.uid,
                          pod.meta.uid,
                          pod.pod_ip,
-                         static_cast<uint32_t>(PodAttempt(pod))};
+                         static_cast<uint32_t>(PodAttempt(pod)),
+                         LauncherBounds(job.job)};
     }
     return std::nullopt;
   };
