@@ -59,8 +59,11 @@ install_chart() {
   fi
   kubectl create namespace "$NS" >/dev/null
   kubectl create namespace "$JOBS_NS" >/dev/null
+  # templatePolicy off: its ValidatingAdmissionPolicy is cluster-wide, and this test runs beside
+  # others whose jobs it is not this test's business to refuse (template_policy_test.sh tests it).
   helm install "$RELEASE" "$CHART" -n "$NS" --set crds.install=false \
     --set rbac.scope=namespace --set "rbac.namespaces={$JOBS_NS}" \
+    --set templatePolicy.enabled=false \
     --set metrics.secure=true \
     --set metrics.readerSubjects[0].kind=ServiceAccount \
     --set metrics.readerSubjects[0].name=prometheus \
