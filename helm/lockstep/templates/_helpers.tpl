@@ -80,6 +80,11 @@ them); tests/unit/helm checks this list exactly. Add a verb together with the co
 - apiGroups: [lockstep.dev]
   resources: [trainingjobs/finalizers]
   verbs: [update]
+# TrainingTemplates a job of the namespace names in spec.templateRef (read only; the operator
+# merges one into the job's spec until the job starts, then keeps a snapshot in its status).
+- apiGroups: [lockstep.dev]
+  resources: [trainingtemplates]
+  verbs: [get, list, watch]
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch, create, delete]
@@ -131,6 +136,10 @@ the queue, and (namespace scope only; cluster scope has it already) every pod, b
 shared node are taken by pods of any namespace.
 */}}
 {{- define "lockstep.clusterReadRules" -}}
+# ClusterTrainingTemplates (cluster-scoped, read only): see trainingtemplates above.
+- apiGroups: [lockstep.dev]
+  resources: [clustertrainingtemplates]
+  verbs: [get, list, watch]
 - apiGroups: [""]
   resources: [nodes]
   verbs: [get, list, watch]

@@ -8,12 +8,14 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <vector>
 #include <nlohmann/json.hpp>
 
 #include "operator/api/children.h"
 #include "operator/api/codec.h"
 #include "operator/api/network_policy.h"
+#include "operator/api/template_merge.h"
 #include "operator/api/time.h"
 #include "operator/api/validation.h"
 #include "tests/integration/crd/kubectl.h"
@@ -178,6 +180,62 @@ TEST_F(CrdTest, ExplainTeachesTheApi) {
   ASSERT_TRUE(startup.ok()) << startup.output;
   EXPECT_THAT(startup.output, HasSubstr("StartupFailing condition"));
   EXPECT_THAT(startup.output, HasSubstr("Default"));
+}
+
+// The two template kinds (generated from the TrainingJob CRD, tests/unit/api/template_crd_test.cc)
+// are served with their scopes, explained, and accept the examples; a job of examples/templates/
+// stored by the server (defaults applied) merges with its template, as the server stored it, into
+// a spec the operator decodes and validates.
+TEST_F(CrdTest, TemplatesAreServedExplainedAndMergeIntoValidJobs) {
+  const KubectlResult resources = Kubectl({"api-resources", "--api-group=lockstep.dev"});
+  ASSERT_TRUE(resources.ok()) << resources.output;
+  EXPECT_THAT(resources.output, ::testing::ContainsRegex("clustertrainingtemplates +ctt .* false"));
+  EXPECT_THAT(resources.output, ::testing::ContainsRegex("trainingtemplates +tt .* true"));
+  const KubectlResult explain = Kubectl({"explain", "clustertrainingtemplate.spec"});
+  ASSERT_TRUE(explain.ok()) << explain.output;
+  EXPECT_THAT(explain.output, HasSubstr("(status.resolvedTemplate)"));
+  EXPECT_THAT(explain.output, HasSubstr("failurePolicy"));
+  const KubectlResult env =
+      Kubectl({"explain", "trainingtemplate.spec.template.spec.containers.env.name"});
+  ASSERT_TRUE(env.ok()) << env.output;
+  const KubectlResult ref = Kubectl({"explain", "trainingjob.spec.templateRef"});
+  ASSERT_TRUE(ref.ok()) << ref.output;
+  EXPECT_THAT(ref.output, HasSubstr("TemplateReady=False"));
+
+  std::map<std::string, json> templates;
+  std::vector<json> jobs;
+  for (const auto& entry : fs::directory_iterator(SourcePath("examples/templates"))) {
+    const KubectlResult r = Kubectl(
+        {"apply", "--dry-run=server", "-n", ns_.name(), "-o", "json", "-f", entry.path().string()});
+    ASSERT_TRUE(r.ok()) << entry.path() << ": " << r.output;
+    const json stored = json::parse(r.output);
+    if (stored["kind"] == "TrainingJob") {
+      EXPECT_FALSE(stored["spec"].contains("framework")) << entry.path();
+      jobs.push_back(stored);
+    } else {
+      templates[stored["kind"].get<std::string>() + "/" +
+                stored["metadata"]["name"].get<std::string>()] = stored["spec"];
+    }
+  }
+  ASSERT_GE(jobs.size(), 2u);
+  for (json& stored : jobs) {
+    StatusOr<std::optional<api::TemplateRef>> r = api::DecodeTemplateRef(stored["spec"]);
+    ASSERT_TRUE(r.ok() && r->has_value()) << stored.dump();
+    ASSERT_EQ(templates.count(api::Describe(**r)), 1u) << api::Describe(**r);
+    StatusOr<json> merged = api::MergeTemplateSpec(templates[api::Describe(**r)], stored["spec"]);
+    ASSERT_TRUE(merged.ok()) << merged.status();
+    stored["spec"] = *merged;
+    StatusOr<api::TrainingJob> job = api::DecodeTrainingJob(stored);
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_TRUE(api::Validate(*job).empty()) << api::ToStatus(api::Validate(*job));
+  }
+  // Without templateRef a job still needs its framework, template and image.
+  const KubectlResult bare = Kubectl(
+      {"apply", "--dry-run=server", "-n", ns_.name(), "-f", "-"},
+      "apiVersion: lockstep.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: bare}\n"
+      "spec: {framework: PyTorch, template: {spec: {containers: [{name: t, command: [x]}]}}}\n");
+  EXPECT_FALSE(bare.ok());
+  EXPECT_THAT(bare.output, HasSubstr("spec.template.spec.containers[].image is required"));
 }
 
 TEST_F(CrdTest, ShortNameCategoriesAndPrinterColumns) {

@@ -74,11 +74,12 @@ std::string SourcePath(const std::string& relative) {
 }
 
 void InstallCrd() {
-  const KubectlResult applied =
-      Kubectl({"apply", "-f", SourcePath("crds/lockstep.dev_trainingjobs.yaml")});
+  const KubectlResult applied = Kubectl({"apply", "--server-side", "--force-conflicts", "-f",
+                                         SourcePath("crds/")});
   ASSERT_TRUE(applied.ok()) << applied.output;
   const KubectlResult established = Kubectl(
-      {"wait", "--for=condition=Established", "--timeout=60s", "crd/trainingjobs.lockstep.dev"});
+      {"wait", "--for=condition=Established", "--timeout=60s", "crd/trainingjobs.lockstep.dev",
+       "crd/clustertrainingtemplates.lockstep.dev", "crd/trainingtemplates.lockstep.dev"});
   ASSERT_TRUE(established.ok()) << established.output;
 }
 

@@ -25,7 +25,7 @@ KubectlResult Kubectl(const std::vector<std::string>& args, const std::string& s
 
 std::string SourcePath(const std::string& relative);
 
-// Installs crds/lockstep.dev_trainingjobs.yaml and waits until it is Established. Idempotent.
+// Installs every CRD of crds/ (server-side) and waits until they are Established. Idempotent.
 void InstallCrd();
 
 // Creates namespace "lockstep-crd-<random>" and deletes it (without waiting) when destroyed.

@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "operator/api/codec.h"
+#include "operator/api/template_merge.h"
 #include "operator/api/validation.h"
 #include "tests/unit/api/test_util.h"
 
@@ -45,6 +48,42 @@ TEST(ManifestsTest, EveryExampleDecodesAndValidates) {
       ASSERT_TRUE(job.ok()) << file << ": " << job.status();
       EXPECT_TRUE(Validate(*job).empty()) << file << ": " << ToStatus(Validate(*job));
     }
+  }
+}
+
+// examples/templates/: every job there names a template of the folder and, merged with it
+// (operator/api/template_merge.h), decodes and validates; and states it in under 15 lines.
+TEST(ManifestsTest, EveryTemplatedExampleMergesIntoAValidJob) {
+  std::map<std::string, json> templates;  // "Kind/name" -> spec
+  std::vector<std::pair<fs::path, json>> jobs;
+  for (const fs::path& file : YamlFiles("examples/templates")) {
+    for (const json& doc : testing::LoadYamlFile(file.string())) {
+      const std::string kind = doc.value("kind", "");
+      if (kind == "TrainingJob") {
+        jobs.emplace_back(file, doc);
+      } else {
+        templates[kind + "/" + doc["metadata"]["name"].get<std::string>()] = doc["spec"];
+      }
+    }
+  }
+  ASSERT_GE(templates.size(), 2u);
+  ASSERT_GE(jobs.size(), 2u);
+  for (const auto& [file, doc] : jobs) {
+    StatusOr<std::optional<TemplateRef>> ref = DecodeTemplateRef(doc["spec"]);
+    ASSERT_TRUE(ref.ok() && ref->has_value()) << file;
+    auto tmpl = templates.find(Describe(**ref));
+    ASSERT_NE(tmpl, templates.end()) << file << " names " << Describe(**ref);
+    StatusOr<json> merged = MergeTemplateSpec(tmpl->second, doc["spec"]);
+    ASSERT_TRUE(merged.ok()) << file << ": " << merged.status();
+    json object = AsStored(doc);
+    object["spec"] = *merged;
+    StatusOr<TrainingJob> job = DecodeTrainingJob(object);
+    ASSERT_TRUE(job.ok()) << file << ": " << job.status();
+    EXPECT_TRUE(Validate(*job).empty()) << file << ": " << ToStatus(Validate(*job));
+    std::ifstream in(file);
+    int lines = 0;
+    for (std::string line; std::getline(in, line);) lines += !line.empty() && line[0] != '#';
+    EXPECT_LT(lines, 15) << file;
   }
 }
 

@@ -28,6 +28,9 @@ const std::set<Grant> kNamespacedGrants = {
     {"lockstep.dev", "trainingjobs/status", "get"},
     {"lockstep.dev", "trainingjobs/status", "patch"},
     {"lockstep.dev", "trainingjobs/finalizers", "update"},
+    {"lockstep.dev", "trainingtemplates", "get"},
+    {"lockstep.dev", "trainingtemplates", "list"},
+    {"lockstep.dev", "trainingtemplates", "watch"},
     {"", "pods", "get"},
     {"", "pods", "list"},
     {"", "pods", "watch"},
@@ -52,6 +55,9 @@ const std::set<Grant> kNamespacedGrants = {
     {"discovery.k8s.io", "endpointslices", "patch"},
 };
 const std::set<Grant> kClusterReadGrants = {
+    {"lockstep.dev", "clustertrainingtemplates", "get"},
+    {"lockstep.dev", "clustertrainingtemplates", "list"},
+    {"lockstep.dev", "clustertrainingtemplates", "watch"},
     {"", "nodes", "get"},
     {"", "nodes", "list"},
     {"", "nodes", "watch"},
@@ -385,10 +391,12 @@ TEST(HelmChart, UserRolesAggregateIntoTheBuiltInRoles) {
   for (const char* verb : {"get", "list", "watch"}) {
     view_grants.insert({"lockstep.dev", "trainingjobs", verb});
     view_grants.insert({"lockstep.dev", "trainingjobs/status", verb});
+    view_grants.insert({"lockstep.dev", "trainingtemplates", verb});
   }
   edit_grants = view_grants;
   for (const char* verb : {"create", "update", "patch", "delete", "deletecollection"}) {
     edit_grants.insert({"lockstep.dev", "trainingjobs", verb});
+    edit_grants.insert({"lockstep.dev", "trainingtemplates", verb});
   }
   EXPECT_EQ(Grants(*edit), edit_grants);
   EXPECT_EQ(Grants(*view), view_grants);
@@ -445,6 +453,13 @@ TEST(HelmChart, ChartCrdIsTheSourceCrd) {
             "keep");
   const YAML::Node source = YAML::LoadFile(SourcePath("crds/lockstep.dev_trainingjobs.yaml"));
   EXPECT_EQ(YAML::Dump((*rendered)["spec"]), YAML::Dump(source["spec"]));
+  for (const char* plural : {"clustertrainingtemplates", "trainingtemplates"}) {
+    const auto tmpl = chart.Find("CustomResourceDefinition", std::string(plural) + ".lockstep.dev");
+    ASSERT_TRUE(tmpl) << plural;
+    const YAML::Node tmpl_source =
+        YAML::LoadFile(SourcePath("crds/lockstep.dev_" + std::string(plural) + ".yaml"));
+    EXPECT_EQ(YAML::Dump((*tmpl)["spec"]), YAML::Dump(tmpl_source["spec"])) << plural;
+  }
 
   const RenderedChart without = RenderChart({"--set", "crds.install=false"});
   ASSERT_EQ(without.error, "");
