@@ -53,7 +53,8 @@ std::string_view InfeasibilityName(Infeasibility reason) {
        {Infeasibility::kHostPort, "host port in use"},
        {Infeasibility::kPodAffinity, "pod affinity not satisfied"},
        {Infeasibility::kPodAntiAffinity, "pod anti-affinity"},
-       {Infeasibility::kTopologySpread, "topology spread maxSkew"}}};
+       {Infeasibility::kTopologySpread, "topology spread maxSkew"},
+       {Infeasibility::kVolumeBinding, "volume binding"}}};
   return NameOf(kNames, reason, "unknown");
 }
 

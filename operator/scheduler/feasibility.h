@@ -31,8 +31,10 @@ enum class Infeasibility {
   kPodAffinity,
   kPodAntiAffinity,
   kTopologySpread,
+  // PersistentVolumeClaims (volumes.h), checked one pod at a time by placement.
+  kVolumeBinding,
 };
-inline constexpr int kInfeasibilityCount = 12;
+inline constexpr int kInfeasibilityCount = 13;
 
 // "NotReady", "cordoned", "taint not tolerated", ... as used in explanations.
 std::string_view InfeasibilityName(Infeasibility reason);

@@ -12,6 +12,7 @@
 #include "operator/scheduler/node_info.h"
 #include "operator/scheduler/pod_terms.h"
 #include "operator/scheduler/resources.h"
+#include "operator/scheduler/volume_terms.h"
 
 namespace lockstep::scheduler {
 
@@ -25,13 +26,8 @@ struct Toleration {
   friend bool operator==(const Toleration&, const Toleration&) = default;
 };
 
-// Expressions are ANDed. `match_fields` supports the one field Kubernetes allows,
-// "metadata.name". A term with neither matches no node, as in Kubernetes.
-struct NodeSelectorTerm {
-  std::vector<NodeSelectorRequirement> match_expressions;
-  std::vector<NodeSelectorRequirement> match_fields;
-  friend bool operator==(const NodeSelectorTerm&, const NodeSelectorTerm&) = default;
-};
+// NodeSelectorTerm (volume_terms.h): expressions are ANDed. `match_fields` supports the one
+// field Kubernetes allows, "metadata.name". A term with neither matches no node, as in Kubernetes.
 
 // A topologySpreadConstraint with whenUnsatisfiable: DoNotSchedule (ScheduleAnyway ones are
 // preferences and are not carried). The selector counts pods in the pod's own namespace.
@@ -68,6 +64,9 @@ struct PodRequest {
   std::string namespace_;
   Labels labels;
   PodConstraints constraints;
+  // Its PersistentVolumeClaims as the driver resolved them (volumes.h); like labels, they differ
+  // per replica (ephemeral claims are named after the pod), so shapes leave them out.
+  std::vector<ClaimNeed> volumes;
   friend bool operator==(const PodRequest&, const PodRequest&) = default;
 };
 

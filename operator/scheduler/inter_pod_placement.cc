@@ -17,11 +17,13 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
 #include "operator/scheduler/placement_engine.h"
 #include "operator/scheduler/pod_constraints.h"
+#include "operator/scheduler/volumes.h"
 
 namespace lockstep::scheduler::internal {
 namespace {
@@ -278,6 +280,7 @@ struct AttemptFailure {
   size_t role = 0;
   size_t replica = 0;
   std::array<int64_t, kInfeasibilityCount> excluded{};
+  std::vector<int64_t> claim_misses;  // per claim of the pod: nodes where it was the first to fail
 };
 
 }  // namespace
@@ -290,9 +293,30 @@ const DomainIndex* PlacementEngine::IndexFor(const std::string& key) {
   return &owned_indexes_.emplace_back(snapshot_.BuildDomainIndex(key));
 }
 
+std::optional<Placement> PlacementEngine::WaitingClaim() const {
+  for (const Role& role : gang_.roles) {
+    for (size_t i = 0; i < role.pods.size(); ++i) {
+      for (const ClaimNeed& need : role.pods[i].volumes) {
+        if (need.state != ClaimState::kWaiting) continue;
+        return Placement{{},
+                         PlacementFailure::kVolumeBinding,
+                         role.name + " pod " + std::to_string(i) + " waits: " +
+                             DescribeClaimMiss(need, 0)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 bool PlacementEngine::NeedsOneByOne() const {
   for (const Shape& shape : shapes_) {
     if (HasPodConstraints(*shape.pod)) return true;
+  }
+  // Claims differ per pod (each PV is chosen once), so such a gang goes a pod at a time too.
+  for (const Role& role : gang_.roles) {
+    for (const PodRequest& pod : role.pods) {
+      if (!pod.volumes.empty()) return true;
+    }
   }
   // A bound pod's anti-affinity term that selects a pod of the gang constrains it too.
   if (!snapshot_.any_anti_affinity()) return false;
@@ -322,6 +346,33 @@ Placement PlacementEngine::RunOneByOne(const Nodes& candidates) {
   std::vector<PodAssignment> assignments;
   AttemptFailure best_failure;
   bool failed_once = false;
+  // This attempt's claim choices (a claim shared by pods is chosen once) and the PVs they took.
+  std::map<std::string, ClaimChoice> claim_choices;
+  std::set<std::string> attempt_taken;
+  auto taken = [&](const std::string& volume) {
+    return snapshot_.VolumeTaken(volume) || attempt_taken.count(volume) != 0;
+  };
+  // Every claim of `pod` met on node n: the choices in `out`; else the first claim that is not.
+  auto fit_volumes = [&](NodeIndex n, const PodRequest& pod, std::vector<ClaimChoice>* out,
+                         size_t* missed) -> bool {
+    const NodeInfo& node = snapshot_.node(n);
+    for (size_t c = 0; c < pod.volumes.size(); ++c) {
+      const ClaimNeed& need = pod.volumes[c];
+      auto earlier = claim_choices.find(need.claim);
+      std::optional<ClaimChoice> choice =
+          FitClaim(need, node, taken, earlier == claim_choices.end() ? nullptr : &earlier->second);
+      if (!choice) {
+        if (missed != nullptr) *missed = c;
+        return false;
+      }
+      // A second pod of the same claim, or a claim already bound: nothing more to write.
+      if (out != nullptr && !choice->claim.empty() && earlier == claim_choices.end()) {
+        out->push_back(std::move(*choice));
+      }
+    }
+    return true;
+  };
+  size_t missed_claim = 0;
 
   auto free_after = [&](NodeIndex n, ResourceId r) {
     return Free(n, r) - extra[size_t{n} * r_count + r];
@@ -374,6 +425,9 @@ Placement PlacementEngine::RunOneByOne(const Nodes& candidates) {
                         sc.eligible_domains, self_spread[i] != 0)) {
         return Infeasibility::kTopologySpread;
       }
+    }
+    if (!pod.volumes.empty() && !fit_volumes(n, pod, nullptr, &missed_claim)) {
+      return Infeasibility::kVolumeBinding;
     }
     return Infeasibility::kNone;
   };
@@ -454,6 +508,8 @@ Placement PlacementEngine::RunOneByOne(const Nodes& candidates) {
   auto attempt = [&](const Nodes& nodes) -> bool {
     const size_t mark = state.Mark();
     assignments.clear();
+    claim_choices.clear();
+    attempt_taken.clear();
     for (auto& counts : level_count) std::fill(counts.begin(), counts.end(), 0);
     std::vector<int64_t> key;
     std::vector<int64_t> best_key;
@@ -476,11 +532,13 @@ Placement PlacementEngine::RunOneByOne(const Nodes& candidates) {
               MatchesLabelSelector(state.spreads()[i].constraint.selector, pod.labels) ? 1 : 0);
         }
         AttemptFailure failure;
+        failure.claim_misses.assign(pod.volumes.size(), 0);
         std::optional<NodeIndex> best;
         for (NodeIndex n : nodes) {
           const Infeasibility why = check(n, s, pod, matching_holders, self_spread);
           if (why != Infeasibility::kNone) {
             ++failure.excluded[static_cast<size_t>(why)];
+            if (why == Infeasibility::kVolumeBinding) ++failure.claim_misses[missed_claim];
             continue;
           }
           score(n, s, key);
@@ -499,7 +557,14 @@ Placement PlacementEngine::RunOneByOne(const Nodes& candidates) {
           break;
         }
         place(*best, s, pod);
-        assignments.push_back({role, replica, *best, snapshot_.node(*best).name});
+        assignments.push_back({role, replica, *best, snapshot_.node(*best).name, {}});
+        if (!pod.volumes.empty()) {
+          fit_volumes(*best, pod, &assignments.back().volumes, nullptr);
+          for (const ClaimChoice& choice : assignments.back().volumes) {
+            claim_choices.emplace(choice.claim, choice);
+            if (!choice.volume.empty()) attempt_taken.insert(choice.volume);
+          }
+        }
       }
     }
     if (!ok) {
@@ -578,7 +643,8 @@ Placement PlacementEngine::RunOneByOne(const Nodes& candidates) {
       {Infeasibility::kHostPort, PlacementFailure::kHostPort},
       {Infeasibility::kPodAffinity, PlacementFailure::kPodAffinity},
       {Infeasibility::kPodAntiAffinity, PlacementFailure::kPodAntiAffinity},
-      {Infeasibility::kTopologySpread, PlacementFailure::kTopologySpread}};
+      {Infeasibility::kTopologySpread, PlacementFailure::kTopologySpread},
+      {Infeasibility::kVolumeBinding, PlacementFailure::kVolumeBinding}};
   const AttemptFailure& f = best_failure;
   std::optional<std::pair<Infeasibility, PlacementFailure>> worst;
   for (const auto& c : kConstraints) {
@@ -600,6 +666,12 @@ Placement PlacementEngine::RunOneByOne(const Nodes& candidates) {
                  ? "a running pod's podAntiAffinity"
                  : "podAntiAffinity topologyKey " + DescribeKeys(pod.constraints.anti_affinity);
       break;
+    case Infeasibility::kVolumeBinding: {
+      const auto most = std::max_element(f.claim_misses.begin(), f.claim_misses.end());
+      what = DescribeClaimMiss(pod.volumes[static_cast<size_t>(most - f.claim_misses.begin())],
+                               f.excluded[static_cast<size_t>(Infeasibility::kVolumeBinding)]);
+      break;
+    }
     default: {
       for (const SpreadConstraint& c : pod.constraints.spread) {
         what += (what.empty() ? "topologySpreadConstraints " : ", ") + std::string("maxSkew ") +

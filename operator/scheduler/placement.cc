@@ -9,7 +9,7 @@ namespace lockstep::scheduler {
 
 namespace {
 
-constexpr NameTable<PlacementFailure, 10> kFailureReasons = {
+constexpr NameTable<PlacementFailure, 11> kFailureReasons = {
     {{PlacementFailure::kNone, "Scheduled"},
      {PlacementFailure::kInvalidRequest, "InvalidRequest"},
      {PlacementFailure::kNoFeasibleNodes, "NoFeasibleNodes"},
@@ -19,7 +19,8 @@ constexpr NameTable<PlacementFailure, 10> kFailureReasons = {
      {PlacementFailure::kHostPort, "HostPortInUse"},
      {PlacementFailure::kPodAffinity, "PodAffinity"},
      {PlacementFailure::kPodAntiAffinity, "PodAntiAffinity"},
-     {PlacementFailure::kTopologySpread, "TopologySpread"}}};
+     {PlacementFailure::kTopologySpread, "TopologySpread"},
+     {PlacementFailure::kVolumeBinding, "VolumeBinding"}}};
 
 }  // namespace
 
@@ -36,6 +37,9 @@ void AssumePlacement(Snapshot& snapshot, const GangRequest& gang, const Placemen
   for (const PodAssignment& a : placement.assignments) {
     const PodRequest& pod = gang.roles[a.role].pods[a.replica];
     snapshot.Assume(a.node, pod.requests);
+    for (const ClaimChoice& choice : a.volumes) {
+      if (!choice.volume.empty()) snapshot.TakeVolume(choice.volume);
+    }
     const bool labels = snapshot.pod_labels_indexed() && !pod.labels.empty();
     if (!labels && pod.constraints.host_ports.empty() && pod.constraints.anti_affinity.empty()) {
       continue;

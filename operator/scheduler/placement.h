@@ -32,6 +32,9 @@ enum class PlacementFailure {
   kPodAffinity,
   kPodAntiAffinity,
   kTopologySpread,
+  // A PersistentVolumeClaim (volumes.h): one that waits (e.g. unbound Immediate), or the one
+  // that found no node for the first pod that found none.
+  kVolumeBinding,
 };
 
 // CamelCase reason for the Scheduled=False condition, e.g. "InsufficientResources".
@@ -42,6 +45,9 @@ struct PodAssignment {
   size_t replica = 0;  // replica index within the role
   NodeIndex node = 0;
   std::string node_name;
+  // The pod's unbound WaitForFirstConsumer claims: the PV chosen for each, or provisioning on
+  // node_name (volumes.h). The driver writes them before it binds the pod.
+  std::vector<ClaimChoice> volumes;
 };
 
 struct Placement {

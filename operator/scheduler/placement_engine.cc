@@ -282,6 +282,7 @@ bool PlacementEngine::PlaceInOneDomain(const Nodes& candidates) {
 }
 
 Placement PlacementEngine::Run() {
+  if (std::optional<Placement> waiting = WaitingClaim()) return *waiting;
   if (!BuildShapes()) {
     return Placement{{}, PlacementFailure::kInvalidRequest, "a pod requests a negative amount"};
   }
@@ -333,7 +334,7 @@ Placement PlacementEngine::BuildAssignments() const {
     for (size_t i = 0; i < shapes_[s].members.size(); ++i) {
       const auto [role, replica] = shapes_[s].members[i];
       const NodeIndex n = slots[i].second;
-      placement.assignments.push_back({role, replica, n, snapshot_.node(n).name});
+      placement.assignments.push_back({role, replica, n, snapshot_.node(n).name, {}});
     }
   }
   std::sort(placement.assignments.begin(), placement.assignments.end(),

@@ -64,6 +64,8 @@ class PlacementEngine {
   // would take them, with the gang's earlier pods counted; in one domain of the hard keys when
   // the gang has any (requiredTopologyKey, podAffinity within the gang).
   bool NeedsOneByOne() const;
+  // A pod's claim that cannot be placed anywhere now (volumes.h, ClaimState::kWaiting).
+  std::optional<Placement> WaitingClaim() const;
   Placement RunOneByOne(const Nodes& candidates);
   const DomainIndex* IndexFor(const std::string& key);
 

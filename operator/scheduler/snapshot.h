@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -93,6 +94,11 @@ class Snapshot {
   bool pod_labels_indexed() const { return pod_labels_indexed_; }
   void set_pod_labels_indexed(bool indexed) { pod_labels_indexed_ = indexed; }
 
+  // PersistentVolumes chosen for claims of gangs placed earlier in this cycle (AssumePlacement),
+  // and those the driver knows are being pre-bound: never chosen again (volumes.h).
+  void TakeVolume(std::string name) { taken_volumes_.insert(std::move(name)); }
+  bool VolumeTaken(const std::string& name) const { return taken_volumes_.count(name) != 0; }
+
  private:
   struct Model {
     std::vector<NodeInfo> nodes;
@@ -111,6 +117,7 @@ class Snapshot {
   std::vector<std::pair<NodeIndex, BoundPod>> assumed_pods_;
   bool pod_labels_indexed_ = true;
   bool any_anti_affinity_ = false;
+  std::set<std::string> taken_volumes_;
 };
 
 }  // namespace lockstep::scheduler
