@@ -47,6 +47,7 @@ class OperatorProcess {
   // Reaps the child if it exits within `timeout`; false while it still runs.
   bool WaitExit(std::chrono::milliseconds timeout);
   bool Running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }  // -1 when not running
   int metrics_port() const { return metrics_port_; }
   int health_port() const { return health_port_; }
   // Exit status of the last child that ended (or -signal).
