@@ -1,7 +1,7 @@
 // The rank-0 rendezvous server against peers that are not launchers of its attempt, on loopback
 // (launcher/rendezvous/server.h "Bounds"): a refused request or a Join with a bad MAC followed by a
 // stream of up to 1 GB on the same connection, 2,000 connections that trickle bytes and never
-// authenticate, and launchers of another attempt. Each time the server's memory stays bounded
+// authenticate, a member that reads none of a 17 MiB peer table, and launchers of another attempt. Each time the server's memory stays bounded
 // (this process's RSS, which holds the server) and the real launchers still form their round.
 #include "launcher/rendezvous/server.h"
 
@@ -228,6 +228,109 @@ TEST(RendezvousServerBoundsTest, TwoThousandTricklingConnectionsAreClosedAndTheR
   std::printf("RDZV-FIGURE %d trickling connections: %d closed within 2.4 s; RSS grew %zd KiB\n",
               kIdle, closed,
               (static_cast<ssize_t>(RssBytes()) - static_cast<ssize_t>(base)) / 1024);
+}
+
+// Sends a member's Join on a raw connection (the MAC right) and reads nothing more.
+StatusOr<UniqueFd> JoinRaw(uint16_t port, protocol::Join join) {
+  LS_ASSIGN_OR_RETURN(RawPeer peer, Connect(port));
+  join.run_id = kRunId;
+  join.key_attempt = kAttempt;
+  join.attempt = kAttempt;
+  join.mac = protocol::JoinMac(protocol::AttemptKey(kToken, kAttempt), peer.nonce, kRunId,
+                               kAttempt, join.node_rank);
+  LS_RETURN_IF_ERROR(net::WriteAll(peer.fd.get(), Encode(join), Steady::now() + seconds(5)));
+  return std::move(peer.fd);
+}
+
+// The server's only large output is the peer table (one entry per member: its role and host, up
+// to 8 KiB each). 1,100 members whose entries are that large make a 17.2 MiB table; the member
+// that asked for it reads nothing. Past kMaxPendingOutBytes (16 MiB) of output it has not taken,
+// the server closes it like a lost member: the round aborts and the job's real launchers are told
+// why. Without the bound the server keeps the table queued for as long as that member stays
+// connected (its peer timeout here is 120 s, past the test's 30-s waits): seen with
+// kMaxPendingOutBytes = SIZE_MAX, "no Abort within 30 s". The close took up to 4.9 s under load.
+// The RSS growth is a figure, not asserted: the 1,100 joins the server holds and the table's
+// transient copies (members, assignment, encoded table, the member's frame) dominate it.
+TEST(RendezvousServerBoundsTest, AMemberThatDoesNotReadAPeerTablePast16MiBIsClosed) {
+  net::RaiseFileLimit();
+  constexpr uint32_t kFillers = 1100;
+  constexpr uint32_t kHostile = kFillers + 2;  // the last node rank: the others get World first
+  ServerOptions opt;
+  opt.run_id = kRunId;
+  opt.token = kToken;
+  opt.attempt = kAttempt;
+  opt.min_nodes = opt.max_nodes = kHostile + 1;
+  opt.peer_timeout = seconds(120);
+  opt.heartbeat_interval = milliseconds(100);
+  StatusOr<std::unique_ptr<RendezvousServer>> server = RendezvousServer::Listen(opt, 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->Start();
+  const uint16_t port = (*server)->port();
+  const size_t base = RssBytes();
+
+  // The job's own launchers 0 and 1 join first and wait for the round.
+  StatusOr<JoinResult> real[2] = {UnavailableError("not run"), UnavailableError("not run")};
+  std::vector<std::thread> launchers;
+  for (uint32_t rank : {0u, 1u}) {
+    launchers.emplace_back([&, rank] {
+      ClientOptions c = Launcher(port, rank);
+      c.peer_timeout = seconds(120);
+      c.deadline = Steady::now() + seconds(60);
+      real[rank] = JoinRound(c);
+    });
+  }
+  std::vector<UniqueFd> fillers;
+  fillers.reserve(kFillers);
+  protocol::Join big;
+  big.role = std::string(protocol::kMaxStringBytes, 'r');
+  big.host = std::string(protocol::kMaxStringBytes, 'h');
+  for (uint32_t i = 0; i < kFillers; ++i) {
+    big.node_rank = 2 + i;
+    StatusOr<UniqueFd> fd = JoinRaw(port, big);
+    ASSERT_TRUE(fd.ok()) << "filler " << i << ": " << fd.status();
+    fillers.push_back(std::move(*fd));
+  }
+  protocol::Join hostile = big;
+  hostile.node_rank = kHostile;
+  hostile.want_peer_table = true;
+  const Steady::time_point joined = Steady::now();
+  StatusOr<UniqueFd> reader_of_nothing = JoinRaw(port, hostile);
+  ASSERT_TRUE(reader_of_nothing.ok()) << reader_of_nothing.status();
+  for (std::thread& t : launchers) t.join();
+
+  // Both real launchers got the world of every member, then an Abort naming the hostile member.
+  for (StatusOr<JoinResult>& r : real) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->world.nnodes, kHostile + 1);
+    std::optional<protocol::Abort> abort;
+    const Steady::time_point deadline = Steady::now() + seconds(30);
+    while (!abort && Steady::now() < deadline) {
+      pollfd p{r->session->fd(), POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      for (const ServerEvent& e : r->session->OnReadable()) {
+        if (e.kind == ServerEvent::Kind::kAbort) abort = e.abort;
+      }
+    }
+    ASSERT_TRUE(abort.has_value()) << "no Abort within 30 s: the non-reading member was kept";
+    EXPECT_EQ(abort->node_rank, static_cast<int32_t>(kHostile));
+    EXPECT_NE(abort->message.find("does not read"), std::string::npos) << abort->message;
+  }
+  const int fd = reader_of_nothing->get();
+  bool closed = false;
+  while (!closed && Steady::now() < joined + seconds(30)) {
+    pollfd p{fd, POLLIN, 0};
+    ::poll(&p, 1, 100);
+    closed = ClosedByServer(fd);
+  }
+  EXPECT_TRUE(closed) << "the member that reads nothing is still connected";
+  const ssize_t grew = static_cast<ssize_t>(RssBytes()) - static_cast<ssize_t>(base);
+  std::printf("RDZV-FIGURE a member that reads nothing, peer table of %u members of 16 KiB: "
+              "closed %lld ms after its join; RSS grew %zd KiB, the members' joins and the "
+              "table's copies included\n",
+              kHostile + 1,
+              static_cast<long long>(
+                  std::chrono::duration_cast<milliseconds>(Steady::now() - joined).count()),
+              grew / 1024);
 }
 
 // A launcher of the previous attempt (its pod force-deleted on a lost node, its process still
