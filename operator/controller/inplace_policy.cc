@@ -1,8 +1,16 @@
 #include "operator/controller/inplace_policy.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace lockstep::controller {
+
+int32_t AddToCount(int32_t count, int64_t add) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  // `add` clamped first, so the int64 sum cannot overflow whatever the caller passes.
+  const int64_t sum = int64_t{count} + std::clamp<int64_t>(add, -2 * kMax, 2 * kMax);
+  return static_cast<int32_t>(std::clamp<int64_t>(sum, 0, kMax));
+}
 
 int32_t FailureRestartsLeft(const api::TrainingJob& job, int32_t unrecorded) {
   const int64_t left = int64_t{job.spec.failure_policy.max_restarts} -
@@ -41,13 +49,13 @@ InPlaceRecord RecordLauncherTotals(const api::TrainingJobStatus& status, int32_t
 }
 
 void CountInPlaceRestarts(api::RestartCounts& counts, int32_t failures, int32_t requested) {
-  counts.in_place += failures + requested;
-  counts.failures += failures;
+  counts.in_place = AddToCount(counts.in_place, int64_t{failures} + requested);
+  counts.failures = AddToCount(counts.failures, failures);
 }
 
 void CountFailureRestart(api::RestartCounts& counts, int32_t unrecorded, bool counts_failure) {
-  if (counts_failure) counts.failures += 1 + unrecorded;
-  counts.in_place += unrecorded;
+  if (counts_failure) counts.failures = AddToCount(counts.failures, int64_t{1} + unrecorded);
+  counts.in_place = AddToCount(counts.in_place, unrecorded);
 }
 
 }  // namespace lockstep::controller

@@ -17,6 +17,11 @@
 
 namespace lockstep::controller {
 
+// count + add for status.restarts and status.spares counters, held in [0, INT32_MAX] (the CRD's
+// range) instead of wrapping: the status may already hold INT32_MAX, and what launchers add comes
+// from the wire (each report at most protocol::kMaxCounter, 2^24) or a termination message.
+int32_t AddToCount(int32_t count, int64_t add);
+
 // The failure restarts the job has left: failurePolicy.maxRestarts minus status.restarts.failures
 // minus `unrecorded`, the launchers' in-place failure restarts that status does not hold yet.
 // Never below 0. The one budget: LauncherRestartBudget and the failure policy both read it.

@@ -8,6 +8,7 @@
 #include "operator/api/ranks.h"
 #include "operator/controller/failure_policy.h"
 #include "operator/controller/inplace_plan.h"
+#include "operator/controller/inplace_policy.h"
 #include "operator/controller/restart_plan.h"
 
 namespace lockstep::controller {
@@ -144,7 +145,7 @@ SpareRecord RecordSpares(const api::TrainingJob& job,
     const auto count = static_cast<int32_t>(st.promotions);
     if (count > s.attempt_promotions) {
       record.new_promotions = count - s.attempt_promotions;
-      s.promotions += record.new_promotions;
+      s.promotions = AddToCount(s.promotions, record.new_promotions);
       s.attempt_promotions = count;
     }
     std::vector<api::SpareServing> now = CurrentServing(job, launchers);

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "protocol/messages.h"
+
 namespace lockstep::controller {
 namespace {
 
@@ -97,6 +101,57 @@ TEST(InPlacePolicyTest, CountsChargeFailuresAndInPlaceRestarts) {
   CountFailureRestart(counts, 2, /*counts_failure=*/false);  // RestartJobAndIgnoreMaxRestarts
   EXPECT_EQ(counts.failures, 4);
   EXPECT_EQ(counts.in_place, 6);
+}
+
+constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+constexpr int32_t kWire = static_cast<int32_t>(protocol::kMaxCounter);  // 2^24 per report
+
+TEST(InPlacePolicyTest, AddToCountSaturatesTable) {
+  struct Case {
+    int32_t count;
+    int64_t add;
+    int32_t want;
+  };
+  const Case cases[] = {
+      {0, 0, 0},
+      {3, 2, 5},
+      {kMax - 1, 1, kMax},
+      {kMax, 1, kMax},
+      {kMax, kWire, kMax},
+      {kMax - kWire, 2 * int64_t{kWire}, kMax},
+      {kMax, std::numeric_limits<int64_t>::max(), kMax},
+      {0, std::numeric_limits<int64_t>::min(), 0},
+      {5, -7, 0},
+      {kMax, -1, kMax - 1},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(AddToCount(c.count, c.add), c.want) << c.count << " + " << c.add;
+  }
+}
+
+// A status already at INT32_MAX (the CRD's maximum), then launchers reporting the wire's maximum
+// attempt after attempt: the counts stay at INT32_MAX instead of wrapping negative (which the CRD
+// would refuse at write, stalling the job's status for good).
+TEST(InPlacePolicyTest, CountsSaturateAtInt32Max) {
+  api::RestartCounts counts;
+  counts.failures = kMax - 5;
+  counts.in_place = kMax - kWire;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    CountInPlaceRestarts(counts, kWire, kWire);
+    ASSERT_EQ(counts.failures, kMax) << "attempt " << attempt;
+    ASSERT_EQ(counts.in_place, kMax) << "attempt " << attempt;
+  }
+  counts.failures = kMax - 1;
+  counts.in_place = kMax;
+  CountFailureRestart(counts, kWire, /*counts_failure=*/true);
+  EXPECT_EQ(counts.failures, kMax);
+  EXPECT_EQ(counts.in_place, kMax);
+  counts.failures = kMax;
+  CountFailureRestart(counts, kMax, /*counts_failure=*/true);  // 1 + INT32_MAX in int64
+  EXPECT_EQ(counts.failures, kMax);
+  // The budget left never goes negative either.
+  api::TrainingJob job = Job(kMax, kMax);
+  EXPECT_EQ(FailureRestartsLeft(job, kWire), 0);
 }
 
 }  // namespace

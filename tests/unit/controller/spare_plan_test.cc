@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "operator/controller/plan.h"
 #include "tests/unit/controller/builders.h"
@@ -138,6 +139,26 @@ TEST(SparePlanTest, RecordSparesCountsEachPromotionOnce) {
   EXPECT_EQ(next.status->promotions, 2);
 
   EXPECT_FALSE(RecordSpares(Job(3).job, Answer(0, 0)).status);  // no spares, never had
+}
+
+// status.spares.promotions (read back from the CRD, at most INT32_MAX) plus promotions node 0
+// reports (at most protocol::kMaxCounter, 2^24, an attempt), attempt after attempt: held at
+// INT32_MAX instead of wrapping.
+TEST(SparePlanTest, RecordSparesPromotionsSaturate) {
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  constexpr uint32_t kWire = protocol::kMaxCounter;
+  CachedJob job = SpareJob();
+  job.job.status.spares = api::SpareStatus{};
+  job.job.status.spares->desired = 1;
+  job.job.status.spares->promotions = kMax - 3;
+  for (int32_t attempt = 0; attempt < 200; ++attempt) {
+    job.job.status.attempt = attempt;  // a new node-0 server each attempt, counting from 0
+    SpareRecord r = RecordSpares(job.job, Answer(0, kWire));
+    ASSERT_TRUE(r.status);
+    EXPECT_EQ(r.new_promotions, static_cast<int32_t>(kWire));
+    ASSERT_EQ(r.status->promotions, kMax) << "attempt " << attempt;
+    job.job.status.spares = r.status;
+  }
 }
 
 TEST(SparePlanTest, NeedsPromotionCheckTable) {
