@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "operator/api/ranks.h"
 #include "operator/controller/peer_loss.h"
@@ -15,26 +19,50 @@ namespace {
 using LossOutcome = LossVerdict::Outcome;
 using std::chrono::seconds;
 
-// P: the current attempt's pod the report names (by its name, else by its node rank's slot).
-const kube::Pod* ReportedPod(const Pass& p, const protocol::LostMember& m) {
-  std::string name = m.pod_name;
-  if (name.empty()) {
-    const std::vector<api::PodSlot> slots = api::PodSlots(p.spec, p.spec.replicas);
-    if (m.node_rank >= slots.size()) return nullptr;
-    const api::PodSlot& slot = slots[m.node_rank];
-    name = api::PodName(p.job.metadata.name, slot.role, slot.index);
+// What the pass looks a report up in, built once (O(pods + serving)), so that L lost members cost
+// O(L), not O(L x pods): a hostile worker-0 may report every node-rank of a large job lost on
+// every poll.
+class ReportIndex {
+ public:
+  explicit ReportIndex(const Pass& p) : p_(p) {
+    pods_.reserve(p.pods.size());
+    for (const kube::Pod& pod : p.pods) pods_.emplace(pod.meta.name, &pod);
+    for (const protocol::SpareServing& s : p.observed.launchers->status.serving) {
+      auto [it, added] = newest_serving_.emplace(s.node_rank, s.round);
+      if (!added) it->second = std::max(it->second, s.round);
+    }
   }
-  for (const kube::Pod& pod : p.pods) {
-    if (pod.meta.name == name) return &pod;
+  // P: the current attempt's pod the report names (by its name, else by its node rank's slot).
+  const kube::Pod* ReportedPod(const protocol::LostMember& m) {
+    if (!m.pod_name.empty()) return Find(m.pod_name);
+    if (!slots_) slots_ = api::PodSlots(p_.spec, p_.spec.replicas);  // once, when a name lacks
+    if (m.node_rank >= slots_->size()) return nullptr;
+    const api::PodSlot& slot = (*slots_)[m.node_rank];
+    return Find(api::PodName(p_.job.metadata.name, slot.role, slot.index));
   }
-  return nullptr;
-}
+  // CoveredBySpare, by the index: a spare serves the node-rank from a round after the loss's.
+  bool Covered(const protocol::LostMember& m) const {
+    auto it = newest_serving_.find(m.node_rank);
+    return it != newest_serving_.end() && it->second > m.round;
+  }
+
+ private:
+  const kube::Pod* Find(std::string_view name) const {
+    auto it = pods_.find(name);
+    return it == pods_.end() ? nullptr : it->second;
+  }
+  const Pass& p_;
+  std::unordered_map<std::string_view, const kube::Pod*> pods_;  // by name; first one wins
+  std::unordered_map<uint32_t, uint32_t> newest_serving_;        // node-rank -> latest round served
+  std::optional<std::vector<api::PodSlot>> slots_;
+};
 
 // The evidence CorroborateLoss judges; asks for a probe when this report has none yet.
-LossEvidence Gather(Pass& p, const LauncherObservation& obs, const protocol::LostMember& m) {
+LossEvidence Gather(Pass& p, ReportIndex& index, const LauncherObservation& obs,
+                    const protocol::LostMember& m) {
   LossEvidence e;
   e.report = m;
-  e.pod = ReportedPod(p, m);
+  e.pod = index.ReportedPod(m);
   e.now = p.now;
   if (e.pod == nullptr) return e;
   auto node = p.observed.peer_loss_nodes.find(e.pod->node_name);
@@ -53,15 +81,14 @@ void Restart(Pass& p, const std::vector<std::pair<protocol::LostMember, LossVerd
   RestartRequest r;
   r.kind = RestartRequest::Kind::kDisruption;
   r.reason = kReasonPeerReportedLost;
+  std::set<std::string> nodes;  // sorted, each once
   for (const auto& [m, v] : lost) {
     r.message += (r.message.empty() ? "" : "; ") + v.evidence;
-    if (std::find(r.lost_nodes.begin(), r.lost_nodes.end(), v.node) == r.lost_nodes.end()) {
-      r.lost_nodes.push_back(v.node);
-    }
+    nodes.insert(v.node);
     const api::Time heard = FromUnixMs(m.last_heard_unix_ms);
     if (!r.failed_at || heard < *r.failed_at) r.failed_at = heard;
   }
-  std::sort(r.lost_nodes.begin(), r.lost_nodes.end());
+  r.lost_nodes.assign(nodes.begin(), nodes.end());
   PlanRestart(p, r, p.pods);
 }
 
@@ -122,6 +149,21 @@ bool CoveredBySpare(const protocol::ControlStatus& status, const protocol::LostM
   return false;
 }
 
+std::vector<std::string> ReportedNodes(const std::vector<protocol::LostMember>& lost,
+                                       const std::vector<kube::Pod>& pods) {
+  std::unordered_set<std::string_view> named;
+  for (const protocol::LostMember& m : lost) {
+    if (!m.pod_name.empty()) named.insert(m.pod_name);
+  }
+  std::vector<std::string> nodes;
+  std::unordered_set<std::string_view> seen;
+  for (const kube::Pod& pod : pods) {
+    if (pod.node_name.empty() || named.count(pod.meta.name) == 0) continue;
+    if (seen.insert(pod.node_name).second) nodes.push_back(pod.node_name);
+  }
+  return nodes;
+}
+
 bool PlanPeerLoss(Pass& p) {
   // Not only while answered: node 0's launcher may have exited after the loss (the monitor keeps
   // the lost members it reported).
@@ -130,6 +172,7 @@ bool PlanPeerLoss(Pass& p) {
   std::vector<std::pair<protocol::LostMember, LossVerdict>> corroborated;
   bool unresolved = false;
   const PeerLossOptions timings = LauncherTimings(p.job.spec);  // once per pass, not per report
+  ReportIndex index(p);
   for (const protocol::LostMember& m : obs.status.lost) {
     // A server of an older attempt (its rounds start at that attempt) still answering at an
     // address the new worker-0 pod was given (kwok reuses pod IPs; node 0's launcher lingers
@@ -138,8 +181,8 @@ bool PlanPeerLoss(Pass& p) {
     // Hot spares: the server promotes a standby spare in the same step that records the loss
     // (rendezvous/server.cc CloseConn), so a covered loss is already in `serving`. The spare
     // serves that node-rank now; spare_plan.h deletes the lost pod. No gang restart.
-    if (CoveredBySpare(obs.status, m)) continue;
-    const LossEvidence e = Gather(p, obs, m);
+    if (index.Covered(m)) continue;
+    const LossEvidence e = Gather(p, index, obs, m);
     LossVerdict v = CorroborateLoss(e, timings);
     p.plan->peer_loss.push_back(
         {m.pod_name, m.lost_unix_ms, std::string(ToString(v.outcome)), v.evidence});

@@ -11,6 +11,8 @@
 // the metric. While a report is unresolved the job is polled every second.
 
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "operator/controller/peer_loss.h"
 #include "operator/controller/plan_pass.h"
@@ -22,7 +24,17 @@ inline constexpr std::chrono::seconds kPeerLossPollInterval{1};
 
 // True when it decided a Recreate restart (the pass ends there). A lost member whose node-rank a
 // hot spare took (status.serving, promoted for a later round) is skipped: the spare covers it.
+// O(lost + pods + serving): the answer is the tenant's (worker-0's launcher), at most one lost
+// member per node-rank of the job (protocol CheckControlBounds), and the pass looks each one up in
+// indexes built once, never by a scan of the pods per member (issue 44 item 1).
 bool PlanPeerLoss(Pass& p);
+
+// The nodes of `pods` that the lost members name by pod name, each once, in the order of `pods`:
+// the nodes whose Node and Lease the pass needs (Observed::peer_loss_nodes; the reconciler reads
+// them from its caches). A member with no pod name, or naming no pod, adds none; a pod not bound
+// adds none. O(lost + pods).
+std::vector<std::string> ReportedNodes(const std::vector<protocol::LostMember>& lost,
+                                       const std::vector<kube::Pod>& pods);
 
 // The launchers' peer timeout and heartbeat interval the fence waits for (peer_loss.h FenceTime):
 // the defaults, or longer where a template's trainer env sets LOCKSTEP_PEER_TIMEOUT /

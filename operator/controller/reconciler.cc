@@ -8,6 +8,7 @@
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/launcher_control.h"
+#include "operator/controller/peer_loss_plan.h"
 #include "operator/controller/pod_attempt.h"
 #include "operator/controller/spare_plan.h"
 #include "operator/controller/training_progress.h"
@@ -149,13 +150,11 @@ void TrainingJobReconciler::ObserveSpareDomain(const CachedJob& job, Observed& o
 
 void TrainingJobReconciler::ObservePeerLossNodes(Observed& observed) const {
   if (!observed.launchers) return;
-  for (const protocol::LostMember& m : observed.launchers->status.lost) {
-    for (const kube::Pod& pod : observed.pods) {
-      if (pod.meta.name != m.pod_name || pod.node_name.empty()) continue;
-      if (observed.peer_loss_nodes.count(pod.node_name) != 0) continue;
-      if (std::optional<NodeSnapshot> n = caches_.NodeFacts(pod.node_name)) {
-        observed.peer_loss_nodes.emplace(pod.node_name, std::move(*n));
-      }
+  // O(lost + pods) (ReportedNodes): the lost members are worker-0's word, one per node-rank.
+  for (const std::string& node : ReportedNodes(observed.launchers->status.lost, observed.pods)) {
+    if (observed.peer_loss_nodes.count(node) != 0) continue;
+    if (std::optional<NodeSnapshot> n = caches_.NodeFacts(node)) {
+      observed.peer_loss_nodes.emplace(node, std::move(*n));
     }
   }
 }

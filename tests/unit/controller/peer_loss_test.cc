@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
 #include <functional>
 
 #include "common/rfc3339.h"
@@ -392,6 +395,111 @@ TEST(PeerLossPlanTest, AStalePodOnAnExcludedPeerLostNodeIsForceDeleted) {
     if (d.name == "job-worker-1") forced = d.grace_period_seconds == std::optional<int64_t>(0);
   }
   EXPECT_TRUE(forced);
+}
+
+// The nodes whose Node and Lease the peer evidence needs (the reconciler reads them from its
+// caches): of the pods the reports name, each node once.
+TEST(ReportedNodesTest, Table) {
+  const std::vector<kube::Pod> pods = {
+      Pod("worker", 0, "Running", "node-a"), Pod("worker", 1, "Running", "node-a"),
+      Pod("worker", 2, "Running", "node-b"), Pod("worker", 3, "Pending", "")};
+  struct NodesRow {
+    std::string name;
+    std::vector<std::string> lost;  // the lost members' pod names, node-ranks 0, 1, ...
+    std::vector<std::string> nodes;
+  };
+  const std::vector<NodesRow> rows = {
+      {"nothing lost", {}, {}},
+      {"one pod", {"job-worker-2"}, {"node-b"}},
+      {"two pods of one node: the node once", {"job-worker-0", "job-worker-1"}, {"node-a"}},
+      {"in the pods' order", {"job-worker-2", "job-worker-0"}, {"node-a", "node-b"}},
+      {"names of no pod", {"job-worker-9", "x"}, {}},
+      {"a pod not bound", {"job-worker-3"}, {}},
+      {"no name (the plan finds the pod by its slot; no node read)", {""}, {}},
+  };
+  for (const NodesRow& row : rows) {
+    std::vector<protocol::LostMember> lost;
+    for (const std::string& name : row.lost) {
+      protocol::LostMember m;
+      m.node_rank = static_cast<uint32_t>(lost.size());
+      m.pod_name = name;
+      lost.push_back(m);
+    }
+    EXPECT_EQ(ReportedNodes(lost, pods), row.nodes) << row.name;
+  }
+}
+
+// A launcher that did not know its pod's name reports the node-rank alone: the pass finds the pod
+// by the node-rank's slot; a node-rank past the job names no pod (stale).
+TEST(PeerLossPlanTest, AReportWithoutAPodNameIsFoundByItsNodeRank) {
+  PlanFixture f;
+  f.observed.launchers->status.lost[0].pod_name = "";
+  Plan plan = f.Run(T0() + seconds(20));
+  ASSERT_EQ(plan.launcher_probes.size(), 1u);
+  EXPECT_EQ(plan.launcher_probes[0].pod, "job-worker-1");
+
+  f.observed.launchers->status.lost[0].node_rank = 7;
+  plan = f.Run(T0() + seconds(20));
+  EXPECT_TRUE(plan.launcher_probes.empty());
+  ASSERT_EQ(plan.peer_loss.size(), 1u);
+  EXPECT_EQ(plan.peer_loss[0].outcome, "stale");
+}
+
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+// The peer-loss step alone (PlanPeerLoss on a pass built here) for a running job of `ranks`
+// node-ranks whose worker-0 reports every other node-rank lost: the least thread CPU time of 3
+// runs (so a loaded host moves every figure alike).
+double PeerLossStepSeconds(int ranks) {
+  CachedJob job = Job(ranks);
+  Observed observed;
+  for (int i = 0; i < ranks; ++i) {
+    kube::Pod p = Pod("worker", i, "Running", "node-" + std::to_string(i));
+    p.pod_ip = "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250);
+    observed.pods.push_back(std::move(p));
+  }
+  LauncherObservation obs;
+  obs.answered = true;
+  obs.status.round = 1;
+  for (int i = 1; i < ranks; ++i) {
+    protocol::LostMember m = Report();
+    m.node_rank = static_cast<uint32_t>(i);
+    m.pod_name = "job-worker-" + std::to_string(i);
+    m.pod_uid = "pod-uid-worker" + std::to_string(i);
+    m.node_name = "node-" + std::to_string(i);
+    obs.status.lost.push_back(std::move(m));
+  }
+  observed.launchers = std::move(obs);
+  const PlanOptions options;
+  const std::vector<kube::Pod> stale;
+  double least = 1e9;
+  for (int run = 0; run < 3; ++run) {
+    Plan plan;
+    Pass p{job.job, observed, T0() + seconds(20), true, options, &plan, observed.pods, stale,
+           job.job.spec};
+    const double start = ThreadCpuSeconds();
+    EXPECT_FALSE(PlanPeerLoss(p));
+    least = std::min(least, ThreadCpuSeconds() - start);
+    EXPECT_EQ(plan.launcher_probes.size(), static_cast<size_t>(ranks - 1));  // one per report
+  }
+  return least;
+}
+
+// Issue 44 item 1: what worker-0 (the tenant's code) reports costs a pass O(job size). Its lost
+// members are bounded by the job's node-ranks (protocol CheckControlBounds), so a job of the most
+// node-ranks spec.replicas allows, 10,000, may report 9,999 on every poll: ten times the reports
+// of a job of 2,500 may cost about four times the step's CPU, at most 8 times. With each report's
+// pod found by a scan of the pods (before), they cost about 16 times as much: this test failed
+// (see the commit).
+TEST(PeerLossPlanTest, TheStepCostsLinearTimeInTheReportsOfTheLargestJob) {
+  const double small = PeerLossStepSeconds(2500), large = PeerLossStepSeconds(10000);
+  std::printf("peer-loss step: 2,499 reports %.4f s CPU, 9,999 reports %.4f s (%.1fx)\n", small,
+              large, large / small);
+  EXPECT_LT(large, 8 * small);
 }
 
 }  // namespace
