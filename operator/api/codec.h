@@ -38,6 +38,12 @@ nlohmann::json EncodeStatus(const TrainingJobStatus& status);
 // Every restart the job went through, of any cause and mode: gang restarts (one per attempt
 // after the first) plus in-place restarts (which keep the attempt). Saturates at INT32_MAX.
 int32_t TotalRestarts(const TrainingJobStatus& status);
+// status.displayState, the STATE column (derived, written by EncodeStatus): the state, except that
+// a job not yet running (Pending, Scheduling, Restarting) whose StartupFailing condition is True
+// shows that condition's reason, as `kubectl get pods` shows ImagePullBackOff for a Pending pod:
+// the reason a job cannot start is on the default table, not only in `-o wide` (issue 45 item 2).
+// Empty when the state is unset.
+std::string DisplayState(const TrainingJobStatus& status);
 nlohmann::json EncodeObjectMeta(const ObjectMeta& meta);
 nlohmann::json EncodeCondition(const Condition& condition);
 // status.progress (part of EncodeStatus).

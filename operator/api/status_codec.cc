@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "operator/api/conditions.h"
 #include "operator/api/json_fields.h"
 #include "operator/api/time.h"
 
@@ -303,6 +304,18 @@ int32_t TotalRestarts(const TrainingJobStatus& s) {
   return static_cast<int32_t>(std::min<int64_t>(total, std::numeric_limits<int32_t>::max()));
 }
 
+std::string DisplayState(const TrainingJobStatus& s) {
+  if (!s.state) return "";
+  const bool starting = *s.state == JobState::kPending || *s.state == JobState::kScheduling ||
+                        *s.state == JobState::kRestarting;
+  const Condition* failing = FindCondition(s.conditions, kConditionStartupFailing);
+  if (starting && failing != nullptr && failing->status == ConditionStatus::kTrue &&
+      !failing->reason.empty()) {
+    return failing->reason;
+  }
+  return std::string(ToString(*s.state));
+}
+
 json EncodeProgress(const JobProgress& p) {
   json out = {{"step", p.step}, {"lastUpdate", FormatTime(p.last_update)}};
   if (p.total_steps) out["totalSteps"] = *p.total_steps;
@@ -325,6 +338,7 @@ json EncodeStatus(const TrainingJobStatus& s) {
         {"inPlace", s.restarts.in_place},
         {"total", TotalRestarts(s)}}}};
   if (s.state) out["state"] = ToString(*s.state);
+  if (s.state) out["displayState"] = DisplayState(s);
   if (!s.reason.empty()) out["reason"] = s.reason;
   if (!s.message.empty()) out["message"] = s.message;
   if (!s.workers_ready.empty()) out["workersReady"] = s.workers_ready;

@@ -1,5 +1,6 @@
 // Issue 45 item 2 against the real apiserver: a job whose pod cannot pull its image says so within
-// seconds (status.message, the StartupFailing condition, `kubectl get tj -o wide`), and after
+// seconds (status.message, the StartupFailing condition, the STATE column of `kubectl get tj`
+// and `-o wide`), and after
 // spec.runPolicy.startupTimeoutSeconds the attempt ends per the failure policy with that reason.
 // The test plays the kubelet: it writes the container's waiting state through the pod's status
 // subresource before binding the pod, with a pod IP, so kwok (whose ready stage takes only pods
@@ -81,6 +82,12 @@ TEST_F(OperatorTest, APodThatCannotPullItsImageIsNamedAtOnceAndEndsTheAttemptAft
   EXPECT_EQ(ConditionReason(*shown, "StartupFailing"), "ErrImagePull");
   const std::string since = (*Condition(*shown, "StartupFailing"))["lastTransitionTime"];
 
+  // The default table says it too: STATE is the waiting reason while the job cannot start.
+  const crdtest::KubectlResult table = crdtest::Kubectl({"get", "tj", "pull", "-n", ns()});
+  ASSERT_TRUE(table.ok()) << table.output;
+  EXPECT_THAT(table.output,
+              ::testing::ContainsRegex("NAME +STATE +WORKERS[^\n]*\npull +ErrImagePull +0/"))
+      << table.output;
   const crdtest::KubectlResult wide =
       crdtest::Kubectl({"get", "tj", "pull", "-n", ns(), "-o", "wide"});
   ASSERT_TRUE(wide.ok()) << wide.output;

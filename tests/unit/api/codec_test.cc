@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <optional>
+#include <vector>
 
+#include "operator/api/conditions.h"
 #include "operator/api/time.h"
 #include "tests/unit/api/test_util.h"
 
@@ -207,6 +210,45 @@ TEST(CodecTest, TotalRestartsCountsGangAndInPlaceRestartsOfEveryCause) {
     s.restarts.in_place = c.in_place;
     EXPECT_EQ(TotalRestarts(s), c.want) << "attempt " << c.attempt << " inPlace " << c.in_place;
     EXPECT_EQ(EncodeStatus(s)["restarts"]["total"], c.want);
+  }
+}
+
+// status.displayState, the STATE column: the state, or why a job that is not running yet cannot
+// start (the StartupFailing condition's reason), as `kubectl get pods` shows ImagePullBackOff.
+TEST(CodecTest, DisplayStateShowsWhyAJobNotRunningYetCannotStart) {
+  struct Case {
+    std::optional<JobState> state;
+    std::optional<ConditionStatus> startup;  // StartupFailing's status, if present
+    std::string reason, want;
+  };
+  const std::vector<Case> cases = {
+      {std::nullopt, std::nullopt, "", ""},
+      {JobState::kRunning, std::nullopt, "", "Running"},
+      {JobState::kScheduling, std::nullopt, "", "Scheduling"},
+      {JobState::kScheduling, ConditionStatus::kTrue, "ImagePullBackOff", "ImagePullBackOff"},
+      {JobState::kPending, ConditionStatus::kTrue, "CreateContainerConfigError",
+       "CreateContainerConfigError"},
+      {JobState::kRestarting, ConditionStatus::kTrue, "CrashLoopBackOff", "CrashLoopBackOff"},
+      {JobState::kScheduling, ConditionStatus::kFalse, "PodsStarting", "Scheduling"},
+      {JobState::kScheduling, ConditionStatus::kTrue, "", "Scheduling"},
+      // A running or ended job is what it is: a failing spare does not hide that it runs.
+      {JobState::kRunning, ConditionStatus::kTrue, "ErrImagePull", "Running"},
+      {JobState::kFailed, ConditionStatus::kTrue, "ErrImagePull", "Failed"},
+      {JobState::kQueued, ConditionStatus::kTrue, "ErrImagePull", "Queued"},
+  };
+  for (const Case& c : cases) {
+    TrainingJobStatus s;
+    s.state = c.state;
+    if (c.startup) {
+      Condition startup;
+      startup.type = std::string(kConditionStartupFailing);
+      startup.status = *c.startup;
+      startup.reason = c.reason;
+      s.conditions.push_back(startup);
+    }
+    EXPECT_EQ(DisplayState(s), c.want) << c.want;
+    const json encoded = EncodeStatus(s);
+    EXPECT_EQ(encoded.value("displayState", ""), c.want) << encoded.dump();
   }
 }
 
