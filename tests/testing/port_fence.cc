@@ -1,5 +1,6 @@
 #include "tests/testing/port_fence.h"
 
+#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -62,6 +63,20 @@ std::set<int> ListeningTcpPorts(pid_t pid) {
   const std::string net = "/proc/" + std::to_string(pid) + "/net/";
   std::set<int> ports = ParseListeningPorts(ReadWholeFile(net + "tcp"));
   ports.merge(ParseListeningPorts(ReadWholeFile(net + "tcp6")));
+  return ports;
+}
+
+std::set<int> ListeningTcpPortsOf(const std::vector<pid_t>& pids) {
+  std::set<int> ports;
+  std::set<std::string> namespaces_read;
+  for (pid_t pid : pids) {
+    std::error_code ec;
+    // "net:[4026531840]": the namespace's identity. A process gone meanwhile has none: skipped.
+    const std::string ns =
+        std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/net", ec).string();
+    if (ec || !namespaces_read.insert(ns).second) continue;
+    ports.merge(ListeningTcpPorts(pid));
+  }
   return ports;
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,12 @@ std::set<int> ParseListeningPorts(std::string_view proc_net_tcp);
 // ParseListeningPorts of /proc/<pid>/net/tcp and tcp6: the listeners of the network namespace
 // `pid` is in (its pod's). Empty when the process is gone.
 std::set<int> ListeningTcpPorts(pid_t pid);
+
+// The listeners of every network namespace one of `pids` is in, each namespace's tables read once.
+// A job's processes mostly share a few namespaces, and the kernel walks its whole socket hash for
+// each read of net/tcp (about 2 ms here, even when nearly empty): per process, a Ray job's 40
+// processes cost 160 ms of each 500-ms poll.
+std::set<int> ListeningTcpPortsOf(const std::vector<pid_t>& pids);
 
 // Whether `policy` (a networking.k8s.io/v1 NetworkPolicy) lets a pod that none of its peers
 // select (another namespace, no labels of the job) open TCP `port` on the pods it selects: some

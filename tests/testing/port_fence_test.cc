@@ -1,6 +1,11 @@
 // The port-fence check of the framework e2e tier: /proc/net/tcp parsing and NetworkPolicy reach.
 #include "tests/testing/port_fence.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 namespace lockstep::testing {
@@ -23,6 +28,25 @@ TEST(ParseListeningPortsTest, ListenersOnAnyAddressCountLoopbackOnesAndConnectio
       "   1: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A\n"
       "   2: 0000000000000000FFFF00000100007F:1F91 00000000000000000000000000000000:0000 0A\n";
   EXPECT_EQ(ParseListeningPorts(tcp6), (std::set<int>{0x18EB}));  // 6379; ::1, ::ffff:127.0.0.1 not
+}
+
+TEST(ListeningTcpPortsOfTest, AListenerOfTheProcessesNamespaceIsFoundOnceGoneProcessesSkipped) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_ANY);  // port 0: the kernel picks one
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof(any)), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t length = sizeof(any);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&any), &length), 0);
+  const int port = ntohs(any.sin_port);
+  // The same namespace twice (read once) and a pid no process has (pid_max is at most 2^22).
+  const std::set<int> ports = ListeningTcpPortsOf({::getpid(), ::getpid(), (1 << 22) + 1});
+  EXPECT_TRUE(ports.count(port)) << port;
+  ::close(fd);
+  EXPECT_FALSE(ListeningTcpPortsOf({::getpid()}).count(port));
+  EXPECT_TRUE(ListeningTcpPortsOf({}).empty());
 }
 
 json Policy(json ingress) {

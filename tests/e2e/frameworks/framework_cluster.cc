@@ -30,7 +30,7 @@ extern char** environ;
 
 namespace lockstep::e2e {
 
-using ::lockstep::testing::ListeningTcpPorts;
+using ::lockstep::testing::ListeningTcpPortsOf;
 using ::lockstep::testing::MarkedProcesses;
 using ::lockstep::testing::OpenToAnyone;
 using ::lockstep::testing::ReadWholeFile;
@@ -399,7 +399,7 @@ StatusOr<JobRun> FrameworkCluster::Run(const json& job, seconds timeout) {
   StatusOr<json> done = WaitFor(
       name,
       [&](const json& j) {
-        for (pid_t pid : JobProcesses(name)) listening.merge(ListeningTcpPorts(pid));
+        listening.merge(ListeningTcpPortsOf(JobProcesses(name)));
         const std::string state = j.contains("status") ? j["status"].value("state", "") : "";
         return state == "Succeeded" || state == "Failed";
       },
