@@ -40,9 +40,11 @@ namespace lockstep::protocol {
 // 7: Control's MAC is keyed by the attempt's key (control.h), as Join's is since version 4. The
 //    bytes of no message changed; a version-6 launcher's server would check the MAC with the
 //    job's token and refuse every control request, so it is refused for its version instead.
+// 8: TrainingProgress carries the trainers' checkpoint_step (status.goodput's recomputed steps,
+//    docs/goodput.md).
 // Join, Challenge and Control carry it; the server refuses another version with a reason that
 // names it (a launcher of another version never fails to decode instead).
-inline constexpr uint32_t kProtocolVersion = 7;
+inline constexpr uint32_t kProtocolVersion = 8;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;  // HMAC-SHA256
 inline constexpr size_t kNcclIdBytes = 128;
@@ -418,14 +420,18 @@ struct TrainingProgress {
   uint64_t samples_per_second_milli = 0;
   // Lines of the file that were not a progress report (the server's lifetime): for people.
   uint32_t malformed_lines = 0;
+  // The step the trainers' newest checkpoint holds ("checkpointStep"; version 8); absent: the
+  // trainer did not say.
+  std::optional<uint64_t> checkpoint_step = std::nullopt;
 
-  static constexpr size_t kBytes = 28;  // three u64 and a u32
+  static constexpr size_t kBytes = 37;  // at most: three u64, a u32, a flag and a u64
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
     io.U64(m.step);
     io.U64(m.total_steps);
     io.U64(m.samples_per_second_milli);
     io.U32(m.malformed_lines);
+    io.Optional(m.checkpoint_step, [](auto& sub, auto& c) { sub.U64(c); });
   }
   friend bool operator==(const TrainingProgress&, const TrainingProgress&) = default;
 };

@@ -27,6 +27,7 @@ constexpr const char* kProgress = "progress";
 constexpr const char* kStep = "step";
 constexpr const char* kTotalSteps = "totalSteps";
 constexpr const char* kSamplesPerSecondMilli = "samplesPerSecondMilli";
+constexpr const char* kCheckpointStep = "checkpointStep";
 
 constexpr size_t kMaxMessageBytes = 1024;
 
@@ -43,6 +44,7 @@ json ToJson(const TerminationMessage& m, const std::string& message,
     j[kProgress] = {{kStep, m.progress->step},
                     {kTotalSteps, m.progress->total_steps},
                     {kSamplesPerSecondMilli, m.progress->samples_per_second_milli}};
+    if (m.progress->checkpoint_step) j[kProgress][kCheckpointStep] = *m.progress->checkpoint_step;
   }
   return j;
 }
@@ -69,6 +71,8 @@ std::optional<TrainingProgress> ReadProgress(const json& j) {
   if (!ReadCount(*it, kStep, &p.step)) return std::nullopt;
   ReadCount(*it, kTotalSteps, &p.total_steps);
   ReadCount(*it, kSamplesPerSecondMilli, &p.samples_per_second_milli);
+  uint64_t checkpoint = 0;
+  if (ReadCount(*it, kCheckpointStep, &checkpoint)) p.checkpoint_step = checkpoint;
   return p;
 }
 

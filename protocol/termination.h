@@ -22,7 +22,8 @@
 namespace lockstep::protocol {
 
 // 2: `progress`, the trainers' last progress report (messages.h TrainingProgress).
-inline constexpr int kTerminationVersion = 2;
+// 3: `progress.checkpointStep`, when the trainers reported one.
+inline constexpr int kTerminationVersion = 3;
 // Kubernetes keeps at most this much of a termination message.
 inline constexpr size_t kMaxTerminationBytes = 4096;
 

@@ -40,6 +40,11 @@ std::optional<protocol::TrainingProgress> ParseProgressLine(std::string_view lin
     p.samples_per_second_milli =
         static_cast<uint64_t>(std::llround(std::min(r, kMaxSamplesPerSecond) * 1000.0));
   }
+  if (auto ckpt = doc.find("checkpointStep"); ckpt != doc.end() && !ckpt->is_null()) {
+    std::optional<uint64_t> c = Count(*ckpt);
+    if (!c) return std::nullopt;
+    p.checkpoint_step = *c;
+  }
   return p;
 }
 

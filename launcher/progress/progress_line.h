@@ -1,12 +1,13 @@
 #pragma once
 // The trainer's progress report (LOCKSTEP_PROGRESS_FILE, docs/launcher.md "Progress"): one JSON
 // object per line, appended by the trainer,
-//   {"step": 1200, "totalSteps": 5000, "samplesPerSecond": 812.5}
+//   {"step": 1200, "totalSteps": 5000, "samplesPerSecond": 812.5, "checkpointStep": 1000}
 // Pure: parsing a line, and scanning a chunk of the file for its complete lines. Nothing here
 // throws or crashes on any input (fuzzed: tests/fuzz/progress_line).
 //
 // A line is a report when it is a JSON object whose "step" is an integer >= 0. "totalSteps"
-// (integer >= 0; 0 = unknown) and "samplesPerSecond" (finite number >= 0) are optional; other keys
+// (integer >= 0; 0 = unknown), "samplesPerSecond" (finite number >= 0) and "checkpointStep" (integer
+// >= 0: the step the newest checkpoint holds, docs/goodput.md) are optional; other keys
 // are ignored (so trainers may add their own). Anything else, and any line longer than
 // kMaxProgressLineBytes, is malformed.
 

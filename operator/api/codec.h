@@ -46,8 +46,9 @@ int32_t TotalRestarts(const TrainingJobStatus& status);
 std::string DisplayState(const TrainingJobStatus& status);
 nlohmann::json EncodeObjectMeta(const ObjectMeta& meta);
 nlohmann::json EncodeCondition(const Condition& condition);
-// status.progress (part of EncodeStatus).
+// status.progress and status.goodput (parts of EncodeStatus).
 nlohmann::json EncodeProgress(const JobProgress& progress);
+nlohmann::json EncodeGoodput(const JobGoodput& goodput);
 // status.capacity as the scheduler applies it (EncodeStatus leaves it out: not the controller's).
 nlohmann::json EncodeCapacity(const Capacity& capacity);
 

@@ -210,10 +210,79 @@ void DecodeProgress(const json& status, TrainingJobStatus* out, Reads& reads) {
                                       &progress.samples_per_second)) &&
        ok;
   ok = reads(internal::ReadOptInt64(*p, "etaSeconds", path, &progress.eta_seconds)) && ok;
+  ok = reads(internal::ReadOptInt64(*p, "checkpointStep", path, &progress.checkpoint_step)) && ok;
   std::optional<Time> when;
   ok = reads(ReadOptTime(*p, "lastUpdate", path, &when)) && ok;
   if (when) progress.last_update = *when;
   if (ok) out->progress = progress;
+}
+
+// A count of seconds that saturates instead of failing: goodput's sums are the operator's own
+// arithmetic, and a value too large for int64 reads as INT64_MAX. Negative values are kept (the
+// core reads them as 0). Absent: 0.
+Status ReadSaturatedInt64(const json& obj, const char* key, const std::string& path,
+                          int64_t* out) {
+  const json* v = Member(obj, key);
+  if (v == nullptr || v->is_null()) return Status::Ok();
+  if (v->is_number_unsigned() &&
+      v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    *out = std::numeric_limits<int64_t>::max();
+    return Status::Ok();
+  }
+  if (v->is_number_integer()) {
+    *out = v->get<int64_t>();
+    return Status::Ok();
+  }
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    constexpr double kTwo63 = 9223372036854775808.0;
+    if (d >= kTwo63) {
+      *out = std::numeric_limits<int64_t>::max();
+    } else if (d <= -kTwo63) {
+      *out = std::numeric_limits<int64_t>::min();
+    } else if (d == d) {
+      *out = static_cast<int64_t>(d);
+    }
+    return Status::Ok();
+  }
+  return TypeError(path + "." + key, "an integer", *v);
+}
+
+Status DecodeGoodputFields(const json& g, const std::string& path, JobGoodput* out) {
+  if (!g.is_object()) return TypeError(path, "an object", g);
+  std::optional<double> ratio;
+  LS_RETURN_IF_ERROR(ReadOptNonNegativeNumber(g, "ratio", path, &ratio));
+  out->ratio = ratio.value_or(0);
+  LS_RETURN_IF_ERROR(internal::ReadInt32(g, "percent", path, &out->percent));
+  LS_RETURN_IF_ERROR(ReadSaturatedInt64(g, "productiveSeconds", path, &out->productive_seconds));
+  LS_RETURN_IF_ERROR(ReadSaturatedInt64(g, "placementSeconds", path, &out->placement_seconds));
+  LS_RETURN_IF_ERROR(ReadSaturatedInt64(g, "startupSeconds", path, &out->startup_seconds));
+  LS_RETURN_IF_ERROR(ReadSaturatedInt64(g, "recoverySeconds", path, &out->recovery_seconds));
+  LS_RETURN_IF_ERROR(ReadSaturatedInt64(g, "recomputeSeconds", path, &out->recompute_seconds));
+  LS_RETURN_IF_ERROR(ForEachElement(
+      g, "recoveryByCause", path, [out](const json& e, const std::string& p) {
+        GoodputCause c;
+        if (!e.is_object()) return TypeError(p, "an object", e);
+        LS_RETURN_IF_ERROR(ReadString(e, "cause", p, &c.cause));
+        LS_RETURN_IF_ERROR(ReadSaturatedInt64(e, "seconds", p, &c.seconds));
+        out->recovery_by_cause.push_back(std::move(c));
+        return Status::Ok();
+      }));
+  LS_RETURN_IF_ERROR(ReadOptNonNegativeNumber(g, "stepSeconds", path, &out->step_seconds));
+  std::optional<Time> when;
+  LS_RETURN_IF_ERROR(ReadOptTime(g, "updatedAt", path, &when));
+  if (!when) return MissingError(path + ".updatedAt");
+  out->updated_at = *when;
+  return Status::Ok();
+}
+
+// status.goodput is the operator's own account, not something it acts on: one it cannot read
+// is dropped (the account starts again) instead of stalling the job as an unreadable status.
+void DecodeGoodput(const json& status, TrainingJobStatus* out) {
+  const json* g = Member(status, "goodput");
+  if (g == nullptr || g->is_null()) return;
+  JobGoodput goodput;
+  if (DecodeGoodputFields(*g, "status.goodput", &goodput).ok()) out->goodput = std::move(goodput);
 }
 
 void DecodeSpares(const json& status, TrainingJobStatus* out, Reads& reads) {
@@ -279,6 +348,7 @@ TrainingJobStatus DecodeStatusPartial(const json& status, UnreadStatus* unread) 
   DecodeCapacity(status, &out, reads);
   DecodeProgress(status, &out, reads);
   DecodeSpares(status, &out, reads);
+  DecodeGoodput(status, &out);
   return out;
 }
 
@@ -322,6 +392,25 @@ json EncodeProgress(const JobProgress& p) {
   if (p.percent) out["percent"] = *p.percent;
   if (p.samples_per_second) out["samplesPerSecond"] = *p.samples_per_second;
   if (p.eta_seconds) out["etaSeconds"] = *p.eta_seconds;
+  if (p.checkpoint_step) out["checkpointStep"] = *p.checkpoint_step;
+  return out;
+}
+
+json EncodeGoodput(const JobGoodput& g) {
+  json causes = json::array();
+  for (const GoodputCause& c : g.recovery_by_cause) {
+    causes.push_back({{"cause", c.cause}, {"seconds", c.seconds}});
+  }
+  json out = {{"ratio", g.ratio},
+              {"percent", g.percent},
+              {"productiveSeconds", g.productive_seconds},
+              {"placementSeconds", g.placement_seconds},
+              {"startupSeconds", g.startup_seconds},
+              {"recoverySeconds", g.recovery_seconds},
+              {"recoveryByCause", std::move(causes)},
+              {"recomputeSeconds", g.recompute_seconds},
+              {"updatedAt", FormatTime(g.updated_at)}};
+  if (g.step_seconds) out["stepSeconds"] = *g.step_seconds;
   return out;
 }
 
@@ -394,6 +483,7 @@ json EncodeStatus(const TrainingJobStatus& s) {
                      {"attemptPromotions", s.spares->attempt_promotions},
                      {"serving", std::move(serving)}};
   }
+  if (s.goodput) out["goodput"] = EncodeGoodput(*s.goodput);
   // status.capacity belongs to the scheduler (server-side apply); EncodeStatus leaves it out so
   // the controller's merge patch never takes it over. EncodeCapacity writes it.
   return out;

@@ -212,6 +212,8 @@ struct JobProgress {
   // without total_steps, or after the step went back (a resume from a checkpoint).
   std::optional<int64_t> eta_seconds;
   Time last_update{};  // when the operator saw this report first (the progress last moved)
+  // The step the trainers' newest checkpoint holds (a restart resumes there); absent: not said.
+  std::optional<int64_t> checkpoint_step;
 
   friend bool operator==(const JobProgress&, const JobProgress&) = default;
 };
@@ -240,6 +242,30 @@ struct SpareStatus {
   friend bool operator==(const SpareStatus&, const SpareStatus&) = default;
 };
 
+// The job's wall time by what it was spent on (docs/goodput.md; controller/goodput.h), in whole
+// seconds up to `updated_at`: the state the status shows since then is charged at the next write.
+struct GoodputCause {
+  std::string cause;  // the restart's reason (status.lastRestart.reason)
+  int64_t seconds = 0;
+
+  friend bool operator==(const GoodputCause&, const GoodputCause&) = default;
+};
+
+struct JobGoodput {
+  double ratio = 0;     // productive / accounted, 0..1
+  int32_t percent = 0;  // floor(100 * ratio), for kubectl's GOODPUT column
+  int64_t productive_seconds = 0;  // Running, less the recomputed steps' time
+  int64_t placement_seconds = 0;   // created, queued, waiting for the gang to be bound
+  int64_t startup_seconds = 0;     // bound, containers not all running (first start)
+  int64_t recovery_seconds = 0;    // a restart until the gang ran again: sum of by-cause
+  std::vector<GoodputCause> recovery_by_cause;  // sorted by cause
+  int64_t recompute_seconds = 0;   // steps redone after restarts (since their checkpoint)
+  std::optional<double> step_seconds;  // the step time last measured from status.progress
+  Time updated_at{};
+
+  friend bool operator==(const JobGoodput&, const JobGoodput&) = default;
+};
+
 struct TrainingJobStatus {
   int64_t observed_generation = 0;
   std::optional<JobState> state;
@@ -261,6 +287,7 @@ struct TrainingJobStatus {
   std::optional<Capacity> capacity;  // the scheduler's; the controller only reads it
   std::optional<JobProgress> progress;
   std::optional<SpareStatus> spares;  // only for jobs with spec.failurePolicy.spareReplicas > 0
+  std::optional<JobGoodput> goodput;
 };
 
 struct TrainingJob {

@@ -60,6 +60,22 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry)
                             .Help("Hot spares that took a lost pod's node-rank in place "
                                   "(spec.failurePolicy.spareReplicas)")
                             .Register(registry)),
+      goodput_ratio_(prometheus::BuildGauge()
+                         .Name("lockstep_job_goodput_ratio")
+                         .Help("A TrainingJob's productive training time over its accounted "
+                               "wall time (status.goodput, docs/goodput.md)")
+                         .Register(registry)),
+      lost_seconds_(prometheus::BuildCounter()
+                        .Name("lockstep_goodput_lost_seconds_total")
+                        .Help("Seconds of TrainingJobs' wall time not trained productively, by "
+                              "account (placement, startup, recovery, recompute) and restart "
+                              "reason")
+                        .Register(registry)),
+      lost_gpu_seconds_(prometheus::BuildCounter()
+                            .Name("lockstep_goodput_lost_gpu_seconds_total")
+                            .Help("lockstep_goodput_lost_seconds_total times the job's GPUs "
+                                  "(nvidia.com/gpu of every pod)")
+                            .Register(registry)),
       errors_(reconcile_errors_.Add({{"controller", kControllerName}})),
       reconcile_seconds_(reconcile_time_.Add(
           {{"controller", kControllerName}},
@@ -107,11 +123,38 @@ void ControllerMetrics::SetJobProgress(const std::string& ns, const std::string&
   ProgressSeries& s = progress_[{ns, name}];
   SetOrRemove(progress_ratio_, &s.ratio, labels, ratio);
   SetOrRemove(samples_per_second_, &s.samples_per_second, labels, samples_per_second);
-  if (s.ratio == nullptr && s.samples_per_second == nullptr) progress_.erase({ns, name});
+  if (s.ratio == nullptr && s.samples_per_second == nullptr && s.goodput == nullptr) {
+    progress_.erase({ns, name});
+  }
 }
 
 void ControllerMetrics::ForgetJobProgress(const std::string& ns, const std::string& name) {
   SetJobProgress(ns, name, std::nullopt, std::nullopt);
+}
+
+void ControllerMetrics::SetJobGoodput(const std::string& ns, const std::string& name,
+                                      std::optional<double> ratio) {
+  const std::map<std::string, std::string> labels = {{"namespace", ns}, {"name", name}};
+  std::lock_guard<std::mutex> lock(mu_);
+  ProgressSeries& s = progress_[{ns, name}];
+  SetOrRemove(goodput_ratio_, &s.goodput, labels, ratio);
+  if (s.ratio == nullptr && s.samples_per_second == nullptr && s.goodput == nullptr) {
+    progress_.erase({ns, name});
+  }
+}
+
+void ControllerMetrics::ForgetJob(const std::string& ns, const std::string& name) {
+  ForgetJobProgress(ns, name);
+  SetJobGoodput(ns, name, std::nullopt);
+}
+
+void ControllerMetrics::AddGoodputLoss(const std::string& ns, const std::string& account,
+                                       const std::string& reason, double seconds,
+                                       double gpu_seconds) {
+  const std::map<std::string, std::string> labels = {
+      {"namespace", ns}, {"account", account}, {"reason", reason}};
+  if (seconds > 0) lost_seconds_.Add(labels).Increment(seconds);
+  if (gpu_seconds > 0) lost_gpu_seconds_.Add(labels).Increment(gpu_seconds);
 }
 
 prometheus::Histogram::BucketBoundaries ControllerMetrics::TimeToRunningBuckets() {

@@ -18,6 +18,18 @@
 //                                                           totalSteps, while the job is active
 //   lockstep_job_samples_per_second{namespace,name}         (gauge) status.progress
 //                                                           samplesPerSecond, while active
+//   lockstep_job_goodput_ratio{namespace,name}              (gauge) status.goodput's ratio with
+//                                                           the time since its updatedAt charged
+//                                                           (goodput.h GoodputAt), while the job
+//                                                           exists
+//   lockstep_goodput_lost_seconds_total{namespace,account,reason}
+//                                                           seconds not trained productively:
+//                                                           account placement|startup|recovery|
+//                                                           recompute, reason the restart's for
+//                                                           recovery (else ""); docs/goodput.md
+//   lockstep_goodput_lost_gpu_seconds_total{namespace,account,reason}
+//                                                           the same times the job's GPUs
+//                                                           (nvidia.com/gpu of every pod)
 //   lockstep_spare_promotions_total{namespace}              hot spares that took a lost pod's
 //                                                           node-rank (controller/spare_plan.h)
 //   lockstep_peer_loss_reports_total{verdict}               members node 0's launcher reported
@@ -73,6 +85,12 @@ class ControllerMetrics {
   void SetJobProgress(const std::string& ns, const std::string& name, std::optional<double> ratio,
                       std::optional<double> samples_per_second);
   void ForgetJobProgress(const std::string& ns, const std::string& name);
+  // The job's goodput ratio, removed where nullopt; ForgetJob removes it with the rest.
+  void SetJobGoodput(const std::string& ns, const std::string& name, std::optional<double> ratio);
+  // Every series of a deleted job.
+  void ForgetJob(const std::string& ns, const std::string& name);
+  void AddGoodputLoss(const std::string& ns, const std::string& account, const std::string& reason,
+                      double seconds, double gpu_seconds);
 
   static prometheus::Histogram::BucketBoundaries TimeToRunningBuckets();
   static prometheus::Histogram::BucketBoundaries RecoveryBuckets();
@@ -91,6 +109,9 @@ class ControllerMetrics {
   prometheus::Family<prometheus::Gauge>& progress_ratio_;
   prometheus::Family<prometheus::Gauge>& samples_per_second_;
   prometheus::Family<prometheus::Counter>& spare_promotions_;
+  prometheus::Family<prometheus::Gauge>& goodput_ratio_;
+  prometheus::Family<prometheus::Counter>& lost_seconds_;
+  prometheus::Family<prometheus::Counter>& lost_gpu_seconds_;
   prometheus::Counter& errors_;
   prometheus::Histogram& reconcile_seconds_;
   prometheus::Family<prometheus::Counter>& peer_loss_;
@@ -98,10 +119,11 @@ class ControllerMetrics {
   prometheus::Gauge& silence_held_;
   std::mutex mu_;
   JobCounts last_counts_;  // guarded by mu_
-  // The progress series that exist, by (namespace, name): what ForgetJobProgress removes.
+  // The per-job series that exist, by (namespace, name): what ForgetJob removes.
   struct ProgressSeries {
     prometheus::Gauge* ratio = nullptr;
     prometheus::Gauge* samples_per_second = nullptr;
+    prometheus::Gauge* goodput = nullptr;
   };
   std::map<std::pair<std::string, std::string>, ProgressSeries> progress_;  // guarded by mu_
 };

@@ -12,6 +12,7 @@
 #include "operator/controller/elastic_policy.h"
 #include "operator/controller/endpoint_plan.h"
 #include "operator/controller/failure_policy.h"
+#include "operator/controller/goodput.h"
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/inplace_policy.h"
 #include "operator/controller/job_status.h"
@@ -618,6 +619,9 @@ Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time no
     if (s.row.stage != PlanStage::kGate) {
       plan.endpoint_slices =
           PlanEndpointSlices(cached.job, observed.pods, observed.endpoint_slices);
+      // Last, over the status the steps made: it charges the time the stored status held.
+      plan.status.goodput = NextGoodput(cached.job.status, plan.status,
+                                        cached.job.metadata.creation_timestamp, now);
     }
     break;
   }

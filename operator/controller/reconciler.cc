@@ -5,6 +5,8 @@
 #include "common/log.h"
 #include "operator/api/codec.h"
 #include "operator/api/enums.h"
+#include "operator/controller/elastic_policy.h"
+#include "operator/controller/goodput.h"
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/launcher_control.h"
@@ -315,6 +317,7 @@ void TrainingJobReconciler::RecordMetrics(const CachedJob& job, const Plan& plan
     metrics_->ObserveTimeToRunning(job.meta.namespace_, framework, took.count());
   }
   RecordProgressMetrics(job, plan);
+  RecordGoodputMetrics(job, plan);
 }
 
 void TrainingJobReconciler::RecordProgressMetrics(const CachedJob& job, const Plan& plan) {
@@ -327,11 +330,30 @@ void TrainingJobReconciler::RecordProgressMetrics(const CachedJob& job, const Pl
                            p->samples_per_second);
 }
 
+// The ratio live (the time since the last write charged, goodput.h GoodputAt); the lost-time
+// counters by what this pass's write added (the cache shows a write before the next pass plans
+// from it, StatusCacheBehind, so no interval is counted twice).
+void TrainingJobReconciler::RecordGoodputMetrics(const CachedJob& job, const Plan& plan) {
+  const std::optional<api::JobGoodput> live = GoodputAt(plan.status, clock_.WallNow());
+  metrics_->SetJobGoodput(job.meta.namespace_, job.meta.name,
+                          live ? std::optional<double>(live->ratio) : std::nullopt);
+  if (!plan.status.goodput || plan.conditions_only ||
+      plan.status.goodput == job.job.status.goodput) {
+    return;
+  }
+  const int64_t gpus = JobGpus(job.job.spec, AttemptWorkers(job.job));
+  for (const GoodputLoss& l : GoodputLosses(job.job.status.goodput, *plan.status.goodput)) {
+    const auto secs = static_cast<double>(l.seconds);
+    metrics_->AddGoodputLoss(job.meta.namespace_, l.account, l.reason, secs,
+                             secs * static_cast<double>(gpus));
+  }
+}
+
 void TrainingJobReconciler::ForgetProgressMetrics(const std::string& key) {
   if (metrics_ == nullptr) return;
   const size_t slash = key.find('/');
   if (slash == std::string::npos) return;
-  metrics_->ForgetJobProgress(key.substr(0, slash), key.substr(slash + 1));
+  metrics_->ForgetJob(key.substr(0, slash), key.substr(slash + 1));
 }
 
 }  // namespace lockstep::controller

@@ -86,6 +86,9 @@ class TrainingJobReconciler {
   // lockstep_job_progress_ratio and lockstep_job_samples_per_second: set from status.progress
   // while the job is active, removed once it finished or was deleted (key: namespace/name).
   void RecordProgressMetrics(const CachedJob& job, const Plan& plan);
+  // lockstep_job_goodput_ratio (live, while the job exists) and the lost-time counters (what
+  // this pass's write added).
+  void RecordGoodputMetrics(const CachedJob& job, const Plan& plan);
   void ForgetProgressMetrics(const std::string& key);
   // The plan's launcher requests (Status poll, Restart), handed to the monitor after the status
   // write: a Restart is recorded (status.restartRequest) before it is sent.

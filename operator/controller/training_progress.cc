@@ -15,7 +15,7 @@ int64_t ToInt64(uint64_t v) {
   return static_cast<int64_t>(std::min<uint64_t>(v, std::numeric_limits<int64_t>::max()));
 }
 
-// The report as status.progress fields, without etaSeconds and lastUpdate.
+// The report as status.progress fields, without etaSeconds and lastUpdate (integers saturate).
 api::JobProgress FromReport(const protocol::TrainingProgress& r) {
   api::JobProgress p;
   p.step = ToInt64(r.step);
@@ -27,12 +27,13 @@ api::JobProgress FromReport(const protocol::TrainingProgress& r) {
   if (r.samples_per_second_milli > 0) {
     p.samples_per_second = static_cast<double>(r.samples_per_second_milli) / 1000.0;
   }
+  if (r.checkpoint_step) p.checkpoint_step = ToInt64(*r.checkpoint_step);
   return p;
 }
 
 bool SameReport(const api::JobProgress& a, const api::JobProgress& b) {
   return a.step == b.step && a.total_steps == b.total_steps &&
-         a.samples_per_second == b.samples_per_second;
+         a.samples_per_second == b.samples_per_second && a.checkpoint_step == b.checkpoint_step;
 }
 
 // Seconds to go at the rate from `before` to `now`'s step, when there is one.

@@ -288,9 +288,12 @@ def main():
                   f"format={checkpoint.FORMAT} step={start}", flush=True)
 
     loss = torch.tensor(0.0)
-    # Rank 0 appends {"step", "totalSteps", "samplesPerSecond"} to LOCKSTEP_PROGRESS_FILE.
+    # Rank 0 appends {"step", "totalSteps", "samplesPerSecond", "checkpointStep"} to
+    # LOCKSTEP_PROGRESS_FILE.
     progress = ProgressReporter(total_steps=args.epochs * spe,
                                 samples_per_step=args.batch_size * world)
+    if args.checkpoint_dir:
+        progress.checkpointed(start)  # a restart redoes the steps after this one
     for done in range(start + 1, args.epochs * spe + 1):  # `done`: steps done after this one
         epoch, step = divmod(done - 1, spe)
         if step == 0 and epoch == args.crash_at_epoch and rank == args.crash_rank and attempt == 0:
@@ -308,6 +311,7 @@ def main():
         if step == spe - 1:
             if args.checkpoint_dir:
                 checkpoint.save(model, opt, done, rank, spe)
+                progress.checkpointed(done)
             dist.barrier()
             if args.sleep_per_epoch > 0:
                 time.sleep(args.sleep_per_epoch)

@@ -203,6 +203,18 @@ TEST_F(OperatorTest, SuccessfulJobRunsSucceedsAndMovesTheTimeToRunningHistogram)
   EXPECT_EQ(ConditionStatus(*done, "Succeeded"), "True");
   EXPECT_EQ(ConditionStatus(*done, "Running"), "False");
   EXPECT_TRUE((*done)["status"].contains("completionTime"));
+  // status.goodput went through the real apiserver (docs/goodput.md): the job ran, and its
+  // ratio is exported while it exists.
+  const json goodput = (*done)["status"].value("goodput", json::object());
+  EXPECT_TRUE(goodput.contains("updatedAt")) << (*done)["status"].dump(2);
+  EXPECT_GE(goodput.value("ratio", -1.0), 0.0) << goodput.dump();
+  EXPECT_TRUE(kube::testing::WaitFor(
+      [&] {
+        auto m = HttpGet(op_->metrics_port(), "/metrics");
+        return m.ok() && m->find("lockstep_job_goodput_ratio{name=\"ok\",namespace=\"" + ns() +
+                                 "\"}") != std::string::npos;
+      },
+      seconds(10)));
   EXPECT_TRUE(kube::testing::WaitFor(
       [&] {
         auto reasons = EventReasons(client(), ns(), "ok");

@@ -77,7 +77,9 @@ class CrdTest : public ::testing::Test {
     s.excluded_nodes.push_back(
         api::ExcludedNode{"gpu-node-3", "NodeLeaseExpired", *api::ParseTime("2026-11-29T10:10:00Z")});
     s.progress =
-        api::JobProgress{420, 1000, 42, 812.5, 600, *api::ParseTime("2026-11-29T10:09:00Z")};
+        api::JobProgress{420, 1000, 42, 812.5, 600, *api::ParseTime("2026-11-29T10:09:00Z"), 400};
+    s.goodput = api::JobGoodput{0.875, 87, 700, 30, 20, 50, {{"PodFailed", 50}}, 0, 0.25,
+                                *api::ParseTime("2026-11-29T10:09:00Z")};
     s.conditions.push_back(api::Condition{"Running", api::ConditionStatus::kTrue, 1,
                                           *api::ParseTime("2026-11-29T10:06:00Z"), "AllRanksJoined",
                                           "4 pods running"});
@@ -246,8 +248,8 @@ TEST_F(CrdTest, ShortNameCategoriesAndPrinterColumns) {
   ASSERT_TRUE(get.ok()) << get.output;
   // What a user reads at a glance (issue 45 item 5).
   EXPECT_THAT(get.output,
-              ::testing::ContainsRegex("NAME +STATE +WORKERS +RESTARTS +PROGRESS +AGE\n"
-                                       "pytorch-ddp +Running +3/4 +2 +42 +[0-9]+s\n"));
+              ::testing::ContainsRegex("NAME +STATE +WORKERS +RESTARTS +PROGRESS +GOODPUT +AGE\n"
+                                       "pytorch-ddp +Running +3/4 +2 +42 +87 +[0-9]+s\n"));
   const KubectlResult wide = Kubectl({"get", "tj", "-n", ns_.name(), "-o", "wide"});
   ASSERT_TRUE(wide.ok()) << wide.output;
   // FRAMEWORK where it stood; RESTARTS is the total (gang attempts + in-place), and wide splits
@@ -255,7 +257,8 @@ TEST_F(CrdTest, ShortNameCategoriesAndPrinterColumns) {
   // and why a pod cannot start (both empty here).
   EXPECT_THAT(wide.output,
               ::testing::ContainsRegex(
-                  "NAME +FRAMEWORK +STATE +WORKERS +RESTARTS +PROGRESS +AGE +ATTEMPT +FAILURES "
+                  "NAME +FRAMEWORK +STATE +WORKERS +RESTARTS +PROGRESS +GOODPUT +AGE +ATTEMPT "
+                  "+FAILURES "
                   "+DISRUPTIONS +SPARES +PROMOTIONS +INPLACE +QUEUE +STARTUP +REASON\n"
                   "pytorch-ddp +PyTorch +Running "));
   EXPECT_THAT(wide.output, ::testing::ContainsRegex("s +2 +1 +1 +1 +3 +0 +AllRanksJoined"));

@@ -168,7 +168,7 @@ import json, sys
 dashboard = json.load(open(sys.argv[1]))
 for panel in dashboard["panels"]:
     for target in panel.get("targets", []):
-        expr = (target["expr"].replace("$__rate_interval", "1m")
+        expr = (target["expr"].replace("$__rate_interval", "1m").replace("$__range", "1h")
                 .replace("$namespace", sys.argv[2]).replace("${namespace}", sys.argv[2]))
         print(f'{panel["title"]}\t{expr}')
 PY

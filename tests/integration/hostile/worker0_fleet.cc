@@ -143,7 +143,8 @@ ControlStatus AtJobMaxima(const Worker0Job& job, uint64_t poll) {
   s.last_failure = LongestFailure(poll);
   s.progress = TrainingProgress{
       std::numeric_limits<uint64_t>::max() - poll, std::numeric_limits<uint64_t>::max(),
-      std::numeric_limits<uint64_t>::max() - poll, std::numeric_limits<uint32_t>::max()};
+      std::numeric_limits<uint64_t>::max() - poll, std::numeric_limits<uint32_t>::max(),
+      std::numeric_limits<uint64_t>::max()};
   s.promotions = kMaxCounter;
   s.standby_spares = job.node_ranks;  // spares + node ranks: the bound's limit
   for (uint32_t r = 0; r < job.node_ranks; ++r) s.lost.push_back(LongestLost(r, poll));

@@ -38,8 +38,18 @@ TEST(ParseProgressLineTest, Table) {
       {R"({"step": 1, "samplesPerSecond": 0.0004})", TrainingProgress{1, 0, 0, 0}},
       {R"({"step": 1, "samplesPerSecond": 1e300})",
        TrainingProgress{1, 0, static_cast<uint64_t>(kMaxSamplesPerSecond * 1000), 0}},
+      // The step the newest checkpoint holds (status.goodput's recomputed steps).
+      {R"({"step": 1200, "checkpointStep": 1000})", TrainingProgress{1200, 0, 0, 0, 1000}},
+      {R"({"step": 5, "checkpointStep": 0})", TrainingProgress{5, 0, 0, 0, 0}},
+      {R"({"step": 5, "checkpointStep": null})", TrainingProgress{5, 0, 0, 0}},
+      {R"({"step": 5, "checkpointStep": 18446744073709551615})",
+       TrainingProgress{5, 0, 0, 0, UINT64_MAX}},
       // Malformed.
       {"", std::nullopt},
+      {R"({"step": 5, "checkpointStep": -1})", std::nullopt},
+      {R"({"step": 5, "checkpointStep": 4.5})", std::nullopt},
+      {R"({"step": 5, "checkpointStep": "4"})", std::nullopt},
+      {R"({"step": 5, "checkpointStep": 18446744073709551616})", std::nullopt},
       {"step 12", std::nullopt},
       {R"({"step": 12)", std::nullopt},
       {R"([{"step": 12}])", std::nullopt},

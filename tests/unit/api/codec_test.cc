@@ -348,6 +348,50 @@ TEST(CodecTest, SpareFieldsRoundTrip) {
   EXPECT_FALSE(EncodeStatus(TrainingJobStatus{}).contains("spares"));
 }
 
+TEST(CodecTest, GoodputRoundTrips) {
+  TrainingJobStatus s;
+  s.goodput = JobGoodput{0.5, 50, 100, 40, 20, 30, {{"Hang", 10}, {"NodeLost", 20}}, 10, 0.25,
+                         *ParseTime("2026-11-29T10:09:00Z")};
+  const json encoded = EncodeStatus(s);
+  EXPECT_EQ(encoded["goodput"], json::parse(R"({"ratio": 0.5, "percent": 50,
+      "productiveSeconds": 100, "placementSeconds": 40, "startupSeconds": 20,
+      "recoverySeconds": 30, "recoveryByCause": [{"cause": "Hang", "seconds": 10},
+      {"cause": "NodeLost", "seconds": 20}], "recomputeSeconds": 10, "stepSeconds": 0.25,
+      "updatedAt": "2026-11-29T10:09:00Z"})"));
+  StatusOr<TrainingJobStatus> decoded = DecodeStatus(encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->goodput, s.goodput);
+  EXPECT_FALSE(EncodeStatus(TrainingJobStatus{}).contains("goodput"));
+}
+
+// goodput is the operator's own account: seconds beyond int64 saturate, and one it cannot read
+// is dropped (the account starts again), never an unreadable status that stalls the job.
+TEST(CodecTest, GoodputSaturatesAndIsDroppedRatherThanStallingTheJob) {
+  json status = {{"goodput",
+                  {{"ratio", 0.5},
+                   {"productiveSeconds", 18446744073709551615ULL},
+                   {"placementSeconds", 1e300},
+                   {"recoveryByCause", {{{"cause", "Hang"}, {"seconds", 1e30}}}},
+                   {"updatedAt", "2026-11-29T10:09:00Z"}}}};
+  StatusOr<TrainingJobStatus> decoded = DecodeStatus(status);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_TRUE(decoded->goodput.has_value());
+  EXPECT_EQ(decoded->goodput->productive_seconds, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(decoded->goodput->placement_seconds, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(decoded->goodput->recovery_by_cause.at(0).seconds,
+            std::numeric_limits<int64_t>::max());
+  for (const json& bad : {json("x"), json{{"ratio", 0.5}}, json{{"ratio", "half"}},
+                          json{{"ratio", 0.5}, {"updatedAt", "yesterday"}},
+                          json{{"ratio", 0.5},
+                               {"updatedAt", "2026-11-29T10:09:00Z"},
+                               {"recoveryByCause", {1}}}}) {
+    status["goodput"] = bad;
+    decoded = DecodeStatus(status);
+    ASSERT_TRUE(decoded.ok()) << bad << ": " << decoded.status();
+    EXPECT_FALSE(decoded->goodput.has_value()) << bad;
+  }
+}
+
 TEST(CodecTest, EmptyExcludedNodesAreWrittenSoAMergePatchClearsThem) {
   const json encoded = EncodeStatus(TrainingJobStatus{});
   ASSERT_TRUE(encoded.contains("excludedNodes"));

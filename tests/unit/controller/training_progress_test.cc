@@ -19,6 +19,11 @@ protocol::TrainingProgress Report(uint64_t step, uint64_t total = 0, uint64_t sp
   return protocol::TrainingProgress{step, total, sps_milli, 0};
 }
 
+protocol::TrainingProgress Checkpointed(protocol::TrainingProgress r, uint64_t checkpoint) {
+  r.checkpoint_step = checkpoint;
+  return r;
+}
+
 api::JobProgress Written(int64_t step, std::optional<int64_t> total, api::Time at) {
   api::JobProgress p;
   p.step = step;
@@ -79,6 +84,12 @@ TEST(NextProgressTest, Table) {
        })},
       {"steps beyond int64 saturate", Report(UINT64_MAX), std::nullopt, t,
        Written(INT64_MAX, std::nullopt, t)},
+      {"the checkpoint step is carried, saturating",
+       Checkpointed(Report(500), UINT64_MAX), std::nullopt, t,
+       with(Written(500, std::nullopt, t), [](auto& p) { p.checkpoint_step = INT64_MAX; })},
+      {"a new checkpoint step alone is a new report",
+       Checkpointed(Report(100, 1000), 100), w100, t + seconds(10),
+       with(Written(100, 1000, t + seconds(10)), [](auto& p) { p.checkpoint_step = 100; })},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -111,11 +122,12 @@ TEST(ProgressCodecTest, RoundTripsThroughTheStatus) {
   api::JobProgress p = Written(200, 1000, T0());
   p.samples_per_second = 812.5;
   p.eta_seconds = 80;
+  p.checkpoint_step = 150;
   s.progress = p;
   const nlohmann::json encoded = api::EncodeStatus(s);
   EXPECT_EQ(encoded["progress"],
             nlohmann::json::parse(R"({"step": 200, "totalSteps": 1000, "percent": 20,
-              "samplesPerSecond": 812.5, "etaSeconds": 80,
+              "samplesPerSecond": 812.5, "etaSeconds": 80, "checkpointStep": 150,
               "lastUpdate": "2027-01-15T08:00:00Z"})"));
   StatusOr<api::TrainingJobStatus> back = api::DecodeStatus(encoded);
   ASSERT_TRUE(back.ok()) << back.status();

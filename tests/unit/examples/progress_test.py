@@ -52,6 +52,15 @@ class ProgressTest(unittest.TestCase):
             {"step": 10, "totalSteps": 50, "samplesPerSecond": 160.0},
             {"step": 11, "totalSteps": 50}])
 
+    def test_reports_carry_the_newest_checkpoint_step_once_there_is_one(self):
+        progress.append_progress(self.path, 7, checkpoint_step=0)
+        r = progress.ProgressReporter(path=self.path, rank=0, min_interval=0)
+        self.assertTrue(r.report(8))
+        r.checkpointed(8)
+        self.assertTrue(r.report(9))
+        self.assertEqual(self.lines(), [
+            {"step": 7, "checkpointStep": 0}, {"step": 8}, {"step": 9, "checkpointStep": 8}])
+
     def test_only_rank_zero_writes(self):
         r = progress.ProgressReporter(path=self.path, rank=1)
         self.assertFalse(r.enabled)

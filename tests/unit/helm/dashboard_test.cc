@@ -47,6 +47,9 @@ const std::set<std::string> kExported = {
     "lockstep_detection_delay_seconds_bucket",
     "lockstep_job_progress_ratio",
     "lockstep_job_samples_per_second",
+    "lockstep_job_goodput_ratio",
+    "lockstep_goodput_lost_seconds_total",
+    "lockstep_goodput_lost_gpu_seconds_total",
 };
 
 json LoadDashboard() {

@@ -179,6 +179,7 @@ ControlStatus Longest(const ControlBounds& b) {
   s.last_failure->message.assign(kMaxStringBytes, 'm');
   s.last_failure->stderr_tail.assign(kMaxTailLines, std::string(kMaxTailLineBytes, 't'));
   s.progress = TrainingProgress{};
+  s.progress->checkpoint_step = 1;
   for (uint32_t r = 0; r < b.node_ranks; ++r) {
     s.serving.push_back(SpareServing{r, r, 0, std::string(kMaxHostBytes, 'h')});
     s.lost.push_back(LostMember{0, r, std::string(kMaxObjectNameBytes, 'p'),

@@ -55,7 +55,7 @@ TEST(TerminationTest, Version2CarriesTheTrainersLastProgressReport) {
   m.version = kTerminationVersion;
   m.progress = TrainingProgress{.step = 4000, .total_steps = 4000, .samples_per_second_milli = 812500};
   const nlohmann::json doc = nlohmann::json::parse(EncodeTermination(m));
-  EXPECT_EQ(doc["version"], 2);
+  EXPECT_EQ(doc["version"], kTerminationVersion);
   EXPECT_EQ(doc["progress"], nlohmann::json::parse(
                                  R"({"step":4000,"totalSteps":4000,"samplesPerSecondMilli":812500})"));
   std::optional<TerminationMessage> back = DecodeTermination(doc.dump());
@@ -69,6 +69,26 @@ TEST(TerminationTest, Version2CarriesTheTrainersLastProgressReport) {
     ASSERT_TRUE(read.has_value()) << bad;
     EXPECT_FALSE(read->progress.has_value()) << bad;
   }
+}
+
+// Version 3 adds `progress.checkpointStep`, when the trainers reported one; a version-2 reader's
+// keys are unchanged, and one that is not a count reads as not reported.
+TEST(TerminationTest, Version3CarriesTheCheckpointStep) {
+  TerminationMessage m = Sample();
+  m.version = kTerminationVersion;
+  m.progress = TrainingProgress{.step = 4000, .total_steps = 5000, .checkpoint_step = 3500};
+  const nlohmann::json doc = nlohmann::json::parse(EncodeTermination(m));
+  EXPECT_EQ(doc["version"], 3);
+  EXPECT_EQ(doc["progress"]["checkpointStep"], 3500);
+  std::optional<TerminationMessage> back = DecodeTermination(doc.dump());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, m);
+  nlohmann::json bad = doc;
+  bad["progress"]["checkpointStep"] = -5;
+  back = DecodeTermination(bad.dump());
+  ASSERT_TRUE(back.has_value() && back->progress.has_value());
+  EXPECT_EQ(back->progress->step, 4000u);
+  EXPECT_FALSE(back->progress->checkpoint_step.has_value());
 }
 
 TEST(TerminationTest, NoRequestedRestartsKeyUnlessTheOperatorAsked) {
