@@ -349,6 +349,7 @@ TrainingJobStatus DecodeStatusPartial(const json& status, UnreadStatus* unread) 
   DecodeProgress(status, &out, reads);
   DecodeSpares(status, &out, reads);
   DecodeGoodput(status, &out);
+  reads(DecodeResolvedTemplate(status, &out.resolved_template));
   return out;
 }
 
@@ -484,6 +485,7 @@ json EncodeStatus(const TrainingJobStatus& s) {
                      {"serving", std::move(serving)}};
   }
   if (s.goodput) out["goodput"] = EncodeGoodput(*s.goodput);
+  if (s.resolved_template) out["resolvedTemplate"] = EncodeResolvedTemplate(*s.resolved_template);
   // status.capacity belongs to the scheduler (server-side apply); EncodeStatus leaves it out so
   // the controller's merge patch never takes it over. EncodeCapacity writes it.
   return out;

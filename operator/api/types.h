@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "operator/api/enums.h"
+#include "operator/api/resolved_template.h"
 #include "operator/api/schema_defaults.h"
 
 namespace lockstep::api {
@@ -285,6 +286,8 @@ struct TrainingJobStatus {
   std::optional<RestartRequestStatus> restart_request;
   std::vector<ExcludedNode> excluded_nodes;
   std::optional<Capacity> capacity;  // the scheduler's; the controller only reads it
+  // The template of spec.templateRef as the job first ran with it (resolved_template.h).
+  std::optional<ResolvedTemplate> resolved_template;
   std::optional<JobProgress> progress;
   std::optional<SpareStatus> spares;  // only for jobs with spec.failurePolicy.spareReplicas > 0
   std::optional<JobGoodput> goodput;

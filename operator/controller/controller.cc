@@ -28,6 +28,7 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
                            clock)
                      : nullptr),
       kueue_(options_.kueue ? std::make_unique<KueueCaches>(client, options_.namespaces) : nullptr),
+      templates_(client, options_.namespaces),
       reconciler_(client, caches_, expectations_, events_, metrics,
                   PlanOptions{options_.launcher_image, PlanOptions().node_exclusion,
                               options_.operator_peer},
@@ -80,6 +81,16 @@ TrainingJobController::TrainingJobController(kube::RestClient& client, Controlle
                         });
     reconciler_.SetKueueCaches(kueue_.get());
   }
+  // A template's add or change is news for the jobs that name it and have not started (a
+  // started job runs on its snapshot); templates are few and rarely change.
+  templates_.SetHandler([this](const api::TemplateRef& ref, const std::string& ns) {
+    for (const auto& job : caches_.ListJobs()) {
+      if (!job->awaits_template || !job->template_ref || !(*job->template_ref == ref)) continue;
+      if (!ref.cluster_scoped() && job->meta.namespace_ != ns) continue;
+      queue_.Add(job->meta.Key());
+    }
+  });
+  reconciler_.SetTemplateCaches(&templates_);
   caches_.SetNodeHealth(&node_health_);
   // A lost node is news for every job with a pod on it; their reconciles see it in
   // Observed::lost_nodes.
@@ -100,6 +111,7 @@ std::string TrainingJobController::UnsyncedCaches() const {
 void TrainingJobController::StartCaches() {
   node_health_.Start();
   caches_.Start();
+  templates_.Start();
   if (kueue_ != nullptr) kueue_->Start();
 }
 
@@ -114,6 +126,7 @@ void TrainingJobController::StartWorkers() {
 void TrainingJobController::RequestStop() {
   node_health_.RequestStop();
   caches_.RequestStop();
+  templates_.RequestStop();
   if (kueue_ != nullptr) kueue_->RequestStop();
 }
 
@@ -131,6 +144,7 @@ void TrainingJobController::Stop() {
   for (std::thread& t : workers) t.join();
   node_health_.Stop();
   caches_.Stop();
+  templates_.Stop();
   if (kueue_ != nullptr) kueue_->Stop();
   events_.Flush(std::chrono::seconds(2));
 }

@@ -26,6 +26,7 @@
 #include "operator/controller/launcher_monitor.h"
 #include "operator/controller/node_health.h"
 #include "operator/controller/reconciler.h"
+#include "operator/controller/template_caches.h"
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/metrics.h"
 #include "operator/kube/object_pools.h"
@@ -90,6 +91,7 @@ class TrainingJobController {
   kube::WorkQueue queue_;
   std::unique_ptr<LauncherMonitor> launchers_;  // null when options_.launcher_control is off
   std::unique_ptr<KueueCaches> kueue_;          // null unless options_.kueue
+  TemplateCaches templates_;  // spec.templateRef (template_resolve.h)
   TrainingJobReconciler reconciler_;
   std::mutex workers_mu_;  // StartWorkers runs on the elector's thread, Stop on main's
   std::vector<std::thread> workers_;  // guarded by workers_mu_

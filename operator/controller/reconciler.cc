@@ -13,6 +13,7 @@
 #include "operator/controller/peer_loss_plan.h"
 #include "operator/controller/pod_attempt.h"
 #include "operator/controller/spare_plan.h"
+#include "operator/controller/template_resolve.h"
 #include "operator/controller/training_progress.h"
 #include "operator/kube/api_error.h"
 #include "operator/kueue/workload.h"
@@ -26,9 +27,11 @@ bool Finishes(const CachedJob& job, const Plan& plan) {
   return IsFinished(plan.status) && !IsFinished(job.job.status);
 }
 
-// A restart or the job's end: recorded before anything is done (see Reconcile).
+// A restart, the job's end, or the template snapshot its first pods are built from: recorded
+// before anything is done (see Reconcile).
 bool RecordsFirst(const CachedJob& job, const Plan& plan) {
-  return plan.restart || plan.launcher_restart || Finishes(job, plan);
+  return plan.restart || plan.launcher_restart || Finishes(job, plan) ||
+         (plan.status.resolved_template && !job.job.status.resolved_template);
 }
 
 }  // namespace
@@ -59,8 +62,24 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
     ForgetProgressMetrics(key);
     return ReconcileResult{};
   }
-  const CachedJob job = *cached;  // never mutate the shared cache
+  CachedJob job = *cached;  // never mutate the shared cache
   if (StatusCacheBehind(job)) return ReconcileResult{std::chrono::seconds(1)};
+  const api::Time now = clock_.WallNow();
+  TemplateResolution tmpl;
+  if (job.template_ref && job.status_error.empty()) {  // an unreadable status stalls first
+    std::shared_ptr<const CachedTemplate> found =
+        templates_ == nullptr ? nullptr : templates_->Find(*job.template_ref, job.meta.namespace_);
+    tmpl = ResolveTemplate(found.get(), templates_ != nullptr && templates_->HasSynced(), now,
+                           &job);
+    if (tmpl.state == TemplateResolution::State::kCachesNotSynced) {
+      return ReconcileResult{std::chrono::seconds(1)};
+    }
+    if (tmpl.state == TemplateResolution::State::kNotFound) {
+      // The template's add wakes the job (TemplateCaches' handler): no timer.
+      LS_RETURN_IF_ERROR(PersistStatus(job, HoldForTemplate(tmpl, job, now)));
+      return ReconcileResult{};
+    }
+  }
   // A finished job's launchers are gone and their pod IPs go to other pods: the monitor's watch
   // would otherwise poll the next pod at worker-0's address (with this job's MAC, refused there)
   // until it expires.
@@ -84,7 +103,8 @@ StatusOr<ReconcileResult> TrainingJobReconciler::Reconcile(const std::string& ke
   if (kueue_ != nullptr && !kueue::QueueName(job.job).empty()) {
     observed.kueue = kueue_->Observe(job);
   }
-  const Plan plan = ComputePlan(job, observed, clock_.WallNow(), settled, options_);
+  Plan plan = ComputePlan(job, observed, now, settled, options_);
+  RecordTemplate(tmpl, job, now, &plan);
   NotePeerLoss(job, plan);
   const CreatePath path = placer_ == nullptr
                               ? CreatePath::kUnplaced

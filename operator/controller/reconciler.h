@@ -29,6 +29,7 @@
 #include "operator/controller/launcher_monitor.h"
 #include "operator/controller/plan.h"
 #include "operator/controller/plan_executor.h"
+#include "operator/controller/template_caches.h"
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/rest_client.h"
 
@@ -76,6 +77,8 @@ class TrainingJobReconciler {
   // Before the first Reconcile; unset: no job is managed through Kueue (the operator runs
   // without --kueue). Not owned; must outlive this.
   void SetKueueCaches(const KueueCaches* kueue) { kueue_ = kueue; }
+  // The templates jobs name in spec.templateRef (template_resolve.h). Null: such jobs wait.
+  void SetTemplateCaches(const TemplateCaches* templates) { templates_ = templates; }
 
  private:
   Status PersistStatus(const CachedJob& job, const Plan& plan);
@@ -117,6 +120,7 @@ class TrainingJobReconciler {
   LauncherMonitor* launchers_ = nullptr;
   GangPlacer* placer_ = nullptr;
   const KueueCaches* kueue_ = nullptr;
+  const TemplateCaches* templates_ = nullptr;
   std::mutex peer_loss_mu_;
   // job key -> "pod|report|verdict" already logged; guarded by peer_loss_mu_.
   std::map<std::string, std::set<std::string>> peer_loss_seen_;

@@ -5,6 +5,7 @@
 
 #include "operator/api/codec.h"
 #include "operator/api/conditions.h"
+#include "operator/api/resolved_template.h"
 
 namespace lockstep::scheduler {
 
@@ -12,9 +13,10 @@ StatusOr<JobInfo> DecodeJobInfo(const nlohmann::json& object) {
   if (!object.is_object()) return InvalidArgumentError("TrainingJob is not an object");
   JobInfo job;
   LS_ASSIGN_OR_RETURN(job.meta, kube::DecodeObjectMeta(object));
-  auto spec = object.find("spec");
-  LS_ASSIGN_OR_RETURN(job.spec,
-                      api::DecodeSpec(spec == object.end() ? nlohmann::json::object() : *spec));
+  // A job naming a template is placed with the spec merged over its snapshot; before the
+  // snapshot it has no pods to place (the controller writes it before creating any).
+  LS_ASSIGN_OR_RETURN(const nlohmann::json spec, api::SnapshotSpec(object));
+  LS_ASSIGN_OR_RETURN(job.spec, api::DecodeSpec(spec));
   auto status = object.find("status");
   if (status != object.end() && status->is_object()) {
     LS_ASSIGN_OR_RETURN(api::TrainingJobStatus decoded, api::DecodeStatus(*status));

@@ -42,8 +42,9 @@ Status InstallCrd() {
   std::call_once(once, [] {
     const std::string crds = std::string(LOCKSTEP_SOURCE_DIR) + "/crds/";
     if (Kubectl("apply --server-side --force-conflicts -f " + crds + " >/dev/null") != 0 ||
-        Kubectl("wait --for=condition=Established crd/trainingjobs.lockstep.dev --timeout=60s"
-                " >/dev/null") != 0) {
+        Kubectl("wait --for=condition=Established crd/trainingjobs.lockstep.dev"
+                " crd/clustertrainingtemplates.lockstep.dev crd/trainingtemplates.lockstep.dev"
+                " --timeout=60s >/dev/null") != 0) {
       result = InternalError("cannot install the TrainingJob CRD");
     }
   });

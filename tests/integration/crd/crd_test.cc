@@ -254,12 +254,12 @@ TEST_F(CrdTest, ShortNameCategoriesAndPrinterColumns) {
   ASSERT_TRUE(wide.ok()) << wide.output;
   // FRAMEWORK where it stood; RESTARTS is the total (gang attempts + in-place), and wide splits
   // it by cause, shows the standby spares and the promotions (status.spares), the Kueue queue
-  // and why a pod cannot start (both empty here).
+  // and why a pod cannot start (both empty here), and the template it names (none).
   EXPECT_THAT(wide.output,
               ::testing::ContainsRegex(
                   "NAME +FRAMEWORK +STATE +WORKERS +RESTARTS +PROGRESS +GOODPUT +AGE +ATTEMPT "
                   "+FAILURES "
-                  "+DISRUPTIONS +SPARES +PROMOTIONS +INPLACE +QUEUE +STARTUP +REASON\n"
+                  "+DISRUPTIONS +SPARES +PROMOTIONS +INPLACE +QUEUE +STARTUP +REASON +TEMPLATE\n"
                   "pytorch-ddp +PyTorch +Running "));
   EXPECT_THAT(wide.output, ::testing::ContainsRegex("s +2 +1 +1 +1 +3 +0 +AllRanksJoined"));
 
