@@ -145,8 +145,22 @@ void AddHostPorts(const json& containers, std::vector<HostPortBinding>* out) {
   }
 }
 
-// Null when the pod has no required inter-pod term, spread constraint or host port.
-std::shared_ptr<const PodPlacementTerms> DecodePlacementTerms(const json& spec) {
+void AddVolumeClaims(const json& volumes, const std::string& pod_name,
+                     std::vector<PodVolumeClaim>* out) {
+  if (!volumes.is_array()) return;
+  for (const json& v : volumes) {
+    const std::string claim = Str(Field(v, "persistentVolumeClaim"), "claimName");
+    if (!claim.empty()) {
+      out->push_back({claim, false});
+    } else if (Field(Field(v, "ephemeral"), "volumeClaimTemplate").is_object()) {
+      out->push_back({pod_name + "-" + Str(v, "name"), true});
+    }
+  }
+}
+
+// Null when the pod has no required inter-pod term, spread constraint, host port or claim.
+std::shared_ptr<const PodPlacementTerms> DecodePlacementTerms(const json& spec,
+                                                              const std::string& pod_name) {
   PodPlacementTerms terms;
   const json& affinity = Field(spec, "affinity");
   terms.required_affinity = Each<PodAffinityTerm>(
@@ -166,8 +180,9 @@ std::shared_ptr<const PodPlacementTerms> DecodePlacementTerms(const json& spec) 
       });
   AddHostPorts(Field(spec, "initContainers"), &terms.host_ports);
   AddHostPorts(Field(spec, "containers"), &terms.host_ports);
+  AddVolumeClaims(Field(spec, "volumes"), pod_name, &terms.volume_claims);
   if (terms.required_affinity.empty() && terms.required_anti_affinity.empty() &&
-      terms.topology_spread.empty() && terms.host_ports.empty()) {
+      terms.topology_spread.empty() && terms.host_ports.empty() && terms.volume_claims.empty()) {
     return nullptr;
   }
   return std::make_shared<const PodPlacementTerms>(std::move(terms));
@@ -283,7 +298,7 @@ StatusOr<Pod> DecodePod(const json& object) {
               Each<NodeSelectorRequirement>(Field(t, "matchExpressions"), DecodeRequirement),
               Each<NodeSelectorRequirement>(Field(t, "matchFields"), DecodeRequirement)};
         });
-    pod.placement_terms = DecodePlacementTerms(spec);
+    pod.placement_terms = DecodePlacementTerms(spec, pod.meta.name);
     LS_RETURN_IF_ERROR(PodRequests(spec, &pod.requests));
     pod.phase = Str(status, "phase");
     pod.reason = Str(status, "reason");

@@ -131,13 +131,23 @@ struct HostPortBinding {
   std::string host_ip;
 };
 
-// What places a pod relative to other pods (the gang scheduler's inter-pod checks, issue 41).
-// Preferred terms are scores, not filters, and are not kept.
+// A volume backed by a PersistentVolumeClaim: a `persistentVolumeClaim` volume's claimName, or
+// the claim `<pod>-<volume>` the ephemeral volume controller creates for a generic ephemeral
+// volume (`ephemeral.volumeClaimTemplate`).
+struct PodVolumeClaim {
+  std::string claim;
+  bool ephemeral = false;
+};
+
+// What places a pod relative to other pods (the gang scheduler's inter-pod checks, issue 41) and
+// its claims (the scheduler's volume binding). Preferred terms are scores, not filters, and are
+// not kept.
 struct PodPlacementTerms {
   std::vector<PodAffinityTerm> required_affinity;
   std::vector<PodAffinityTerm> required_anti_affinity;
   std::vector<TopologySpreadConstraint> topology_spread;
   std::vector<HostPortBinding> host_ports;
+  std::vector<PodVolumeClaim> volume_claims;
 };
 
 // Resource name -> quantity in milli-units.

@@ -107,6 +107,11 @@ them); tests/unit/helm checks this list exactly. Add a verb together with the co
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
+# The gang scheduler's volume binding (docs/scheduler.md, "Volumes"): a WaitForFirstConsumer
+# claim of a placed pod gets volume.kubernetes.io/selected-node, as kube-scheduler would set.
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [patch]
 # Each job's NetworkPolicy (only its own pods reach its launchers): created, and watched to see
 # whether it exists; deleted with the job by the garbage collector, never updated or read alone.
 - apiGroups: [networking.k8s.io]
@@ -132,7 +137,7 @@ them); tests/unit/helm checks this list exactly. Add a verb together with the co
 
 {{/*
 Cluster-wide reads of the gang scheduler: every node's capacity, the priority classes that order
-the queue, and (namespace scope only; cluster scope has it already) every pod, because GPUs on a
+the queue, claims, volumes and storage classes (and the pre-bind of a volume), and (namespace scope only; cluster scope has it already) every pod, because GPUs on a
 shared node are taken by pods of any namespace.
 */}}
 {{- define "lockstep.clusterReadRules" -}}
@@ -145,6 +150,19 @@ shared node are taken by pods of any namespace.
   verbs: [get, list, watch]
 - apiGroups: [scheduling.k8s.io]
   resources: [priorityclasses]
+  verbs: [get, list, watch]
+# Volumes (docs/scheduler.md, "Volumes"): the claims, PersistentVolumes and StorageClasses that
+# decide where a pod with claims may go. The one write: pre-binding a free PersistentVolume to a
+# placed pod's claim (spec.claimRef), as kube-scheduler's VolumeBinding does; PVs are
+# cluster-scoped, so no Role can grant it.
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [persistentvolumes]
+  verbs: [get, list, watch, patch]
+- apiGroups: [storage.k8s.io]
+  resources: [storageclasses]
   verbs: [get, list, watch]
 {{- if .Values.kueue.enabled }}
 # Kueue's cluster-scoped objects: the admitted flavors' node labels and tolerations, and the

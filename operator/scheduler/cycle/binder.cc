@@ -14,6 +14,7 @@ struct Binder::Pending {
   std::atomic<size_t> remaining{0};
   std::mutex mu;
   std::vector<Status> results;  // per target; guarded by mu until remaining reaches 0
+  Status volumes;               // the first failed volume write: then nothing was bound
 };
 
 Binder::Binder(kube::RestClient& client, ThreadPool& pool, AssumedPods& assumed,
@@ -39,7 +40,29 @@ void Binder::Bind(std::shared_ptr<const GangBind> gang, Done done) {
     pool_.Submit([this, pending] { Finish(*pending); });
     return;
   }
-  for (size_t i = 0; i < n; ++i) pool_.Submit([this, pending, i] { BindOne(pending, i); });
+  if (pending->gang->volume_writes.empty()) {
+    BindAll(pending);
+    return;
+  }
+  pool_.Submit([this, pending] {
+    for (const VolumeWrite& write : pending->gang->volume_writes) {
+      Status written = ApplyVolumeWrite(client_, write);
+      if (!written.ok()) {
+        pending->volumes = Status(written.code(), "cannot write volume binding (" +
+                                                      DescribeVolumeWrite(write) +
+                                                      "): " + written.message());
+        Finish(*pending);
+        return;
+      }
+    }
+    BindAll(pending);
+  });
+}
+
+void Binder::BindAll(const std::shared_ptr<Pending>& pending) {
+  for (size_t i = 0; i < pending->results.size(); ++i) {
+    pool_.Submit([this, pending, i] { BindOne(pending, i); });
+  }
 }
 
 void Binder::BindOne(const std::shared_ptr<Pending>& pending, size_t i) {
@@ -58,6 +81,12 @@ void Binder::BindOne(const std::shared_ptr<Pending>& pending, size_t i) {
 
 void Binder::Finish(const Pending& pending) {
   BindOutcome outcome;
+  if (!pending.volumes.ok()) {  // no pod was bound: forget the assumptions, delete nothing
+    for (const auto& target : pending.gang->targets) assumed_.Forget(target.first->meta.Key());
+    outcome.error = pending.volumes;
+    pending.done(*pending.gang, outcome);
+    return;
+  }
   for (const Status& s : pending.results) {
     if (!s.ok()) {
       outcome.error = s;

@@ -4,7 +4,9 @@
 // it is undone: every pod that is, or may be, bound is deleted (the controller recreates them)
 // so no partial gang survives to hold GPUs. A bind that failed with NotFound or Conflict left
 // its pod unbound (gone, or bound by someone else / a different pod of that name); any other
-// error is ambiguous, so that pod is deleted too. Thread-safe.
+// error is ambiguous, so that pod is deleted too. A gang with volume writes (volume_binding.h)
+// gets them first, one after the other on one pool thread; when one fails no pod is bound, and
+// the gang is only forgotten (its pods stay, unbound, and are placed again). Thread-safe.
 
 #include <functional>
 #include <memory>
@@ -18,12 +20,14 @@
 #include "operator/scheduler/cycle/assumed_pods.h"
 #include "operator/scheduler/cycle/gangs.h"
 #include "operator/scheduler/cycle/thread_pool.h"
+#include "operator/scheduler/cycle/volume_binding.h"
 
 namespace lockstep::scheduler {
 
 struct GangBind {
   CollectedGang gang;
   std::vector<std::pair<PodPtr, std::string>> targets;  // pod -> node, gang order
+  std::vector<VolumeWrite> volume_writes;               // made before any bind
   Clock::Steady queued_since{};
   std::string placed_message;  // the Scheduled=True message once every bind succeeded
   int64_t cycle = 0;           // the cycle that placed it (orders its condition write)
@@ -49,6 +53,7 @@ class Binder {
 
  private:
   struct Pending;
+  void BindAll(const std::shared_ptr<Pending>& pending);
   void BindOne(const std::shared_ptr<Pending>& pending, size_t i);
   void Finish(const Pending& pending);
   int Undo(const Pending& pending);

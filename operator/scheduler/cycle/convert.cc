@@ -35,6 +35,8 @@ std::optional<SelectorOperator> ParseSelectorOperator(const std::string& op) {
   return std::nullopt;
 }
 
+}  // namespace
+
 // An operator this code does not know becomes "In" with no values, which matches nothing: the
 // pod waits with an explanation instead of landing where the user did not allow.
 std::vector<NodeSelectorRequirement> ConvertRequirements(
@@ -53,6 +55,8 @@ std::vector<NodeSelectorRequirement> ConvertRequirements(
   return out;
 }
 
+namespace {
+
 Toleration ConvertToleration(const kube::Toleration& t) {
   Toleration out;
   out.key = t.key;
@@ -66,10 +70,14 @@ Toleration ConvertToleration(const kube::Toleration& t) {
   return out;
 }
 
+}  // namespace
+
 LabelSelector ConvertSelector(const kube::LabelSelector& in) {
   return LabelSelector{{in.match_labels.begin(), in.match_labels.end()},
                        ConvertRequirements(in.match_expressions)};
 }
+
+namespace {
 
 // matchLabelKeys / mismatchLabelKeys: `key In (value)` / `key NotIn (value)` with the value the
 // carrying pod has; keys it lacks are ignored, as the API says.

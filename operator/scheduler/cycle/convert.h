@@ -14,6 +14,11 @@
 namespace lockstep::scheduler {
 
 Resources RequestsFromMilli(const kube::ResourceList& milli);
+
+// Node selector requirements and label selectors; an unknown operator matches nothing.
+std::vector<NodeSelectorRequirement> ConvertRequirements(
+    const std::vector<kube::NodeSelectorRequirement>& in);
+LabelSelector ConvertSelector(const kube::LabelSelector& in);
 Resources AllocatableFromMilli(const kube::ResourceList& milli);
 
 // Labels, taints, cordon, Ready and allocatable; `requested` is left empty (see AddBoundPod).

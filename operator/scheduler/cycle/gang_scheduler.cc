@@ -64,6 +64,9 @@ GangScheduler::GangScheduler(kube::RestClient& client, prometheus::Registry& reg
             WithFieldSelector(kNonTerminalPods)),
       jobs_(client, kube::resources::TrainingJobs(), options_.namespace_filter, DecodeJobInfo),
       priority_classes_(client, PriorityClasses(), "", DecodePriorityClass),
+      claims_(client, PersistentVolumeClaims(), options_.namespace_filter, DecodeClaim),
+      volumes_(client, PersistentVolumes(), "", DecodeVolume),
+      storage_classes_(client, StorageClasses(), "", DecodeStorageClass),
       assumed_(options_.assume_ttl) {
   nodes_.UseDecodePool(options_.pools.nodes);
   pods_.UseDecodePool(options_.pools.pods);
@@ -102,6 +105,11 @@ void GangScheduler::AddHandlers() {
                            Trigger();
                          }});
   priority_classes_.AddEventHandler({trigger, trigger, trigger});
+  // A claim created (a generic ephemeral volume's), bound or annotated, a PV freed: a gang
+  // waiting on its claims may fit now.
+  claims_.AddEventHandler({trigger, trigger, trigger});
+  volumes_.AddEventHandler({trigger, trigger, trigger});
+  storage_classes_.AddEventHandler({trigger, trigger, trigger});
 }
 
 void GangScheduler::StartCaches() {
@@ -114,6 +122,9 @@ void GangScheduler::StartCaches() {
   pods_.Start();
   jobs_.Start();
   priority_classes_.Start();
+  claims_.Start();
+  volumes_.Start();
+  storage_classes_.Start();
 }
 
 void GangScheduler::Start() {
@@ -136,14 +147,16 @@ void GangScheduler::Stop() {
   cv_.notify_all();
   // The watches wind down while the loop and the binds in flight finish.
   for (kube::InformerBase* informer :
-       std::initializer_list<kube::InformerBase*>{&priority_classes_, &jobs_, &pods_, &nodes_}) {
+       std::initializer_list<kube::InformerBase*>{&storage_classes_, &volumes_, &claims_,
+                                                  &priority_classes_, &jobs_, &pods_, &nodes_}) {
     informer->RequestStop();
   }
   if (loop_.joinable()) loop_.join();
   // Binds in flight finish (or undo) before the informers they do not use go away.
   binder_.reset();
   pool_.reset();
-  kube::StopAll({&priority_classes_, &jobs_, &pods_, &nodes_});
+  kube::StopAll(
+      {&storage_classes_, &volumes_, &claims_, &priority_classes_, &jobs_, &pods_, &nodes_});
   // What the last cycles explained reaches the API before the process goes.
   events_.Flush(std::chrono::seconds(2));
 }
@@ -155,15 +168,19 @@ void GangScheduler::CancelRequests() {
 
 bool GangScheduler::HasSynced() const {
   return nodes_.HasSynced() && pods_.HasSynced() && jobs_.HasSynced() &&
-         priority_classes_.HasSynced();
+         priority_classes_.HasSynced() && claims_.HasSynced() && volumes_.HasSynced() &&
+         storage_classes_.HasSynced();
 }
 
 bool GangScheduler::WaitForSync(std::chrono::milliseconds timeout) const {
-  return kube::WaitForSyncAll({&nodes_, &pods_, &jobs_, &priority_classes_}, timeout, clock_);
+  return kube::WaitForSyncAll({&nodes_, &pods_, &jobs_, &priority_classes_, &claims_, &volumes_,
+                               &storage_classes_},
+                              timeout, clock_);
 }
 
 std::string GangScheduler::UnsyncedCaches() const {
-  return kube::Unsynced({&nodes_, &pods_, &jobs_, &priority_classes_});
+  return kube::Unsynced(
+      {&nodes_, &pods_, &jobs_, &priority_classes_, &claims_, &volumes_, &storage_classes_});
 }
 
 void GangScheduler::Trigger() {
@@ -209,6 +226,21 @@ void GangScheduler::RunCycle() {
     return;
   }
 
+  // Gangs with claims: each claim as the cluster has it now (volumes.h). The catalog is built only
+  // when some gang has one.
+  VolumeCatalog volumes;
+  const bool any_claims = std::any_of(
+      gangs.complete.begin(), gangs.complete.end(), [](const CollectedGang& gang) {
+        return std::any_of(gang.pods.begin(), gang.pods.end(), [](const std::vector<PodPtr>& role) {
+          return std::any_of(role.begin(), role.end(),
+                             [](const PodPtr& pod) { return HasVolumeClaims(*pod); });
+        });
+      });
+  if (any_claims) {
+    volumes = Volumes();
+    for (CollectedGang& gang : gangs.complete) ResolveGangVolumes(gang, volumes);
+  }
+
   // Phase 2: the cluster as bound and assumed pods leave it.
   const Snapshot snapshot = BuildSnapshot(pods, collected);
   const Steady snapped = clock_.Now();
@@ -248,7 +280,7 @@ void GangScheduler::RunCycle() {
     const CollectedGang& gang = *by_request.at(decision.gang);
     if (decision.outcome == Outcome::kPlaced) {
       AssumeAndBind(gang, decision.placement, first_seen_.at(gang.key),
-                    PlacedMessage(plan.assumed, gang.request, decision.placement));
+                    PlacedMessage(plan.assumed, gang.request, decision.placement), volumes);
       ++placed;
       continue;
     }
@@ -354,9 +386,16 @@ Snapshot GangScheduler::BuildSnapshot(const std::vector<PodPtr>& pods, Steady no
   return snapshot;
 }
 
+VolumeCatalog GangScheduler::Volumes() const {
+  return BuildCatalog(claims_.store().List(), volumes_.store().List(),
+                      storage_classes_.store().List());
+}
+
 void GangScheduler::AssumeAndBind(const CollectedGang& gang, const Placement& placement,
-                                  Steady queued_since, std::string placed_message) {
+                                  Steady queued_since, std::string placed_message,
+                                  const VolumeCatalog& volumes) {
   auto bind = std::make_shared<GangBind>();
+  bind->volume_writes = VolumeWritesFor(gang, placement, volumes);
   bind->gang = gang;
   bind->queued_since = queued_since;
   bind->placed_message = std::move(placed_message);

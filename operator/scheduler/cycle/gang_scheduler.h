@@ -1,9 +1,11 @@
 #pragma once
 // GangScheduler: the Kubernetes side of Lockstep's gang scheduler. It keeps informers on Nodes,
-// every non-terminal Pod (bound ones count against capacity whoever scheduled them), TrainingJobs
-// and PriorityClasses, and runs the scheduling cycle (docs/scheduler-cycle.md):
+// every non-terminal Pod (bound ones count against capacity whoever scheduled them), TrainingJobs,
+// PriorityClasses, and PersistentVolumeClaims, PersistentVolumes and StorageClasses (a gang's
+// claims, volumes.h), and runs the scheduling cycle (docs/scheduler-cycle.md):
 //   1 collect pending complete gangs   2 snapshot (bound + assumed pods)   3 PlanCycle
-//   4 assume placements                5 bind every pod of each placed gang concurrently
+//   4 assume placements                5 bind every pod of each placed gang concurrently, after
+//                                        its volume writes (pre-bound PVs, selected nodes)
 //   6 undo a gang whose bind failed (delete its possibly-bound pods) and let it requeue, and a
 //     gang found split between bound and pending members that no bind of ours is completing
 //   7 preemption: when the head of the queue does not fit, evict whole running gangs of lower
@@ -53,6 +55,7 @@
 #include "operator/scheduler/cycle/placement_text.h"
 #include "operator/scheduler/cycle/scheduler_metrics.h"
 #include "operator/scheduler/cycle/thread_pool.h"
+#include "operator/scheduler/cycle/volume_objects.h"
 #include "operator/scheduler/queue.h"
 
 namespace lockstep::scheduler {
@@ -151,7 +154,9 @@ class GangScheduler {
   GangCollection Collect(const std::vector<PodPtr>& pods);
   Snapshot BuildSnapshot(const std::vector<PodPtr>& pods, Steady now);
   void AssumeAndBind(const CollectedGang& gang, const Placement& placement, Steady queued_since,
-                     std::string placed_message);
+                     std::string placed_message, const VolumeCatalog& volumes);
+  // The claims, PVs and classes as cached now (volume_objects.h).
+  VolumeCatalog Volumes() const;
   void Explain(const CollectedGang& gang, const GangDecision& decision,
                const std::string& note = "");
   // Phase 7. Returns what the preemptor's explanation adds (victims named), or "".
@@ -202,6 +207,9 @@ class GangScheduler {
   kube::Informer<kube::Pod> pods_;
   kube::Informer<JobInfo> jobs_;
   kube::Informer<PriorityClassInfo> priority_classes_;
+  kube::Informer<ClaimObject> claims_;
+  kube::Informer<VolumeObject> volumes_;
+  kube::Informer<StorageClassObject> storage_classes_;
 
   AssumedPods assumed_;
   // One decision at a time: a cycle (phases 1-7) or a PlaceForCreate. Taken before mu_.

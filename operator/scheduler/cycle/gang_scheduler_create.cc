@@ -186,6 +186,13 @@ StatusOr<GangScheduler::CreateGrant> GangScheduler::DecideOneCreate(
         "not one complete gang of the job's current attempt as the scheduler's caches hold it");
   }
   CollectedGang gang = std::move(mine.complete.front());
+  // Volumes are bound (or a node selected for them) before a pod is bound, and a generic
+  // ephemeral volume's claim exists only once its pod does: the binding cycle does both.
+  if (std::any_of(pods.begin(), pods.end(),
+                  [](const PodPtr& pod) { return HasVolumeClaims(*pod); })) {
+    return FailedPreconditionError(
+        "PersistentVolumeClaims: placed by the binding cycle, which binds their volumes first");
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return FailedPreconditionError("the scheduler is stopping");

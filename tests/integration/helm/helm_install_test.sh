@@ -123,6 +123,10 @@ yes create endpointslices.discovery.k8s.io @JOBS
 yes patch endpointslices.discovery.k8s.io @JOBS
 yes list nodes @JOBS
 yes watch priorityclasses.scheduling.k8s.io @JOBS
+yes watch persistentvolumeclaims @JOBS
+yes patch persistentvolumeclaims @JOBS
+yes patch persistentvolumes @JOBS
+yes watch storageclasses.storage.k8s.io @JOBS
 yes watch leases.coordination.k8s.io kube-node-lease
 yes create leases.coordination.k8s.io @NS
 no create trainingjobs.lockstep.dev @JOBS
@@ -147,6 +151,9 @@ no delete endpointslices.discovery.k8s.io @JOBS
 no update nodes @JOBS
 no delete nodes @JOBS
 no create priorityclasses.scheduling.k8s.io @JOBS
+no update persistentvolumeclaims @JOBS
+no delete persistentvolumes @JOBS
+no create storageclasses.storage.k8s.io @JOBS
 no update leases.coordination.k8s.io @JOBS
 no update leases.coordination.k8s.io kube-node-lease
 no list leases.coordination.k8s.io @NS

@@ -46,6 +46,7 @@ const std::set<Grant> kNamespacedGrants = {
     {"", "secrets", "get"},
     {"", "secrets", "create"},
     {"", "events", "create"},
+    {"", "persistentvolumeclaims", "patch"},
     {"networking.k8s.io", "networkpolicies", "list"},
     {"networking.k8s.io", "networkpolicies", "watch"},
     {"networking.k8s.io", "networkpolicies", "create"},
@@ -64,6 +65,16 @@ const std::set<Grant> kClusterReadGrants = {
     {"scheduling.k8s.io", "priorityclasses", "get"},
     {"scheduling.k8s.io", "priorityclasses", "list"},
     {"scheduling.k8s.io", "priorityclasses", "watch"},
+    {"", "persistentvolumeclaims", "get"},
+    {"", "persistentvolumeclaims", "list"},
+    {"", "persistentvolumeclaims", "watch"},
+    {"", "persistentvolumes", "get"},
+    {"", "persistentvolumes", "list"},
+    {"", "persistentvolumes", "watch"},
+    {"", "persistentvolumes", "patch"},
+    {"storage.k8s.io", "storageclasses", "get"},
+    {"storage.k8s.io", "storageclasses", "list"},
+    {"storage.k8s.io", "storageclasses", "watch"},
 };
 // kueue.enabled=true only: the Workloads the operator owns for queued jobs and their status
 // (namespaced); Kueue's cluster-scoped objects, read only.

@@ -30,15 +30,20 @@ class BinderTest : public ::lockstep::testing::FakeKubeTest {
  protected:
   // A gang of `n` pods, pod i to node-i; `answers` by pod name (default: 201 bound).
   // `delete_answer`: what the undo's deletes get.
+  // `writes`: the gang's volume writes, answered `patch_answer`.
   BindOutcome BindGang(int n, std::map<std::string, kube::Response> answers = {},
-                       kube::Response delete_answer = {200, "{}", ""}) {
-    transport_->SetHandler([answers, delete_answer](const kube::Request& r)
+                       kube::Response delete_answer = {200, "{}", ""},
+                       std::vector<VolumeWrite> writes = {},
+                       kube::Response patch_answer = {200, "{}", ""}) {
+    transport_->SetHandler([answers, delete_answer, patch_answer](const kube::Request& r)
                                -> StatusOr<kube::Response> {
+      if (r.method == "PATCH") return patch_answer;
       if (r.method == "DELETE") return delete_answer;
       auto it = answers.find(PodNameIn(r.path));
       return it != answers.end() ? it->second : kube::Response{201, "{}", ""};
     });
     auto gang = std::make_shared<GangBind>();
+    gang->volume_writes = std::move(writes);
     for (int i = 0; i < n; ++i) {
       PodPtr pod = PodOf("worker", i, 0, 8);
       assumed_.Assume(pod->meta.Key(), pod->meta.uid, "node-" + std::to_string(i), {});
@@ -119,6 +124,38 @@ TEST_F(BinderTest, AnEmptyGangIsDoneAtOnce) {
   const BindOutcome outcome = BindGang(0);
   EXPECT_TRUE(outcome.error.ok());
   EXPECT_TRUE(transport_->requests().empty());
+}
+
+// Volume writes (volume_binding.h) come first, in order, before any bind; when one fails nothing
+// is bound and nothing deleted: the pods stay, unbound, and the gang is placed again.
+TEST_F(BinderTest, VolumeWritesPrecedeEveryBind) {
+  const std::vector<VolumeWrite> writes = {{"ns", "c-0", "uid-c0", "pv-1", "17", "node-0"},
+                                           {"ns", "c-1", "uid-c1", "", "", "node-1"}};
+  const BindOutcome outcome = BindGang(2, {}, {200, "{}", ""}, writes);
+  EXPECT_TRUE(outcome.error.ok()) << outcome.error;
+  const std::vector<kube::Request> all = transport_->requests();
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].method, "PATCH");
+  EXPECT_EQ(all[0].path, "/api/v1/persistentvolumes/pv-1");
+  EXPECT_EQ(json::parse(all[0].body), VolumeWritePatch(writes[0]));
+  EXPECT_EQ(all[1].method, "PATCH");
+  EXPECT_EQ(all[1].path, "/api/v1/namespaces/ns/persistentvolumeclaims/c-1");
+  EXPECT_EQ(all[2].method, "POST");
+  EXPECT_EQ(all[3].method, "POST");
+}
+
+TEST_F(BinderTest, AFailedVolumeWriteBindsAndDeletesNothing) {
+  const std::vector<VolumeWrite> writes = {{"ns", "c-0", "uid-c0", "pv-1", "17", "node-0"}};
+  const BindOutcome outcome =
+      BindGang(2, {}, {200, "{}", ""}, writes,
+               {409, R"({"kind":"Status","reason":"Conflict","code":409})", ""});
+  EXPECT_FALSE(outcome.error.ok());
+  EXPECT_NE(outcome.error.message().find("pre-bound PV pv-1 to claim ns/c-0"), std::string::npos)
+      << outcome.error;
+  EXPECT_EQ(outcome.deleted, 0);
+  EXPECT_TRUE(transport_->RequestsTo("POST", "/api/v1/namespaces/ns/pods/").empty());
+  EXPECT_TRUE(Deleted().empty());
+  EXPECT_EQ(assumed_.size(), 0u);  // forgotten: the pods are placed again
 }
 
 }  // namespace
