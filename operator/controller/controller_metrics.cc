@@ -153,8 +153,9 @@ void ControllerMetrics::AddGoodputLoss(const std::string& ns, const std::string&
                                        double gpu_seconds) {
   const std::map<std::string, std::string> labels = {
       {"namespace", ns}, {"account", account}, {"reason", reason}};
-  if (seconds > 0) lost_seconds_.Add(labels).Increment(seconds);
-  if (gpu_seconds > 0) lost_gpu_seconds_.Add(labels).Increment(gpu_seconds);
+  // 0 still adds the series: a job whose losses all round to 0 s shows a flat 0, not nothing.
+  if (seconds >= 0) lost_seconds_.Add(labels).Increment(seconds);
+  if (gpu_seconds >= 0) lost_gpu_seconds_.Add(labels).Increment(gpu_seconds);
 }
 
 prometheus::Histogram::BucketBoundaries ControllerMetrics::TimeToRunningBuckets() {

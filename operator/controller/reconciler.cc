@@ -362,6 +362,11 @@ void TrainingJobReconciler::RecordGoodputMetrics(const CachedJob& job, const Pla
     return;
   }
   const int64_t gpus = JobGpus(job.job.spec, AttemptWorkers(job.job));
+  // The account opens: its lost-time series exist from now on, at 0 until something is lost
+  // (on fast clusters every loss can round to 0 whole seconds).
+  if (!job.job.status.goodput) {
+    metrics_->AddGoodputLoss(job.meta.namespace_, "placement", "", 0, 0);
+  }
   for (const GoodputLoss& l : GoodputLosses(job.job.status.goodput, *plan.status.goodput)) {
     const auto secs = static_cast<double>(l.seconds);
     metrics_->AddGoodputLoss(job.meta.namespace_, l.account, l.reason, secs,
