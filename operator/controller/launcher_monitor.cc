@@ -85,15 +85,22 @@ void LauncherMonitor::Poll(const LauncherJob& job) {
   bool new_watch = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    bool ask = true;
     if (watch_interval_.count() > 0) {
       const Clock::Steady now = clock_.Now();
       auto [it, inserted] = watches_.try_emplace(job.key, Watch{job, now, now});
-      it->second.job = job;
-      it->second.next = now + WatchInterval();
-      it->second.expires = now + kWatchExpiry;
+      Watch& w = it->second;
+      // The pass read an answer that changed within the interval: the watch asks next (its
+      // `next` is at most an interval after the request that answered).
+      ask = inserted || w.job.pod_uid != job.pod_uid || !w.changed ||
+            now - *w.changed >= WatchInterval();
+      if (w.job.pod_uid != job.pod_uid) w.changed.reset();
+      w.job = job;
+      if (ask) w.next = now + WatchInterval();
+      w.expires = now + kWatchExpiry;
       new_watch = inserted;
     }
-    Queue(Op{job, LauncherOpKind::kStatus, "", ""});
+    if (ask) Queue(Op{job, LauncherOpKind::kStatus, "", ""});
   }
   work_cv_.notify_one();
   if (new_watch) watch_cv_.notify_one();
@@ -144,6 +151,8 @@ void LauncherMonitor::Restart(const LauncherJob& job, const std::string& request
     obs = LauncherObservation{};
     obs.pod_uid = job.pod_uid;
     obs.restart = LauncherObservation::RestartAnswer{request, false, {}, ""};
+    // The plan polls for what follows at once.
+    if (auto w = watches_.find(job.key); w != watches_.end()) w->second.changed.reset();
     Queue(Op{job, LauncherOpKind::kRestart, request, reason});
   }
   work_cv_.notify_one();
@@ -315,6 +324,10 @@ LauncherOutcome LauncherMonitor::Run(const Op& op) {
       // (after a short linger) once a loss left it no in-place restart.
       if (!result.answered) result.status.lost = std::move(obs.status.lost);
       obs = std::move(result);
+      auto w = watches_.find(op.job.key);
+      if (changed && w != watches_.end() && w->second.job.pod_uid == op.job.pod_uid) {
+        w->second.changed = clock_.Now();
+      }
     }
   }
   if (changed && changed_) changed_(op.job.key);

@@ -28,6 +28,14 @@
 // member the launchers report reaches the plan within about 2 s, not the plan's 10 s poll, while
 // a quiet job costs no reconcile pass. Silent jobs keep their cadence, in their own lane.
 //
+// Once per interval (issue 44): a watched job whose Status answer changed within the last
+// interval is not asked again by Poll; the watch asks when due. Each changed answer wakes a pass,
+// and every pass of a running gang asks for a poll, so a worker-0 whose answer changes every time
+// (hostile, or broken) was otherwise asked back to back: about 2 requests/s per job instead of one
+// per interval. Everything else asks at once: a Poll after an unchanged answer (the pass was woken
+// by a pod or the job: a pod failing, a spare to promote), the first poll of a new worker-0 pod,
+// and the first after a Restart (which forgets the old answer).
+//
 // Thread safety: every public method may be called from any thread; the changed handler is
 // called from the workers, never under the monitor's lock.
 
@@ -92,7 +100,8 @@ class LauncherMonitor {
   void Start();
   void Stop();
 
-  // Queue a Status request (at most one queued per job), and watch the job (above).
+  // Queue a Status request (at most one queued per job; none when the job's answer changed
+  // within the watch interval, above), and watch the job (above).
   void Poll(const LauncherJob& job);
   // Probe `pod` at `ip` (the rendezvous port) for the report `report_lost_unix_ms`; the answer
   // lands in Latest(job)->probes[pod] (at most one queued per pod and report).
@@ -120,6 +129,8 @@ class LauncherMonitor {
     LauncherJob job;
     Clock::Steady next;
     Clock::Steady expires;
+    // When a Status answer from job.pod_uid last differed from the one before (it woke a pass).
+    std::optional<Clock::Steady> changed = std::nullopt;
   };
   void Work();       // a worker: takes requests from dispatch_ until Stop
   void WatchLoop();  // the timer: queues the watched jobs' polls when due

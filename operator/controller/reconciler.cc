@@ -182,22 +182,28 @@ void TrainingJobReconciler::ObservePeerLossNodes(Observed& observed) const {
 }
 
 void TrainingJobReconciler::NotePeerLoss(const CachedJob& job, const Plan& plan) {
-  // Each report's verdict once (passes repeat every second while one is unresolved).
-  std::vector<Plan::PeerLossNote> fresh;
+  // Each report's verdict once (passes repeat every second while one is unresolved), counted
+  // always, logged as peer_loss_log_ allows (a worker-0 may name a new loss time every poll).
+  std::vector<std::pair<Plan::PeerLossNote, uint64_t>> fresh;  // with the lines held back
   {
     std::lock_guard<std::mutex> lock(peer_loss_mu_);
     std::set<std::string>& seen = peer_loss_seen_[job.meta.Key()];
-    if (seen.size() > 256) seen.clear();  // bounded; a repeat costs one log line
+    if (seen.size() > 256) seen.clear();  // bounded; a repeat counts again
+    const Clock::Steady now = clock_.Now();
     for (const Plan::PeerLossNote& n : plan.peer_loss) {
       const std::string key = n.pod + "|" + std::to_string(n.report_lost_unix_ms) + "|" + n.outcome;
-      if (seen.insert(key).second) fresh.push_back(n);
+      if (!seen.insert(key).second) continue;
+      if (metrics_ != nullptr) metrics_->ObservePeerLoss(n.outcome);
+      const std::optional<uint64_t> held_back =
+          peer_loss_log_.Allow(job.meta.Key(), n.outcome, now);
+      if (held_back) fresh.emplace_back(n, *held_back);
     }
   }
-  for (const Plan::PeerLossNote& n : fresh) {
-    log::Info("a launcher reported a lost peer",
-              {{"job", job.meta.Key()}, {"pod", n.pod}, {"verdict", n.outcome},
-               {"evidence", n.evidence}});
-    if (metrics_ != nullptr) metrics_->ObservePeerLoss(n.outcome);
+  for (const auto& [n, held_back] : fresh) {
+    log::Fields fields{
+        {"job", job.meta.Key()}, {"pod", n.pod}, {"verdict", n.outcome}, {"evidence", n.evidence}};
+    if (held_back > 0) fields.emplace_back("held_back", std::to_string(held_back));
+    log::Info("a launcher reported a lost peer", fields);
   }
 }
 

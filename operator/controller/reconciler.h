@@ -27,6 +27,7 @@
 #include "operator/controller/job_caches.h"
 #include "operator/controller/kueue_caches.h"
 #include "operator/controller/launcher_monitor.h"
+#include "operator/controller/peer_loss_log.h"
 #include "operator/controller/plan.h"
 #include "operator/controller/plan_executor.h"
 #include "operator/controller/template_caches.h"
@@ -100,7 +101,8 @@ class TrainingJobReconciler {
   void ObservePeerLossNodes(Observed& observed) const;
   // Observed::spare_domain: the gang's topology domain, from the node caches (spare_plan.h).
   void ObserveSpareDomain(const CachedJob& job, Observed& observed) const;
-  // Logs each lost report's verdict once, and counts it in lockstep_peer_loss_reports_total.
+  // Counts each lost report's verdict once in lockstep_peer_loss_reports_total, and logs it as
+  // PeerLossLogLimit allows (peer_loss_log.h: a few lines per job and verdict a minute).
   void NotePeerLoss(const CachedJob& job, const Plan& plan);
 
   // The job's cache has not caught up with the last status this controller wrote (see
@@ -124,6 +126,7 @@ class TrainingJobReconciler {
   std::mutex peer_loss_mu_;
   // job key -> "pod|report|verdict" already logged; guarded by peer_loss_mu_.
   std::map<std::string, std::set<std::string>> peer_loss_seen_;
+  PeerLossLogLimit peer_loss_log_;  // guarded by peer_loss_mu_
   // uid -> what this controller last wrote that its passes must see before acting again:
   //  - Succeeded/Failed: the pass that finishes a job also deletes its pods (cleanPodPolicy);
   //    the pod watch can report them gone before the job watch reports the finished status,

@@ -27,12 +27,16 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "operator/api/children.h"
 #include "operator/controller/launcher_control.h"
+#include "operator/controller/launcher_monitor.h"
+#include "operator/controller/peer_loss_log.h"
 #include "operator/kube/base64.h"
 #include "tests/integration/failures/failures_env.h"
 #include "tests/integration/hostile/worker0_fleet.h"
@@ -79,12 +83,33 @@ constexpr double kCpuPerPassBoundMs = 10;
 // (kWatchInterval), a request takes at most its 1 s deadline, then one pass writes status. 8 s
 // leaves room for a loaded 2-core host (measured: 1.1-3.0 s).
 constexpr double kPromotionBoundSeconds = 8;
+// Control requests per job per watch interval (2 s) in the hostile run: the watch's one, and
+// the few a pass woken by a pod or the job asks (launcher_monitor.h "Once per interval").
+constexpr double kRequestsPerIntervalBound = 1.5;
 
 std::string Token(kube::RestClient& client, const std::string& ns, const std::string& job) {
   StatusOr<json> secret = client.Get(kube::resources::Secrets(), ns, job + "-rdzv");
   if (!secret.ok()) return "";
   StatusOr<std::string> token = kube::Base64Decode((*secret)["data"]["token"].get<std::string>());
   return token.ok() ? *token : "";
+}
+
+// The operator's "a launcher reported a lost peer" lines in the log at `path`, by "job|verdict".
+std::map<std::string, size_t> PeerLossLines(const std::string& path) {
+  std::map<std::string, size_t> lines;
+  std::ifstream in(path);
+  std::string line;
+  auto field = [&line](const std::string& key) {
+    const size_t at = line.find(" " + key + "=");
+    if (at == std::string::npos) return std::string();
+    const size_t from = at + key.size() + 2;
+    return line.substr(from, line.find(' ', from) - from);
+  };
+  while (std::getline(in, line)) {
+    if (line.find("a launcher reported a lost peer") == std::string::npos) continue;
+    ++lines[field("job") + "|" + field("verdict")];
+  }
+  return lines;
 }
 
 struct ProcFigures {
@@ -118,6 +143,7 @@ struct RunFigures {
   double requests = 0;  // authenticated control requests the worker-0s got
   double window_seconds = 0;
   double promotion_seconds = -1;
+  std::string log_path;  // the run's operator's log
   double cpu_ms_per_pass() const { return passes > 0 ? 1000 * cpu_seconds / passes : 0; }
   double cpu_ms_per_request() const { return requests > 0 ? 1000 * cpu_seconds / requests : 0; }
 };
@@ -204,6 +230,7 @@ class HostileWorker0Test : public FailuresTest {
     r.peak_rss_mib = after.peak_rss_mib;
     r.cpu_seconds = after.cpu_seconds - before.cpu_seconds;
     r.window_seconds = SecondsBetween(start, Clock::now());
+    r.log_path = op_->log_path();
     EXPECT_TRUE(op_->Running()) << "the operator died; log: " << op_->log_path();
     return r;
   }
@@ -348,6 +375,27 @@ TEST_F(HostileWorker0Test, ThirtyHostileWorker0sCostWhatHonestOnesCostAndDelayNo
       static_cast<unsigned long long>(fleet_->Answers(HostileAnswer::kAtJobMaxima)),
       static_cast<unsigned long long>(fleet_->Answers(HostileAnswer::kHeld)),
       static_cast<unsigned long long>(fleet_->BadMacs()));
+
+  // Requests per job per watch interval: one, from the watch, and now and then one from a pass
+  // a pod or the job woke (before the once-per-interval rule: about 4 in the hostile run, each
+  // changed answer waking a pass that asked again at once).
+  auto per_interval = [](const RunFigures& r) {
+    return r.requests / kHostileJobs / (r.window_seconds / controller::kWatchInterval.count());
+  };
+  // Peer-loss log lines per hostile job and verdict, at most kPeerLossLogBurst a minute (before
+  // the limit: 485 lines in a 9 s run, one per hostile answer).
+  const std::map<std::string, size_t> peer_loss_lines = PeerLossLines(hostile.log_path);
+  size_t peer_loss_total = 0;
+  for (const auto& [key, n] : peer_loss_lines) peer_loss_total += n;
+  std::printf(
+      "hostile worker-0: control requests per job per watch interval: honest %.2f, hostile "
+      "%.2f; peer-loss log lines in the hostile run: %zu\n",
+      per_interval(honest), per_interval(hostile), peer_loss_total);
+  EXPECT_LE(per_interval(hostile), kRequestsPerIntervalBound);
+  const double minutes = std::ceil(hostile.window_seconds / 60 + 1);
+  for (const auto& [key, n] : peer_loss_lines) {
+    EXPECT_LE(n, controller::kPeerLossLogBurst * static_cast<size_t>(minutes)) << key;
+  }
 
   EXPECT_LE(hostile.peak_rss_mib, kRssBound * honest.peak_rss_mib);
   EXPECT_LE(hostile.cpu_ms_per_pass(), kCpuPerPassBoundMs);

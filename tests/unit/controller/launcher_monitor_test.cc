@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -257,6 +258,91 @@ TEST_F(LauncherMonitorTest, ALostReportOutlivesTheServerAndAProbeLandsBesideIt) 
   EXPECT_EQ(control_->probes(), std::vector<std::string>{"10.0.0.8:29400"});
   // Another attempt's worker-0 knows nothing of it.
   EXPECT_FALSE(monitor_.Latest("ns/job", "pod-uid-of-attempt-1").has_value());
+}
+
+// A worker-0 whose answer changes at every call (a hostile one: issue 44), and how often it was
+// asked.
+class ChangingControl final : public LauncherControl {
+ public:
+  StatusOr<protocol::ControlStatus> GetStatus(const protocol::ControlTarget&) override {
+    return Round(calls_.fetch_add(1) + 1, true);
+  }
+  StatusOr<protocol::ControlAck> Restart(const protocol::ControlTarget&,
+                                         const std::string&) override {
+    return UnavailableError("not scripted");
+  }
+  ProbeAnswer Probe(const std::string&, uint16_t) override { return {}; }
+  uint32_t calls() const { return calls_.load(); }
+
+ private:
+  std::atomic<uint32_t> calls_{0};
+};
+
+// Each changed answer wakes a pass, and the pass of a running gang asks for a poll (here: the
+// changed handler asks at once). Without the once-per-interval rule (launcher_monitor.h "Once
+// per interval") that is a loop as fast as the control answers; with it, the watch's cadence.
+TEST_F(LauncherMonitorTest, AnAnswerThatChangesEveryPollIsAskedOncePerWatchInterval) {
+  constexpr std::chrono::milliseconds kInterval{100};
+  constexpr std::chrono::milliseconds kRun{1000};
+  auto* control = new ChangingControl;
+  LauncherMonitor monitor(client_, std::unique_ptr<LauncherControl>(control));
+  monitor.SetWatchInterval(kInterval);
+  monitor.SetChangedHandler([&monitor](const std::string&) { monitor.Poll(Target()); });
+  monitor.Start();
+  const auto start = std::chrono::steady_clock::now();
+  monitor.Poll(Target());
+  std::this_thread::sleep_for(kRun);
+  monitor.Stop();
+  const auto ran = std::chrono::steady_clock::now() - start;
+  // One per interval, the first poll, and one that may slip in as the watch's answer lands.
+  EXPECT_LE(static_cast<int64_t>(control->calls()), ran / kInterval + 2)
+      << "in " << ran.count() << " ns";
+  EXPECT_GE(control->calls(), 2u) << "the watch kept asking";
+}
+
+// Which polls the rule defers, on a fake clock (the watch, an hour apart, never asks here): a
+// poll right after a changed answer waits for the watch; one after an unchanged answer (a pass
+// woken by a pod or the job, e.g. a pod that failed and a spare to promote) or after a Restart
+// is asked at once.
+TEST_F(LauncherMonitorTest, OnlyAPollRightAfterAChangedAnswerWaitsForTheWatch) {
+  auto* control = new ScriptedControl;
+  LauncherMonitor monitor(client_, std::unique_ptr<LauncherControl>(control), clock_);
+  monitor.SetWatchInterval(std::chrono::hours(1));
+  monitor.SetChangedHandler([this](const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    changed_.push_back(key);
+    cv_.notify_all();
+  });
+  monitor.Start();
+  auto wait_for_calls = [&](size_t n) {
+    const auto start = std::chrono::steady_clock::now();
+    while (control->calls().size() < n && std::chrono::steady_clock::now() - start < seconds(10)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return control->calls().size() >= n;
+  };
+  control->PushStatus(Round(0, true));
+  control->PushStatus(Round(0, true));
+  control->PushStatus(Round(1, true, 1));
+  control->PushAck(protocol::ControlAck{true, 0, ""});
+  control->PushStatus(Round(1, false));
+  monitor.Poll(Target());
+  ASSERT_TRUE(WaitForChanges(1));  // round 0: changed
+  monitor.Poll(Target());          // waits for the watch
+  clock_.Advance(std::chrono::hours(1));
+  monitor.Poll(Target());  // the change is an interval old: asked
+  ASSERT_TRUE(wait_for_calls(2));
+  monitor.Poll(Target());          // after an unchanged answer: asked at once
+  ASSERT_TRUE(WaitForChanges(2));  // round 1
+  monitor.Poll(Target());          // waits for the watch
+  monitor.Restart(Target(), "restart-1", "restart requested (test)");
+  ASSERT_TRUE(WaitForChanges(3));
+  monitor.Poll(Target());  // after a Restart: asked at once
+  ASSERT_TRUE(WaitForChanges(4));
+  monitor.Stop();
+  std::vector<bool> restarts;
+  for (const ScriptedControl::Call& c : control->calls()) restarts.push_back(c.restart);
+  EXPECT_EQ(restarts, (std::vector<bool>{false, false, false, true, false}));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "common/rfc3339.h"
+#include "operator/controller/peer_loss_log.h"
 #include "operator/controller/peer_loss_plan.h"
 #include "operator/controller/plan.h"
 #include "tests/unit/controller/builders.h"
@@ -500,6 +501,62 @@ TEST(PeerLossPlanTest, TheStepCostsLinearTimeInTheReportsOfTheLargestJob) {
   std::printf("peer-loss step: 2,499 reports %.4f s CPU, 9,999 reports %.4f s (%.1fx)\n", small,
               large, large / small);
   EXPECT_LT(large, 8 * small);
+}
+
+// PeerLossLogLimit (peer_loss_log.h): which verdicts the reconciler logs, per job and verdict,
+// and how many it says it held back. Each row: seconds since the start, job, verdict, and the
+// answer expected (-1: held back).
+TEST(PeerLossLogLimitTest, Table) {
+  struct LogRow {
+    int at_s;
+    std::string job, verdict;
+    int64_t want;
+  };
+  const std::vector<LogRow> rows = {
+      // A hostile worker-0 names a new loss time every poll (2 s): three lines, then counted.
+      {0, "ns/a", "stale", 0},
+      {2, "ns/a", "stale", 0},
+      {4, "ns/a", "stale", 0},
+      {6, "ns/a", "stale", -1},
+      {8, "ns/a", "stale", -1},
+      // Another verdict of the same job, and another job, have their own budget.
+      {8, "ns/a", "corroborated", 0},
+      {8, "ns/b", "stale", 0},
+      {58, "ns/a", "stale", -1},
+      // A minute after the first line there is room for one again; it says how many were not
+      // logged; the next held back count starts from zero.
+      {60, "ns/a", "stale", 3},
+      {61, "ns/a", "stale", -1},
+      {62, "ns/a", "stale", 1},
+      {64, "ns/a", "stale", 0},
+      {65, "ns/a", "stale", -1},
+      // An honest loss of three nodes at once logs each report.
+      {70, "ns/c", "waiting", 0},
+      {70, "ns/c", "waiting", 0},
+      {70, "ns/c", "waiting", 0},
+  };
+  PeerLossLogLimit limit;
+  const Clock::Steady t0 = Clock::Steady(std::chrono::hours(1));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const LogRow& r = rows[i];
+    const std::optional<uint64_t> got = limit.Allow(r.job, r.verdict, t0 + seconds(r.at_s));
+    const int64_t got_i = got ? static_cast<int64_t>(*got) : -1;
+    EXPECT_EQ(got_i, r.want) << "row " << i << ": " << r.job << " " << r.verdict << " at "
+                             << r.at_s << " s";
+  }
+}
+
+// Jobs come and go: the limiter forgets the quiet ones past its bound.
+TEST(PeerLossLogLimitTest, HoldsAtMostItsBound) {
+  PeerLossLogLimit limit;
+  const Clock::Steady t0 = Clock::Steady(std::chrono::hours(1));
+  for (size_t i = 0; i < kMaxPeerLossLogKeys + 10; ++i) {
+    ASSERT_TRUE(limit.Allow("ns/job-" + std::to_string(i), "stale", t0).has_value());
+  }
+  EXPECT_LE(limit.keys(), kMaxPeerLossLogKeys);
+  // A window later every one of them is quiet.
+  ASSERT_TRUE(limit.Allow("ns/late", "stale", t0 + kPeerLossLogWindow).has_value());
+  EXPECT_LE(limit.keys(), kMaxPeerLossLogKeys);
 }
 
 }  // namespace
