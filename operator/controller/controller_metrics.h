@@ -33,7 +33,10 @@
 //   lockstep_spare_promotions_total{namespace}              hot spares that took a lost pod's
 //                                                           node-rank (controller/spare_plan.h)
 //   lockstep_peer_loss_reports_total{verdict}               members node 0's launcher reported
-//                                                           lost, by verdict (peer_loss.h)
+//                                                           lost, by verdict (peer_loss.h): each
+//                                                           report (pod, loss time) once, so a
+//                                                           worker-0 naming a new time at every
+//                                                           poll counts once per poll
 //   lockstep_nodes_silent                                   (gauge) nodes whose Lease passed the
 //                                                           grace or that read Ready=Unknown, at
 //                                                           the node monitor's last tick
