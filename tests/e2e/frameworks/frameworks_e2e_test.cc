@@ -54,6 +54,31 @@ TEST_F(Frameworks, PyTorchDdpTwoPodsTimesTwoProcsEndWithIdenticalWeights) {
   EXPECT_EQ(progress.value("percent", -1), 100);
 }
 
+// Issue 45: a job of 13 lines naming a ClusterTrainingTemplate (examples/local/templates/) runs
+// the DDP example end to end: framework, procsPerPod, image, node selector, resources and the
+// failure policy come from the template; the job states its template, size and command. The
+// template is this run's (cluster-scoped: a name of its own), deleted after.
+TEST_F(Frameworks, PyTorchDdpFromAClusterTrainingTemplate) {
+  const kube::ResourceRef templates{"lockstep.dev", "v1alpha1", "clustertrainingtemplates", false};
+  StatusOr<json> tmpl = cluster_->LoadExample("templates/pytorch.template.yaml");
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status();
+  const std::string name = "local-pytorch-" + cluster_->ns();
+  (*tmpl)["metadata"] = {{"name", name}};
+  ASSERT_TRUE(cluster_->client().Create(templates, "", *tmpl).ok());
+  const JobRun run = RunExample("templates/pytorch-ddp.yaml", "Succeeded", [&](json& job) {
+    job["spec"]["templateRef"]["name"] = name;
+  });
+  cluster_->client().Delete(templates, "", name).status().IgnoreError();
+  ASSERT_FALSE(run.job.is_null()) << "the job never ended";
+  ASSERT_EQ(run.pods.size(), 2u) << run.AllLogs();
+  const std::vector<std::string> weights = run.Lines("WEIGHTS ");
+  ASSERT_EQ(weights.size(), 4u) << run.AllLogs();
+  EXPECT_EQ(Fields(weights, "world"), std::set<std::string>{"4"});
+  EXPECT_EQ(Fields(weights, "sha").size(), 1u) << "ranks disagree:\n" << run.AllLogs();
+  EXPECT_EQ(run.job["status"]["resolvedTemplate"].value("name", ""), name);
+  EXPECT_EQ(Condition(run.job, "TemplateReady").value("reason", ""), "Snapshotted");
+}
+
 TEST_F(Frameworks, LightningTrainerPicksTorchElasticEnvironment) {
   const JobRun run = RunExample("pytorch-lightning.yaml");
   ASSERT_FALSE(run.job.is_null()) << "the job never ended";
