@@ -31,14 +31,19 @@ require_tools() {
 # shellcheck source=hack/lib/helm-crd.sh
 source "$REPO/hack/lib/helm-crd.sh"
 
-# Puts the CRD back to the source in crds/ (without Helm's ownership metadata), so the suites
-# that run after this one see the schema they were written for. Never deletes it: that would
-# delete every TrainingJob in the cluster. Then waits until it is Established, so a suite started
-# right after never sees TrainingJobs unserved.
+# Puts every CRD back to the source in crds/ (without Helm's ownership metadata), so the suites
+# that run after this one see the schema they were written for. Never deletes one: that would
+# delete every TrainingJob (or template) in the cluster. Then waits until they are Established,
+# so a suite started right after never sees TrainingJobs unserved.
 restore_crd() {
-  kubectl replace --save-config -f "$REPO/crds/$CRD_FILE" >/dev/null 2>&1 ||
-    kubectl create --save-config -f "$REPO/crds/$CRD_FILE" >/dev/null 2>&1 || true
-  kubectl wait --for=condition=Established --timeout=60s "crd/$CRD_NAME" >/dev/null 2>&1 || true
+  local file crd
+  for file in "$REPO"/crds/lockstep.dev_*.yaml; do
+    kubectl replace --save-config -f "$file" >/dev/null 2>&1 ||
+      kubectl create --save-config -f "$file" >/dev/null 2>&1 || true
+  done
+  for crd in "${LOCKSTEP_CRDS[@]}"; do
+    kubectl wait --for=condition=Established --timeout=60s "crd/$crd" >/dev/null 2>&1 || true
+  done
 }
 
 free_port() {

@@ -127,10 +127,10 @@ class InPlaceTest : public FailuresTest {
     EXPECT_TRUE(p.contains("lastUpdate"));
     const crdtest::KubectlResult get = crdtest::Kubectl({"get", "tj", name, "-n", ns()});
     ASSERT_TRUE(get.ok()) << get.output;
-    // NAME STATE WORKERS RESTARTS PROGRESS AGE: the percent is a number.
+    // NAME STATE WORKERS RESTARTS PROGRESS GOODPUT AGE: the percent is a number.
     EXPECT_THAT(get.output,
-                ::testing::ContainsRegex("RESTARTS +PROGRESS +AGE\n" + name +
-                                         " +[^ ]+ +[^ ]+ +[0-9]+ +[0-9]+ +[0-9]+[sm]"));
+                ::testing::ContainsRegex("RESTARTS +PROGRESS +GOODPUT +AGE\n" + name +
+                                         " +[^ ]+ +[^ ]+ +[0-9]+ +[0-9]+ +[^ ]* *[0-9]+[sm]"));
     EXPECT_TRUE(WaitFor(
         [&] { return Metric("lockstep_job_samples_per_second", {{"name", name}}) == 64; },
         seconds(10)));
