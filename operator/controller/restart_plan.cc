@@ -100,10 +100,10 @@ void CountRestart(Pass& p, const RestartRequest& r, int32_t* backoff_seconds) {
       CountFailureRestart(counts, r.in_place_restarts, r.counts);
       *backoff_seconds = static_cast<int32_t>(
           FailureBackoff(p.job.spec.failure_policy.backoff, counts.consecutive).count());
-      ++counts.consecutive;
+      counts.consecutive = AddToCount(counts.consecutive, 1);
       break;
     case RestartRequest::Kind::kDisruption:
-      if (r.counts) ++counts.disruptions;
+      if (r.counts) counts.disruptions = AddToCount(counts.disruptions, 1);
       break;
     case RestartRequest::Kind::kResize:
     case RestartRequest::Kind::kRequested:

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "operator/api/conditions.h"
 #include "operator/api/enums.h"
 #include "operator/api/time.h"
@@ -311,6 +313,46 @@ TEST(RestartPlanTest, ConsecutiveFailuresBackOffExponentially) {
   }
   EXPECT_EQ(waits, (std::vector<int32_t>{10, 20, 40, 80, 160, 300, 300}));
   EXPECT_EQ(job.job.status.restarts.failures, 7);
+}
+
+// The restart counts a pass adds to hold at INT32_MAX (the CRD's maximum) instead of wrapping
+// negative: status.restarts.consecutive has no budget of its own (restarts that ignore
+// maxRestarts still add to it) and a status may hold any value the CRD allows. disruptions is
+// also held below maxDisruptions by the budget; its case checks the add itself.
+TEST(RestartPlanTest, RestartCountsSaturateAtInt32MaxTable) {
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  struct Case {
+    const char* name;
+    bool disruption;
+    int32_t before;
+    int32_t after;
+  };
+  const Case cases[] = {
+      {"a failure adds one to consecutive", false, 5, 6},
+      {"consecutive reaches the maximum", false, kMax - 1, kMax},
+      {"consecutive at the maximum stays there", false, kMax, kMax},
+      {"a disruption adds one", true, 5, 6},
+      {"disruptions reach the maximum", true, kMax - 1, kMax},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    CachedJob job = Started();
+    job.job.spec.failure_policy.max_restarts = 100;
+    job.job.spec.failure_policy.max_disruptions = kMax;
+    if (c.disruption) {
+      job.job.status.restarts.disruptions = c.before;
+      const Plan plan = RunPass(job, {Pod("worker", 0, "Failed"), Pod("worker", 1, "Running")},
+                                T0(), {{"node-1", LostNode("NodeNotReady", "node node-1: gone")}});
+      ASSERT_EQ(plan.status.attempt, 1);
+      EXPECT_EQ(plan.status.restarts.disruptions, c.after);
+    } else {
+      job.job.status.restarts.consecutive = c.before;
+      const Plan plan = RunPass(job, {InAttempt(FailedPod("worker", 0, 1), 0)}, T0());
+      ASSERT_EQ(plan.status.attempt, 1);
+      EXPECT_EQ(plan.status.restarts.consecutive, c.after);
+      EXPECT_EQ(plan.status.last_restart->backoff_seconds, 300);  // the cap, whatever the streak
+    }
+  }
 }
 
 // The whole restart, pass by pass, from the failure to the recovered gang.
