@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "operator/kube/json_lookup.h"
 #include "operator/kube/milli_quantity.h"
 
 namespace lockstep::kube {
@@ -12,18 +13,6 @@ using nlohmann::json;
 
 // Annotations never worth caching: a full copy of the object written by kubectl apply.
 constexpr const char* kSkippedAnnotation = "kubectl.kubernetes.io/last-applied-configuration";
-
-const json& Field(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
-std::string Str(const json& j, const char* key) {
-  const json& v = Field(j, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
 
 template <typename Int>
 std::optional<Int> OptInt(const json& j, const char* key) {

@@ -2,23 +2,15 @@
 
 #include <cstdint>
 
+#include "operator/kube/json_lookup.h"
+
 namespace lockstep::kueue {
 namespace {
 
 using nlohmann::json;
 
-std::string Str(const json& obj, const char* key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const json& Field(const json& obj, const char* key) {
-  static const json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
+using kube::Field;
+using kube::Str;
 
 StatusOr<std::map<std::string, std::string>> StringMap(const json& value, const std::string& what) {
   std::map<std::string, std::string> out;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/quantity.h"
+#include "operator/kube/json_lookup.h"
 #include "operator/scheduler/cycle/convert.h"
 
 namespace lockstep::scheduler {
@@ -10,17 +11,8 @@ namespace {
 
 using nlohmann::json;
 
-const json& Field(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
-std::string Str(const json& j, const char* key) {
-  const json& v = Field(j, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
+using kube::Field;
+using kube::Str;
 
 std::vector<std::string> Strings(const json& j) {
   std::vector<std::string> out;
