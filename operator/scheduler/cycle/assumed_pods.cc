@@ -39,7 +39,7 @@ void AssumedPods::Created(const std::string& pod_key, const std::string& uid, St
   it->second.confirmed_at = now;
 }
 
-void AssumedPods::Seen(const std::string& pod_key, const std::string& uid) {
+void AssumedPods::Deleted(const std::string& pod_key, const std::string& uid) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(pod_key);
   if (it != entries_.end() && it->second.at_create && it->second.uid == uid && !uid.empty()) {

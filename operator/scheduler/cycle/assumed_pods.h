@@ -9,8 +9,11 @@
 // Pods placed at create (create_placement.h) are assumed before they exist: such an entry
 // (AssumeCreate) counts while the pod list does not show the pod, since the pod list cannot
 // count a pod it has not seen; once the create succeeded (Created, with the new pod's uid) it is
-// dropped when the informer delivers that uid (Seen) or the pod list shows it, or `ttl` after the
-// create (should a watch event be lost).
+// dropped when a pod list given to ApplyTo shows that uid, when the informer delivers the pod's
+// deletion (Deleted), or `ttl` after the create (should a watch event be lost). The informer's
+// add or update is not enough: a cycle's pod list is taken before its snapshot is built, and a
+// pod the informer delivers in between is in neither the list nor, had its entry been dropped
+// then, the assumed pods (under load the chaos tier saw a node hold 9 of 8 GPUs so).
 // Thread-safe: bind workers confirm and forget, the cycle thread applies.
 
 #include <chrono>
@@ -43,10 +46,10 @@ class AssumedPods {
   void AssumeCreate(const std::string& pod_key, const std::string& node,
                     const Resources& requests, std::optional<BoundPod> bound = std::nullopt);
   void Created(const std::string& pod_key, const std::string& uid, Steady now);
-  // The informer delivered this pod (added, updated or deleted): an entry placed at create for
-  // this uid is done, whatever the next pod list shows (a pod deleted before any cycle listed
-  // it would otherwise count until the TTL).
-  void Seen(const std::string& pod_key, const std::string& uid);
+  // The informer delivered this pod's deletion: an entry placed at create for this uid is done,
+  // whatever a pod list shows (a pod deleted before any cycle listed it would otherwise count
+  // until the TTL; a list that still shows it counts it itself).
+  void Deleted(const std::string& pod_key, const std::string& uid);
 
   // Counts every still-assumed pod on its node in `nodes` (by name) and drops the entries the
   // cycle's pod list (`pods_by_key`) has caught up with.

@@ -79,18 +79,10 @@ void GangScheduler::AddHandlers() {
   // Handlers run on reflector threads: they only mark the cluster dirty.
   auto trigger = [this](auto&&...) { Trigger(); };
   nodes_.AddEventHandler({trigger, trigger, trigger});
-  // A pod created placed is counted by the informer from its first event on.
-  auto seen = [this](const PodPtr& pod) { assumed_.Seen(pod->meta.Key(), pod->meta.uid); };
-  pods_.AddEventHandler({[this, seen](const PodPtr& pod) {
-                           seen(pod);
-                           Trigger();
-                         },
-                         [this, seen](const PodPtr&, const PodPtr& pod) {
-                           seen(pod);
-                           Trigger();
-                         },
-                         [this, seen](const PodPtr& pod, bool) {
-                           seen(pod);
+  // A pod created placed stays assumed until a cycle's pod list shows it (assumed_pods.h), or
+  // until its deletion arrives: then it holds nothing, listed or not.
+  pods_.AddEventHandler({trigger, trigger, [this](const PodPtr& pod, bool) {
+                           assumed_.Deleted(pod->meta.Key(), pod->meta.uid);
                            Trigger();
                          }});
   jobs_.AddEventHandler({trigger, trigger, [this](const JobPtr& job, bool) {

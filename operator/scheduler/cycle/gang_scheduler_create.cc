@@ -272,10 +272,9 @@ Status GangScheduler::FinishCreate(const std::string& gang_key,
     }
     const std::string key = pod->meta.Key();
     created_keys.insert(key);
+    // Counted as assumed until a cycle's pod list shows this uid, even if the informer has it
+    // already: a list taken before it arrived would count it nowhere (assumed_pods.h).
     assumed_.Created(key, pod->meta.uid, clock_.Now());
-    // Its watch event may have come before this answer: then the informer counts it already.
-    const PodPtr cached = pods_.store().Get(key);
-    if (cached != nullptr && cached->meta.uid == pod->meta.uid) assumed_.Seen(key, pod->meta.uid);
     auto placed = record.requests.find(key);
     auto node = record.node_of.find(key);
     if (placed == record.requests.end() || node == record.node_of.end() ||
