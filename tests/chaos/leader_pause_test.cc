@@ -111,17 +111,38 @@ TEST_F(LeaderPauseChaosTest, AStoppedLeaderIsReplacedWithinTheLeaseAndWritesNoth
   EXPECT_LE(*acquired - *renewed, kLease + seconds(2))
       << "taken " << Seconds(*acquired - *renewed) << " s after the last renewal";
   EXPECT_GE(*acquired - *renewed, kLease - seconds(2)) << "taken before the lease expired";
-  // Nothing from the old leader once it was stopped (a request it had in flight lands within
-  // milliseconds): in particular nothing after it woke with its lease gone.
-  int late = 0;
+  // Nothing decided by the old leader after it was stopped. A request already past its fence
+  // (the transport's last check before sending, RestOptions::write_fence) when SIGSTOP came
+  // lands when the process runs again: no check inside the process can recall it, which is why
+  // every such write carries what lets the apiserver judge it (a status patch its
+  // resourceVersion, a pod create the gang's fixed pod name). Those land within a second of the
+  // resume, at most a gang's pods per worker; anything later, or any other write, was decided
+  // after waking, when the expired lease must have stopped it. Seen under load: a status patch 17 ms
+  // after the resume (2026-12-07, the chaos tier beside the kubelet tier).
+  constexpr auto kInFlight = seconds(1);
+  constexpr int kWorkers = 8;
+  int late = 0, in_flight = 0;
+  std::string in_flight_text;
   for (const AuditEvent& e : writes_a) {
-    if (e.received > stopped + seconds(1)) {
-      ++late;
-      ADD_FAILURE() << "the old leader wrote " << e.verb << " " << e.resource
-                    << (e.subresource.empty() ? "" : "/" + e.subresource) << " " << e.name << " "
-                    << Seconds(e.received - resumed) << " s after it was resumed";
+    if (e.received <= stopped + kInFlight) continue;
+    const std::string what = e.verb + " " + e.resource +
+                             (e.subresource.empty() ? "" : "/" + e.subresource) + " " + e.name;
+    const bool judged_by_the_apiserver =
+        (e.verb == "create" && e.resource == "pods") ||
+        (e.verb == "patch" && e.resource == "trainingjobs" && e.subresource == "status");
+    if (e.received <= resumed + kInFlight && judged_by_the_apiserver) {
+      ++in_flight;
+      in_flight_text += " " + what + " (" + std::to_string(e.code) + ")";
+      continue;
     }
+    ++late;
+    ADD_FAILURE() << "the old leader wrote " << what << " (HTTP " << e.code << ") "
+                  << Seconds(e.received - resumed) << " s after it was resumed";
   }
+  EXPECT_LE(in_flight, kWorkers * kReplicas)
+      << "more writes landed at the resume than the old leader's "
+         "workers can have in flight:"
+      << in_flight_text;
   CheckHistory();
   Figure("pause", "leader stopped " + std::to_string(kPause.count()) + " s with " +
                       std::to_string(created) + " of " + std::to_string(kJobs * kReplicas) +
@@ -131,7 +152,8 @@ TEST_F(LeaderPauseChaosTest, AStoppedLeaderIsReplacedWithinTheLeaseAndWritesNoth
                       " s after the last renewal, acted " +
                       std::to_string(Seconds(*first_act - *acquired)).substr(0, 4) +
                       " s later; old leader's writes after the stop: " + std::to_string(late) +
-                      ", exit " + std::to_string(a.last_exit()));
+                      " decided after it, " + std::to_string(in_flight) + " in flight" +
+                      in_flight_text + ", exit " + std::to_string(a.last_exit()));
   b.Kill(SIGTERM);
   EXPECT_EQ(b.last_exit(), 0) << b.log_path();
 }
