@@ -10,11 +10,13 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/rfc3339.h"
 #include "tests/e2e/frameworks/framework_cluster.h"
 
 namespace lockstep::e2e {
@@ -70,6 +72,7 @@ class SharedClusterTest : public ::testing::Test {
     std::cout << "[ job ] " << file << " ended " << run->state() << " in " << run->seconds << " s"
               << std::endl;
     EXPECT_EQ(run->state(), state) << run->job["status"].dump(2) << "\n" << run->AllLogs();
+    ExpectGoodput(run->job);
     ExpectFenced(file, *run);
     ExpectNoProcessesLeft((*job)["metadata"]["name"]);
     return *run;
@@ -92,6 +95,63 @@ class SharedClusterTest : public ::testing::Test {
     EXPECT_TRUE(run.open_to_anyone.empty())
         << file << ": ports open to pods outside the job: "
         << nlohmann::json(run.open_to_anyone).dump() << " of" << ports;
+  }
+
+  // Issue 45: a finished job has status.goodput, and its accounts add up to the job's wall time
+  // (creation to completion, whole seconds; none of these jobs is ever suspended).
+  static void ExpectGoodput(const nlohmann::json& job) {
+    const nlohmann::json status = job.value("status", nlohmann::json::object());
+    ASSERT_TRUE(status.contains("goodput")) << status.dump(2);
+    const nlohmann::json& g = status["goodput"];
+    const double ratio = g.value("ratio", -1.0);
+    EXPECT_GE(ratio, 0.0) << g.dump();
+    EXPECT_LE(ratio, 1.0) << g.dump();
+    int64_t sum = 0;
+    for (const char* account : {"productiveSeconds", "placementSeconds", "startupSeconds",
+                                "recoverySeconds", "recomputeSeconds"}) {
+      sum += g.value(account, int64_t{0});
+    }
+    StatusOr<std::chrono::system_clock::time_point> created =
+        ParseTime(job["metadata"].value("creationTimestamp", ""));
+    StatusOr<std::chrono::system_clock::time_point> completed =
+        ParseTime(status.value("completionTime", ""));
+    ASSERT_TRUE(created.ok() && completed.ok()) << job["metadata"].dump() << status.dump();
+    const auto wall = std::chrono::duration_cast<std::chrono::seconds>(*completed - *created);
+    EXPECT_LE(std::abs(sum - wall.count()), 1) << "accounted " << sum << " s of a " << wall.count()
+                                              << " s job: " << g.dump();
+  }
+
+  // Issue 45: goodput's recovery seconds of the last restart's cause match the recovery the
+  // job's conditions measured, lastRestart.time to the Restarting condition's turn to False
+  // ("Recovered"), within 1 s. Returns the measured seconds. Only the last restart's times are
+  // in the status: with more than one restart of that cause the two cannot be compared.
+  static double ExpectGoodputRecovery(const nlohmann::json& status) {
+    if (status.value("restarts", nlohmann::json::object()).value("total", 0) != 1) {
+      std::cout << "[ goodput ] more than one restart: recovery not compared" << std::endl;
+      return -1;
+    }
+    const nlohmann::json last = status.value("lastRestart", nlohmann::json::object());
+    StatusOr<std::chrono::system_clock::time_point> restarted = ParseTime(last.value("time", ""));
+    std::optional<std::chrono::system_clock::time_point> recovered;
+    for (const nlohmann::json& c : status.value("conditions", nlohmann::json::array())) {
+      if (c.value("type", "") != "Restarting" || c.value("status", "") != "False") continue;
+      StatusOr<std::chrono::system_clock::time_point> at =
+          ParseTime(c.value("lastTransitionTime", ""));
+      if (at.ok()) recovered = *at;
+    }
+    EXPECT_TRUE(restarted.ok() && recovered.has_value()) << status.dump(2);
+    if (!restarted.ok() || !recovered) return -1;
+    const double measured = std::chrono::duration<double>(*recovered - *restarted).count();
+    int64_t charged = -1;
+    for (const nlohmann::json& c :
+         status.value("goodput", nlohmann::json::object()).value("recoveryByCause",
+                                                                 nlohmann::json::array())) {
+      if (c.value("cause", "") == last.value("reason", "")) charged = c.value("seconds", -1);
+    }
+    EXPECT_LE(std::abs(static_cast<double>(charged) - measured), 1.0)
+        << "goodput charged " << charged << " s to " << last.value("reason", "")
+        << ", the conditions measured " << measured << " s: " << status.dump(2);
+    return measured;
   }
 
   void ExpectNoProcessesLeft(const std::string& job) {

@@ -85,6 +85,9 @@ TEST_F(NodeLoss, NodeAgentKilledGangRecreatedOnOtherNodesResumesAndSucceeds) {
       << status.dump(2);
   EXPECT_NE(status.value("lastRestart", json::object()).dump().find(victim), std::string::npos)
       << "the restart names the lost node: " << status.dump(2);
+  ExpectGoodput(run.job);
+  std::cout << "[ job ] node loss: recovery " << ExpectGoodputRecovery(status)
+            << " s, goodput " << status["goodput"].dump() << std::endl;
 
   // The last attempt ran away from the dead node and resumed from the checkpoint.
   const int last = status.value("attempt", 0);
@@ -174,6 +177,7 @@ TEST_F(NodeLoss, HotSpareTakesTheLostNodeRankInPlaceResumesAndSucceeds) {
   ASSERT_EQ(run.state(), "Succeeded") << run.job["status"].dump(2) << "\n" << run.AllLogs();
   const json& status = run.job["status"];
   EXPECT_EQ(status.value("attempt", -1), 0) << "no gang restart: " << status.dump(2);
+  ExpectGoodput(run.job);
   const json& spares = status["spares"];
   EXPECT_EQ(spares.value("promotions", 0), 1) << status.dump(2);
   ASSERT_EQ(spares["serving"].size(), 1u) << status.dump(2);
