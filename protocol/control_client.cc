@@ -74,9 +74,10 @@ Status CheckControlBounds(const ControlStatus& status, const ControlBounds& boun
 size_t MaxControlAnswerFrameBytes(const ControlBounds& bounds) {
   // The type byte, then ControlStatus::Fields in order: round, complete, running, members, the
   // two restart counts; the optional last failure and progress (a flag byte each); promotions,
-  // standby spares; the two lists (a count each), one entry per node-rank at most.
+  // standby spares; the two lists (a count each), one entry per node-rank at most; the running
+  // round's start (version 9).
   constexpr size_t kFixed = 1 + 4 + 1 + 1 + 4 + 4 + 4 + (1 + RoundFailure::kMaxBytes) +
-                            (1 + TrainingProgress::kBytes) + 4 + 4 + 4 + 4;
+                            (1 + TrainingProgress::kBytes) + 4 + 4 + 4 + 4 + 8;
   constexpr size_t kPerNode = SpareServing::kMaxBytes + LostMember::kMaxBytes;
   const size_t nodes = std::min<size_t>(bounds.node_ranks, kMaxPeers);
   return std::min(kMaxFrameBytes, kFixed + nodes * kPerNode);

@@ -56,6 +56,12 @@ Status ControlStatus::Check() const {
   for (const SpareServing& s : serving) {
     if (s.round > kMaxCounter) return OverLimit("serving.round", s.round, kMaxCounter);
   }
+  const std::pair<const char*, uint64_t> times[] = {
+      {"last_failure.failed_unix_ms", last_failure ? last_failure->failed_unix_ms : 0},
+      {"running_since_unix_ms", running_since_unix_ms}};
+  for (const auto& [field, value] : times) {
+    if (value > kMaxUnixMs) return OverLimit(field, value, kMaxUnixMs);
+  }
   for (const LostMember& l : lost) {
     if (l.round > kMaxCounter) return OverLimit("lost.round", l.round, kMaxCounter);
     if (l.last_heard_unix_ms > kMaxUnixMs) {

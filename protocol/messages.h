@@ -42,9 +42,12 @@ namespace lockstep::protocol {
 //    job's token and refuse every control request, so it is refused for its version instead.
 // 8: TrainingProgress carries the trainers' checkpoint_step (status.goodput's recomputed steps,
 //    docs/goodput.md).
+// 9: RoundFailure carries failed_unix_ms (the failure's evidence) and ControlStatus
+//    running_since_unix_ms (the current round's start), so the operator charges an in-place
+//    restart's or a spare promotion's recovery from them (docs/goodput.md).
 // Join, Challenge and Control carry it; the server refuses another version with a reason that
 // names it (a launcher of another version never fails to decode instead).
-inline constexpr uint32_t kProtocolVersion = 8;
+inline constexpr uint32_t kProtocolVersion = 9;
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;  // HMAC-SHA256
 inline constexpr size_t kNcclIdBytes = 128;
@@ -391,10 +394,13 @@ struct RoundFailure {
   FailureReason reason = FailureReason::kExit;  // the abort's reason
   std::string message;
   std::vector<std::string> stderr_tail;
+  // Version 9: the failure's evidence on the server's wall clock, unix ms: a lost member's last
+  // bytes (it fell silent) or its close (disconnected), else the abort. 0: not known.
+  uint64_t failed_unix_ms = 0;
 
-  // At most: u32 and five i32, the reason and message strings, the tail's count and lines.
+  // At most: u32 and five i32, the reason and message strings, the tail's count and lines, u64.
   static constexpr size_t kMaxBytes = 24 + 2 * (4 + kMaxStringBytes) + 4 +
-                                      kMaxTailLines * (4 + kMaxTailLineBytes);
+                                      kMaxTailLines * (4 + kMaxTailLineBytes) + 8;
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
     io.U32(m.round);
@@ -406,6 +412,7 @@ struct RoundFailure {
     io.Reason(m.reason);
     io.String(m.message);
     io.Tail(m.stderr_tail);
+    io.U64(m.failed_unix_ms);
   }
   friend bool operator==(const RoundFailure&, const RoundFailure&) = default;
 };
@@ -514,6 +521,9 @@ struct ControlStatus {
   // node rank). Kept after that round aborted: the lost node never rejoins the next round, and
   // the operator must still learn of it.
   std::vector<LostMember> lost = {};
+  // Version 9: when the current round began running (its last member reported Started), the
+  // server's wall clock in unix ms; 0 while it does not run.
+  uint64_t running_since_unix_ms = 0;
 
   template <typename Io, typename M>
   static void Fields(Io& io, M& m) {
@@ -531,9 +541,11 @@ struct ControlStatus {
             [](auto& sub, auto& s) { SpareServing::Fields(sub, s); });
     io.List(m.lost, kMaxPeers, LostMember::kMinBytes,
             [](auto& sub, auto& l) { LostMember::Fields(sub, l); });
+    io.U64(m.running_since_unix_ms);
   }
   // What any server's answer holds, whatever the job (the job's own bounds: control_client.h
-  // CheckControlBounds): rounds and counters up to kMaxCounter, unix times up to kMaxUnixMs,
+  // CheckControlBounds): rounds and counters up to kMaxCounter, unix times up to kMaxUnixMs
+  // (the lost members', the last failure's and running_since_unix_ms),
   // member and standby counts up to kMaxPeers, each node-rank at most once in `lost` and in
   // `serving`, each spare index at most once in `serving`. O(n log n) in the lists.
   Status Check() const;

@@ -195,6 +195,14 @@ Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
     case MessageType::kStarted: {
       LS_ASSIGN_OR_RETURN(Started st, Decode<Started>(frame.body));
       if (c.state == ConnState::kMember && st.attempt == attempt_) c.started = true;
+      // The round's start, for the operator's goodput (ControlStatus::running_since_unix_ms).
+      if (running_since_unix_ms_ == 0 && phase_ == Phase::kRunning &&
+          std::all_of(members_.begin(), members_.end(), [this](const auto& member) {
+            auto it = conns_.find(member.second);
+            return it != conns_.end() && it->second->started;
+          })) {
+        running_since_unix_ms_ = WallNowUnixMs();
+      }
       return Status::Ok();
     }
     case MessageType::kFailure: {
@@ -377,6 +385,7 @@ void RendezvousServer::CompleteRound() {
     sends.emplace_back(id, std::move(bytes));
   }
   phase_ = Phase::kRunning;
+  running_since_unix_ms_ = 0;
   last_call_deadline_.reset();
   const uint32_t round = attempt_;
   for (const auto& [id, bytes] : sends) {
@@ -423,7 +432,7 @@ void RendezvousServer::EndJob(const Conn& finished) {
 
 void RendezvousServer::AbortRound(FailureReason reason, int node_rank,
                                   const std::string& message, std::optional<RoundFailure> cause,
-                                  bool spare_promoted) {
+                                  bool spare_promoted, uint64_t failed_unix_ms) {
   // Only a running round's abort restarts anybody's children; a requested one costs no budget,
   // a failure one only while the launchers have budget left (they agree: all count the same).
   const bool requested = reason == FailureReason::kRequested;
@@ -443,6 +452,7 @@ void RendezvousServer::AbortRound(FailureReason reason, int node_rank,
       cause->message = message;
     }
     cause->round = attempt_;
+    cause->failed_unix_ms = failed_unix_ms != 0 ? failed_unix_ms : WallNowUnixMs();
     last_failure_ = std::move(cause);
   }
   log::Warning(std::string(kLogPrefix) + "aborting round",
@@ -466,6 +476,7 @@ void RendezvousServer::AbortRound(FailureReason reason, int node_rank,
   members_.clear();
   ++attempt_;
   phase_ = Phase::kGathering;
+  running_since_unix_ms_ = 0;
   last_call_deadline_.reset();
   gather_start_ = opt_.clock->Now();
 }
@@ -511,15 +522,16 @@ void RendezvousServer::OnClose(net::ConnId id, const net::CloseInfo& info) {
   if (conn->state != ConnState::kMember) return;
   const uint32_t node_rank = conn->join.node_rank;
   members_.erase(node_rank);
-  RecordLost(*conn, why, info.disconnected);
+  const uint64_t lost_at = RecordLost(*conn, why, info.disconnected);
   if (phase_ == Phase::kGathering) {
     log::Info(std::string(kLogPrefix) + "a node left before the round completed",
               {{"node_rank", std::to_string(node_rank)}, {"why", why}});
     return;
   }
-  if (PromoteSpare(conn->join, why)) return;
+  if (PromoteSpare(conn->join, why, lost_at)) return;
   AbortRound(FailureReason::kPeerLost, static_cast<int>(node_rank),
-             "node " + std::to_string(node_rank) + " lost: " + why);
+             "node " + std::to_string(node_rank) + " lost: " + why, std::nullopt,
+             /*spare_promoted=*/false, lost_at);
 }
 
 }  // namespace lockstep::launcher::rendezvous

@@ -164,14 +164,15 @@ class RendezvousServer final : private net::ConnectionHandler {
   bool OnlyParameterServersLeft() const;
   // `cause`: what failed (recorded as the last failure); null for a requested restart.
   // `spare_promoted`: a standby spare takes `node_rank` in the next round (Promote follows).
+  // `failed_unix_ms`: the failure's evidence (RoundFailure::failed_unix_ms); 0: now.
   void AbortRound(protocol::FailureReason reason, int node_rank, const std::string& message,
                   std::optional<protocol::RoundFailure> cause = std::nullopt,
-                  bool spare_promoted = false);
+                  bool spare_promoted = false, uint64_t failed_unix_ms = 0);
   // A standby spare's join (Join::standby): kept for promotion, or refused.
   void OnStandbyJoin(Conn& c, const protocol::Join& join);
   // A member of a running round was lost: a standby spare takes its node-rank in the next
   // round (true), or there is none to take it, or the round cannot be served by one (false).
-  bool PromoteSpare(const protocol::Join& lost, const std::string& why);
+  bool PromoteSpare(const protocol::Join& lost, const std::string& why, uint64_t failed_unix_ms);
   // The round is finishing: standby spares are not needed any more.
   void ReleaseStandbySpares();
   void OnTick(Clock::Steady now);
@@ -185,8 +186,10 @@ class RendezvousServer final : private net::ConnectionHandler {
   void CloseConn(net::ConnId id, const std::string& why);
   // `disconnected`: the peer's connection closed or reset (EOF, a read or write error), as
   // opposed to a silent or misbehaving peer the server gives up on; a lost member's report says
-  // which (LostMember::disconnected).
-  void RecordLost(const Conn& c, const std::string& why, bool disconnected);
+  // which (LostMember::disconnected). Returns the loss's evidence, unix ms: its close when
+  // disconnected, else the last bytes heard from it.
+  uint64_t RecordLost(const Conn& c, const std::string& why, bool disconnected);
+  uint64_t WallNowUnixMs() const;
   std::vector<net::ConnId> ConnsIn(std::initializer_list<ConnState> states) const;
 
   ServerOptions opt_;
@@ -208,6 +211,8 @@ class RendezvousServer final : private net::ConnectionHandler {
   uint32_t failure_restarts_ = 0;
   uint32_t requested_restarts_ = 0;
   std::optional<protocol::RoundFailure> last_failure_;
+  // When the current round began running (its last member's Started), unix ms; 0 until then.
+  uint64_t running_since_unix_ms_ = 0;
   SparePool spares_;
   LostMembers lost_;
   // Declared last, so destroyed first: its loop ends before the state its callbacks use goes.

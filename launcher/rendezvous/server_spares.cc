@@ -34,7 +34,8 @@ void RendezvousServer::OnStandbyJoin(Conn& c, const Join& join) {
   if (phase_ == Phase::kFinishing) ReleaseStandbySpares();
 }
 
-bool RendezvousServer::PromoteSpare(const Join& lost, const std::string& why) {
+bool RendezvousServer::PromoteSpare(const Join& lost, const std::string& why,
+                                    uint64_t failed_unix_ms) {
   // Node 0 hosts this server and the framework's stores: a spare cannot stand in for it.
   if (phase_ != Phase::kRunning || lost.node_rank == 0) return false;
   std::optional<net::ConnId> taken = spares_.TakeStandby();
@@ -47,7 +48,7 @@ bool RendezvousServer::PromoteSpare(const Join& lost, const std::string& why) {
   AbortRound(FailureReason::kPeerLost, static_cast<int>(node_rank),
              "node " + std::to_string(node_rank) + " lost: " + why + "; spare " +
                  std::to_string(spare_index) + " takes its node rank",
-             std::nullopt, /*spare_promoted=*/true);
+             std::nullopt, /*spare_promoted=*/true, failed_unix_ms);
   // The spare is a member of the next round at once: the round completes as soon as the other
   // members rejoin, with no new pod.
   spare.join.node_rank = node_rank;

@@ -1,5 +1,7 @@
 // What RendezvousServer tells the operator (server.h "Control requests"): Status and Restart
 // requests on their own connections, and the record of members lost (lost_members.h).
+#include <algorithm>
+
 #include "common/log.h"
 #include "launcher/rendezvous/server.h"
 #include "protocol/control.h"
@@ -77,10 +79,18 @@ ControlStatus RendezvousServer::CurrentStatus() const {
   st.standby_spares = spares_.standby();
   st.serving = spares_.Serving();
   st.lost = lost_.List();
+  st.running_since_unix_ms = st.running ? running_since_unix_ms_ : 0;
   return st;
 }
 
-void RendezvousServer::RecordLost(const Conn& c, const std::string& why, bool disconnected) {
+uint64_t RendezvousServer::WallNowUnixMs() const {
+  return static_cast<uint64_t>(std::max<int64_t>(
+      0, std::chrono::duration_cast<milliseconds>(opt_.clock->WallNow().time_since_epoch())
+             .count()));
+}
+
+uint64_t RendezvousServer::RecordLost(const Conn& c, const std::string& why,
+                                      bool disconnected) {
   // The steady clock times the peer timeout; the report is in wall time, which the operator
   // compares with the node's Lease (docs/failures.md "Peer evidence").
   const auto unix_ms = [](Clock::Wall t) {
@@ -100,7 +110,10 @@ void RendezvousServer::RecordLost(const Conn& c, const std::string& why, bool di
   lost.lost_unix_ms = unix_ms(wall_now);
   lost.disconnected = disconnected;
   lost.why = why;
+  // A closed connection is the failure itself; a silent member failed after its last bytes.
+  const uint64_t evidence = disconnected ? lost.lost_unix_ms : lost.last_heard_unix_ms;
   lost_.Record(std::move(lost));
+  return evidence;
 }
 
 }  // namespace lockstep::launcher::rendezvous

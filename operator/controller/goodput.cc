@@ -112,6 +112,13 @@ bool NewRestart(const api::TrainingJobStatus& stored, const api::TrainingJobStat
   return a.time != b.time || a.attempt != b.attempt || a.reason != b.reason;
 }
 
+// `planned` records a spare promotion `stored` does not: the steps since the checkpoint are lost
+// as at a restart, though no lastRestart says so.
+bool NewPromotion(const api::TrainingJobStatus& stored, const api::TrainingJobStatus& planned) {
+  const int32_t before = stored.spares ? stored.spares->promotions : 0;
+  return planned.spares && planned.spares->promotions > before;
+}
+
 // The time the restart threw away: steps since the checkpoint, at the step time measured.
 void ChargeRecompute(const std::optional<api::JobProgress>& progress, api::JobGoodput* g) {
   if (!progress || !progress->checkpoint_step || !g->step_seconds) return;
@@ -148,6 +155,22 @@ void MeasureStep(const api::TrainingJobStatus& stored, const api::TrainingJobSta
   if (std::isfinite(per_step) && per_step > 0) g->step_seconds = per_step;
 }
 
+// Moves the late recovery's time from productive to its cause: only time the stored status
+// charged as productive while this gang ran (since the Running condition's last turn), up to the
+// pass's time, can have been it. Its ends come from the launchers (tenant code) or from node
+// evidence: clamped here, whatever they say.
+void ChargeLateRecovery(const api::TrainingJobStatus& stored, const LateRecovery& late,
+                        api::Time now, api::JobGoodput* g) {
+  const std::optional<api::Time> since = RunningSince(stored);
+  if (!since) return;
+  const api::Time from = std::max(late.from, *since);
+  const api::Time until = std::min(late.until, now);
+  const int64_t secs = std::min(Elapsed(from, until), g->productive_seconds);
+  if (secs <= 0) return;
+  g->productive_seconds -= secs;
+  ChargeRecovery(g, late.cause.empty() ? std::string("Unknown") : late.cause, secs);
+}
+
 }  // namespace
 
 GoodputCharge ClassifyGoodput(const api::TrainingJobStatus& s) {
@@ -179,11 +202,12 @@ GoodputCharge ClassifyGoodput(const api::TrainingJobStatus& s) {
 
 std::optional<api::JobGoodput> NextGoodput(const api::TrainingJobStatus& stored,
                                            const api::TrainingJobStatus& planned,
-                                           std::optional<api::Time> created, api::Time now) {
+                                           std::optional<api::Time> created, api::Time now,
+                                           const std::optional<LateRecovery>& late) {
   const GoodputCharge before = ClassifyGoodput(stored);
-  const bool restart = NewRestart(stored, planned);
-  const bool changes =
-      before != ClassifyGoodput(planned) || restart || stored.progress != planned.progress;
+  const bool restart = NewRestart(stored, planned) || NewPromotion(stored, planned);
+  const bool changes = before != ClassifyGoodput(planned) || restart ||
+                       stored.progress != planned.progress || late.has_value();
   // Nothing this pass writes changes what is charged: no write for goodput alone. A status
   // written before goodput existed opens its account with its next change (a finished one never
   // does: all zero, it would read as a job that never trained).
@@ -198,6 +222,9 @@ std::optional<api::JobGoodput> NextGoodput(const api::TrainingJobStatus& stored,
     g.updated_at = !stored.state && created ? std::min(Floor(*created), now) : now;
   }
   Charge(&g, before, Elapsed(g.updated_at, now));
+  if (late && before.account == GoodputAccount::kProductive) {
+    ChargeLateRecovery(stored, *late, now, &g);
+  }
   if (restart) {
     ChargeRecompute(stored.progress, &g);
   } else if (before.account == GoodputAccount::kProductive) {

@@ -18,11 +18,18 @@
 // the status changes anyway (its account, progress or lastRestart), so goodput adds no status
 // write of its own: between writes, GoodputAt says the same thing live.
 //
-// Recomputed steps: when a pass records a new restart (lastRestart changed), the steps since the
+// Recomputed steps: when a pass records a new restart (lastRestart changed) or a spare promotion
+// (spares.promotions grew), the steps since the
 // last checkpoint (progress.step - progress.checkpointStep, as last written) times the step time
 // last measured are moved from productive to recompute: that time trained steps the restart
 // threw away. A trainer that does not report checkpointStep is charged no recompute (unknown).
 // The step time is measured between two progress writes while the gang ran.
+//
+// A recovery the status never showed (LateRecovery): the gang kept Running in the status while
+// it was not training: between a failure and its detection (a Recreate restart's failed_at), or
+// through an in-place restart or a spare promotion the launchers report after the fact. The pass
+// that records it moves [from, until] from productive to recovery of its cause, clamped to the
+// time the stored status charged as productive since the gang last began running.
 //
 // Inputs come from the stored status, which anyone with the status subresource can write:
 // negative seconds read as 0 and every sum saturates at INT64_MAX.
@@ -51,14 +58,27 @@ inline constexpr std::string_view kOtherCause = "Other";
 
 GoodputCharge ClassifyGoodput(const api::TrainingJobStatus& status);
 
+// A recovery the pass learned of after it began (see above): `from` the failure's evidence,
+// `until` the gang trained again (or the pass's time, when it does not yet).
+struct LateRecovery {
+  std::string cause;
+  api::Time from{};
+  api::Time until{};
+
+  friend bool operator==(const LateRecovery&, const LateRecovery&) = default;
+};
+
 // `stored`: the status as read (its goodput is the account so far). `planned`: the status this
 // pass will write. `created`: metadata.creationTimestamp, where a job never written starts its
 // account (a job whose status predates goodput starts at its next change, never once finished).
 // Returns stored.goodput when nothing in `planned` changes what is charged, so an idle pass
-// writes nothing.
+// writes nothing. `late`: a recovery this pass records (charged only when the stored status was
+// Running). The recompute is charged by the pass that records the restart or the spare
+// promotion (status.spares.promotions grew), not by the late recovery, which may come later.
 std::optional<api::JobGoodput> NextGoodput(const api::TrainingJobStatus& stored,
                                            const api::TrainingJobStatus& planned,
-                                           std::optional<api::Time> created, api::Time now);
+                                           std::optional<api::Time> created, api::Time now,
+                                           const std::optional<LateRecovery>& late = std::nullopt);
 
 // `status.goodput` with the time since its updatedAt charged to ClassifyGoodput(status) and the
 // ratio recomputed; nullopt without goodput.

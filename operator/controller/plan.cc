@@ -13,6 +13,7 @@
 #include "operator/controller/endpoint_plan.h"
 #include "operator/controller/failure_policy.h"
 #include "operator/controller/goodput.h"
+#include "operator/controller/goodput_evidence.h"
 #include "operator/controller/inplace_plan.h"
 #include "operator/controller/inplace_policy.h"
 #include "operator/controller/job_status.h"
@@ -620,8 +621,15 @@ Plan ComputePlan(const CachedJob& cached, const Observed& observed, api::Time no
       plan.endpoint_slices =
           PlanEndpointSlices(cached.job, observed.pods, observed.endpoint_slices);
       // Last, over the status the steps made: it charges the time the stored status held.
+      if (observed.launchers && observed.launchers->answered) {
+        if (std::optional<LateRecovery> late =
+                LauncherRecovery(observed.launchers->status, cached.job.status, now)) {
+          MergeLateRecovery(&plan.late_recovery, std::move(*late));
+        }
+      }
       plan.status.goodput = NextGoodput(cached.job.status, plan.status,
-                                        cached.job.metadata.creation_timestamp, now);
+                                        cached.job.metadata.creation_timestamp, now,
+                                        plan.late_recovery);
     }
     break;
   }

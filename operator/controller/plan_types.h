@@ -15,6 +15,7 @@
 
 #include "operator/api/network_policy.h"
 #include "operator/api/types.h"
+#include "operator/controller/goodput.h"
 #include "operator/controller/launcher_control.h"
 #include "operator/controller/node_health.h"
 #include "operator/kube/objects.h"
@@ -138,6 +139,9 @@ struct Plan {
   std::optional<Restart> restart;         // a gang restart was decided
   std::optional<double> recovery_seconds;  // a restarted gang runs again: detection -> now
   int spare_promotions = 0;  // hot spares newly recorded as promoted (spare_plan.h)
+  // A recovery this pass records that the status never showed (goodput.h LateRecovery): a
+  // Recreate restart's detection lag, an in-place restart's or a spare promotion's recovery.
+  std::optional<LateRecovery> late_recovery;
 
   // Launcher control (inplace_plan.h), carried out after the status write: ask node 0's launcher
   // for its Status (the name of the pod to ask), and send it Restart for a request.

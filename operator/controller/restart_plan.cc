@@ -5,6 +5,7 @@
 #include "operator/api/children.h"
 #include "operator/api/conditions.h"
 #include "operator/api/enums.h"
+#include "operator/controller/goodput_evidence.h"
 #include "operator/controller/inplace_policy.h"
 #include "operator/controller/node_health.h"
 #include "operator/controller/peer_loss.h"
@@ -200,6 +201,8 @@ void PlanRestart(Pass& p, const RestartRequest& r, const std::vector<kube::Pod>&
         std::max(0.0, std::chrono::duration<double>(p.now - *r.failed_at).count());
   }
   p.plan->restart = metric;
+  // The gang stopped training at the failure, not at this decision (goodput.h LateRecovery).
+  if (r.failed_at) MergeLateRecovery(&p.plan->late_recovery, {r.reason, *r.failed_at, p.now});
 }
 
 bool PlanRestartWait(Pass& p, int32_t stale_left) {

@@ -117,41 +117,42 @@ class SharedClusterTest : public ::testing::Test {
         ParseTime(status.value("completionTime", ""));
     ASSERT_TRUE(created.ok() && completed.ok()) << job["metadata"].dump() << status.dump();
     const auto wall = std::chrono::duration_cast<std::chrono::seconds>(*completed - *created);
+    std::cout << "[ goodput ] " << job["metadata"].value("name", "") << ": " << g.dump()
+              << " over " << wall.count() << " s" << std::endl;
     EXPECT_LE(std::abs(sum - wall.count()), 1) << "accounted " << sum << " s of a " << wall.count()
                                               << " s job: " << g.dump();
   }
 
-  // Issue 45: goodput's recovery seconds of the last restart's cause match the recovery the
-  // job's conditions measured, lastRestart.time to the Restarting condition's turn to False
-  // ("Recovered"), within 1 s. Returns the measured seconds. Only the last restart's times are
-  // in the status: with more than one restart of that cause the two cannot be compared.
-  static double ExpectGoodputRecovery(const nlohmann::json& status) {
-    if (status.value("restarts", nlohmann::json::object()).value("total", 0) != 1) {
-      std::cout << "[ goodput ] more than one restart: recovery not compared" << std::endl;
-      return -1;
-    }
-    const nlohmann::json last = status.value("lastRestart", nlohmann::json::object());
-    StatusOr<std::chrono::system_clock::time_point> restarted = ParseTime(last.value("time", ""));
-    std::optional<std::chrono::system_clock::time_point> recovered;
-    for (const nlohmann::json& c : status.value("conditions", nlohmann::json::array())) {
-      if (c.value("type", "") != "Restarting" || c.value("status", "") != "False") continue;
-      StatusOr<std::chrono::system_clock::time_point> at =
-          ParseTime(c.value("lastTransitionTime", ""));
-      if (at.ok()) recovered = *at;
-    }
-    EXPECT_TRUE(restarted.ok() && recovered.has_value()) << status.dump(2);
-    if (!restarted.ok() || !recovered) return -1;
-    const double measured = std::chrono::duration<double>(*recovered - *restarted).count();
+  // Issue 45: goodput's recovery seconds of `cause` match the recovery the test measured (from
+  // the failure it caused to the gang training again, `measured` seconds) within 1 s. The
+  // operator charges from the failure's evidence (a Lease's last renewal, the launchers' report
+  // of a lost member), not from its detection (docs/goodput.md). With more than one recovery of
+  // that cause the two cannot be compared: only one is measured.
+  static void ExpectGoodputRecovery(const nlohmann::json& status, const std::string& cause,
+                                    double measured) {
     int64_t charged = -1;
     for (const nlohmann::json& c :
          status.value("goodput", nlohmann::json::object()).value("recoveryByCause",
                                                                  nlohmann::json::array())) {
-      if (c.value("cause", "") == last.value("reason", "")) charged = c.value("seconds", -1);
+      if (c.value("cause", "") == cause) charged = c.value("seconds", int64_t{-1});
     }
+    std::cout << "[ goodput ] " << cause << ": charged " << charged << " s, measured " << measured
+              << " s" << std::endl;
     EXPECT_LE(std::abs(static_cast<double>(charged) - measured), 1.0)
-        << "goodput charged " << charged << " s to " << last.value("reason", "")
-        << ", the conditions measured " << measured << " s: " << status.dump(2);
-    return measured;
+        << "goodput charged " << charged << " s to " << cause << ", the test measured "
+        << measured << " s: " << status.dump(2);
+  }
+
+  // When the job's Restarting condition last turned False (the gang ran again), if it did.
+  static std::optional<std::chrono::system_clock::time_point> RecoveredAt(
+      const nlohmann::json& status) {
+    for (const nlohmann::json& c : status.value("conditions", nlohmann::json::array())) {
+      if (c.value("type", "") != "Restarting" || c.value("status", "") != "False") continue;
+      StatusOr<std::chrono::system_clock::time_point> at =
+          ParseTime(c.value("lastTransitionTime", ""));
+      if (at.ok()) return *at;
+    }
+    return std::nullopt;
   }
 
   void ExpectNoProcessesLeft(const std::string& job) {

@@ -12,6 +12,8 @@
 //   - the status the plan writes keeps every counter non-negative, progress within its ranges
 //     (step and totalSteps >= 0, percent 0..100, eta >= 0), spares serving only the job's
 //     node-ranks, and at most one probe and one peer-loss note per node-rank (O(job size));
+//   - its goodput's accounts stay non-negative and its ratio within 0..1 whatever times the
+//     answer holds (a late recovery, goodput_evidence.h);
 //   - that status encodes (api::EncodeStatus) and the next pass on it keeps the same ranges.
 //
 // Input: [replicas][spares][flags][now][termination length hi][lo][termination bytes][answer
@@ -88,6 +90,15 @@ void CheckStatus(const api::TrainingJobStatus& s, const ControlBounds& b) {
       LS_CHECK(e.node_rank >= 0 && static_cast<uint32_t>(e.node_rank) < b.node_ranks);
       LS_CHECK(e.spare_index >= 0 && e.round >= 0);
     }
+  }
+  if (s.goodput) {
+    // Late recoveries (goodput_evidence.h) move time between accounts, never below zero.
+    for (int64_t v : {s.goodput->productive_seconds, s.goodput->placement_seconds,
+                      s.goodput->startup_seconds, s.goodput->recovery_seconds,
+                      s.goodput->recompute_seconds}) {
+      LS_CHECK(v >= 0);
+    }
+    LS_CHECK(s.goodput->ratio >= 0 && s.goodput->ratio <= 1);
   }
   (void)api::EncodeStatus(s);
 }

@@ -142,6 +142,18 @@ TEST(LostMembersTest, AClosedMemberIsReportedAfterTheAbort) {
   StatusOr<protocol::ControlStatus> first = AskStatus(port);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_TRUE(first->lost.empty());
+  EXPECT_EQ(first->running_since_unix_ms, 0u) << "no member reported Started yet";
+  // Every member's Started: the round runs from the last one's (version 9, for goodput).
+  const uint64_t before_started = UnixMsNow();
+  for (auto& j : joined) ASSERT_TRUE(j->session->SendStarted().ok());
+  StatusOr<protocol::ControlStatus> running = AskStatus(port);
+  for (int i = 0; i < 250 && running.ok() && !running->running; ++i) {
+    std::this_thread::sleep_for(milliseconds(20));
+    running = AskStatus(port);
+  }
+  ASSERT_TRUE(running.ok() && running->running) << running.status();
+  EXPECT_GE(running->running_since_unix_ms, before_started);
+  EXPECT_LE(running->running_since_unix_ms, UnixMsNow());
 
   const uint64_t before_close = UnixMsNow();
   joined[2]->session.reset();  // node 2's launcher is gone: its connection closes
@@ -157,6 +169,10 @@ TEST(LostMembersTest, AClosedMemberIsReportedAfterTheAbort) {
   EXPECT_LE(closed.last_heard_unix_ms, closed.lost_unix_ms);
   EXPECT_GE(closed.lost_unix_ms + 50, before_close);
   EXPECT_EQ(st.round, kAttempt + 1);  // the abort happened; the report survived it
+  // The failure's evidence is the close itself; the next round does not run yet.
+  ASSERT_TRUE(st.last_failure.has_value());
+  EXPECT_EQ(st.last_failure->failed_unix_ms, closed.lost_unix_ms);
+  EXPECT_EQ(st.running_since_unix_ms, 0u);
 }
 
 // Two members form round 2; node 1 stays connected but never sends a heartbeat: after the peer
@@ -188,6 +204,9 @@ TEST(LostMembersTest, ASilentMemberIsReportedAsSilent) {
   // Silent for the peer timeout (1 s) before it was declared lost, give or take a tick.
   EXPECT_GE(silent.lost_unix_ms - silent.last_heard_unix_ms, 900u);
   EXPECT_LE(silent.lost_unix_ms - silent.last_heard_unix_ms, 2000u);
+  // A silent member failed after its last bytes, not when the server gave up on it.
+  ASSERT_TRUE(st.last_failure.has_value());
+  EXPECT_EQ(st.last_failure->failed_unix_ms, silent.last_heard_unix_ms);
 }
 
 }  // namespace

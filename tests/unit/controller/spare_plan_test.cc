@@ -259,8 +259,17 @@ TEST(SparePlanTest, ALostWorkerWaitsForNodeZerosAnswerThenThePromotionMeansNoRes
   EXPECT_EQ(*waiting.requeue_after, seconds(1));
 
   // The answer names the promotion: no restart, the lost pod force-deleted, a new spare.
-  const Plan promoted = RunPass(job, pods, T0() + seconds(32), Answer(0, 1, {{2, 0, 1, "h"}}),
-                                lost);
+  LauncherObservation answer = Answer(0, 1, {{2, 0, 1, "h"}});
+  // Round 0 lost node-rank 2 at 10.4 s; round 1 ran from 13.9 s (protocol version 9).
+  const auto unix_ms = [](api::Time t) {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
+  };
+  answer.status.last_failure = protocol::RoundFailure{};
+  answer.status.last_failure->reason = protocol::FailureReason::kPeerLost;
+  answer.status.last_failure->failed_unix_ms = unix_ms(T0() + std::chrono::milliseconds(10'400));
+  answer.status.running_since_unix_ms = unix_ms(T0() + std::chrono::milliseconds(13'900));
+  const Plan promoted = RunPass(job, pods, T0() + seconds(32), answer, lost);
   EXPECT_FALSE(promoted.restart.has_value());
   EXPECT_EQ(promoted.spare_promotions, 1);
   ASSERT_TRUE(promoted.status.spares);
@@ -275,6 +284,11 @@ TEST(SparePlanTest, ALostWorkerWaitsForNodeZerosAnswerThenThePromotionMeansNoRes
   EXPECT_EQ(promoted.status.state, api::JobState::kRunning);
   EXPECT_TRUE(std::any_of(promoted.events.begin(), promoted.events.end(),
                           [](const EventSpec& e) { return e.reason == "SparePromoted"; }));
+  // Goodput: the pods stayed Running, yet the loss to the new round's start is recovery.
+  ASSERT_TRUE(promoted.status.goodput);
+  EXPECT_EQ(promoted.status.goodput->recovery_by_cause,
+            (std::vector<api::GoodputCause>{{"SparePromoted", 3}}));
+  EXPECT_EQ(promoted.status.goodput->productive_seconds, 29);
 
   // Later passes (the lost pod gone): still no restart, worker-2 is never recreated.
   CachedJob after = job;
@@ -297,6 +311,11 @@ TEST(SparePlanTest, WithoutASpareStandingByTheRestartPathApplies) {
   const Plan plan = RunPass(job, Gang("node-lost"), T0() + seconds(31), Answer(0, 0), lost);
   ASSERT_TRUE(plan.restart.has_value());
   EXPECT_EQ(plan.restart->reason, "NodeLeaseExpired");
+  // Goodput: the gang stopped at the lease's last renewal, not at this decision.
+  ASSERT_TRUE(plan.status.goodput);
+  EXPECT_EQ(plan.status.goodput->recovery_by_cause,
+            (std::vector<api::GoodputCause>{{"NodeLeaseExpired", 21}}));
+  EXPECT_EQ(plan.status.goodput->productive_seconds, 10);
 
   // With a spare, but past kSparePromotionWait: no more waiting either.
   const CachedJob ready = RunningSpareJob();

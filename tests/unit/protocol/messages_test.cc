@@ -36,7 +36,8 @@ AllMessages Samples() {
                   .node_name = "node-7",
                   .pod_uid = "uid-7"};
   const WorldMsg world{1, 1, 2, 8, 4, 4, "pod-0", std::string(kNcclIdBytes, 'x'), 0, 4};
-  const RoundFailure failure{2, 1, 5, 1, 3, 0, FailureReason::kExit, "rank 5 exited", {"boom"}};
+  const RoundFailure failure{2,  1, 5, 1, 3, 0, FailureReason::kExit, "rank 5 exited", {"boom"},
+                             1700000004000};
   return {Challenge{kProtocolVersion, std::string(kNonceBytes, 'n')},
           join,
           Refuse{RefuseCode::kStaleAttempt, "stale attempt"},
@@ -54,21 +55,22 @@ AllMessages Samples() {
           ControlStatus{3, true, true, 2, 1, 2, failure, TrainingProgress{120, 1000, 2500, 1, 100},
                         1, 1, {SpareServing{2, 0, 3, "job-spare-0.job.ns.svc"}},
                         {LostMember{2, 1, "job-worker-1", "uid-7", "node-7", 1700000000123,
-                                    1700000005123, false, "silent"}}},
+                                    1700000005123, false, "silent"}},
+                        1700000006000},
           ControlAck{true, 3, "ok"},
           Promote{3, 2, "worker", 2}};
 }
 static_assert(std::is_same_v<decltype(Samples()), AllMessages>);
 
-// The samples' frames as protocol version 8 writes them (8: TrainingProgress's checkpoint_step
-// in ControlStatus, and the version field of Challenge, Join and Control). A layout change fails
-// here: bump kProtocolVersion and record the new bytes (protocol/README.md).
-const std::map<MessageType, std::string> kVersion8Bytes = {
+// The samples' frames as protocol version 9 writes them (9: RoundFailure's failed_unix_ms and
+// ControlStatus's running_since_unix_ms, and the version field of Challenge, Join and Control).
+// A layout change fails here: bump kProtocolVersion and record the new bytes (protocol/README.md).
+const std::map<MessageType, std::string> kVersion9Bytes = {
     {MessageType::kChallenge,
-     "000000290100000008000000206e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e"
+     "000000290100000009000000206e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e"
      "6e6e6e"},
     {MessageType::kJoin,
-     "0000009102000000080000000572756e2d3100000001000000020000000300000006776f726b65720000"
+     "0000009102000000090000000572756e2d3100000001000000020000000300000006776f726b65720000"
      "000100000010706f642d332e6a6f622e6e732e737663000008ae0000000401000000206d6d6d6d6d6d6d"
      "6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d6d01000000020000000c6a6f622d776f726b"
      "65722d31000000066e6f64652d37000000057569642d37"},
@@ -94,16 +96,16 @@ const std::map<MessageType, std::string> kVersion8Bytes = {
      "740001"},
     {MessageType::kStarted, "000000050a00000004"},
     {MessageType::kControl,
-     "0000003c0b000000080000000572756e2d31020000000561736b65640000002063636363636363636363"
+     "0000003c0b000000090000000572756e2d31020000000561736b65640000002063636363636363636363"
      "63636363636363636363636363636363636363636363"},
     {MessageType::kControlStatus,
-     "000000f30c00000003010100000002000000010000000201000000020000000100000005000000010000"
+     "000001030c00000003010100000002000000010000000201000000020000000100000005000000010000"
      "00030000000000000004657869740000000d72616e6b2035206578697465640000000100000004626f6f"
-     "6d01000000000000007800000000000003e800000000000009c400000001010000000000000064000000"
+     "6d0000018bcfe577a001000000000000007800000000000003e800000000000009c400000001010000000000000064000000"
      "010000000100000001"
      "000000020000000000000003000000166a6f622d73706172652d302e6a6f622e6e732e73766300000001"
      "00000002000000010000000c6a6f622d776f726b65722d31000000057569642d37000000066e6f64652d"
-     "370000018bcfe5687b0000018bcfe57c03000000000673696c656e74"},
+     "370000018bcfe5687b0000018bcfe57c03000000000673696c656e740000018bcfe57f70"},
     {MessageType::kPromote, "000000170e000000030000000200000006776f726b657200000002"},
     {MessageType::kControlAck, "0000000c0d0100000003000000026f6b"},
 };
@@ -112,7 +114,7 @@ template <typename M>
 void ExpectRoundTrip(const M& m) {
   SCOPED_TRACE("message type " + std::to_string(static_cast<int>(M::kType)));
   const std::string bytes = Encode(m);
-  EXPECT_EQ(Hex(bytes), kVersion8Bytes.at(M::kType));
+  EXPECT_EQ(Hex(bytes), kVersion9Bytes.at(M::kType));
   const Frame f = Only(bytes);
   EXPECT_EQ(f.type, static_cast<uint8_t>(M::kType));
   StatusOr<M> back = Decode<M>(f.body);
