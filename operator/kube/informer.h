@@ -28,6 +28,21 @@
 
 namespace lockstep::kube {
 
+// A decoder's answer for an object it cannot decode *yet*, by design: it waits for a field that
+// another writer adds (a TrainingJob naming a template, before the job controller has written
+// the template's snapshot into its status). The informer leaves such an object out of its cache
+// as it does one it cannot decode, but logs it at Debug: it is expected, and it would otherwise
+// log at Error on every re-list and update until the field exists. Decoders return
+// FailedPrecondition only through this.
+inline Status NotYetDecodable(std::string why) { return FailedPreconditionError(std::move(why)); }
+inline bool IsNotYetDecodable(const Status& s) {
+  return s.code() == StatusCode::kFailedPrecondition;
+}
+// The level an informer logs a decode error at.
+inline log::Level DecodeErrorLevel(const Status& s) {
+  return IsNotYetDecodable(s) ? log::Level::kDebug : log::Level::kError;
+}
+
 template <typename T>
 struct EventHandlers {
   using Ptr = std::shared_ptr<const T>;
@@ -157,8 +172,8 @@ class Informer final : public InformerBase, private ReflectorSink {
   void ReplaceItem(nlohmann::json&& object) override {
     StatusOr<Ptr> obj = Decode(object);
     if (!obj.ok()) {
-      log::Error("cannot decode object", {{"resource", resource_},
-                                          {"error", obj.status().ToString()}});
+      log::Write(DecodeErrorLevel(obj.status()), "cannot decode object",
+                 {{"resource", resource_}, {"error", obj.status().ToString()}});
       return;
     }
     pending_.emplace((*obj)->meta.Key(), std::move(obj).value());
@@ -190,8 +205,8 @@ class Informer final : public InformerBase, private ReflectorSink {
   void OnEvent(WatchEventType type, nlohmann::json&& object) override {
     StatusOr<Ptr> obj = Decode(object, type != WatchEventType::kDeleted);
     if (!obj.ok()) {
-      log::Error("cannot decode watch object", {{"resource", resource_},
-                                                {"error", obj.status().ToString()}});
+      log::Write(DecodeErrorLevel(obj.status()), "cannot decode watch object",
+                 {{"resource", resource_}, {"error", obj.status().ToString()}});
       return;
     }
     const std::string key = (*obj)->meta.Key();

@@ -6,6 +6,7 @@
 #include "operator/api/codec.h"
 #include "operator/api/conditions.h"
 #include "operator/api/resolved_template.h"
+#include "operator/kube/informer.h"
 
 namespace lockstep::scheduler {
 
@@ -14,9 +15,14 @@ StatusOr<JobInfo> DecodeJobInfo(const nlohmann::json& object) {
   JobInfo job;
   LS_ASSIGN_OR_RETURN(job.meta, kube::DecodeObjectMeta(object));
   // A job naming a template is placed with the spec merged over its snapshot; before the
-  // snapshot it has no pods to place (the controller writes it before creating any).
-  LS_ASSIGN_OR_RETURN(const nlohmann::json spec, api::SnapshotSpec(object));
-  LS_ASSIGN_OR_RETURN(job.spec, api::DecodeSpec(spec));
+  // snapshot it has no pods to place (the controller writes it before creating any), so it is
+  // left out of the cache quietly until then (api::SnapshotSpec's FailedPrecondition).
+  StatusOr<nlohmann::json> spec = api::SnapshotSpec(object);
+  if (!spec.ok()) {
+    if (spec.status().code() != StatusCode::kFailedPrecondition) return spec.status();
+    return kube::NotYetDecodable(job.meta.Key() + ": " + std::string(spec.status().message()));
+  }
+  LS_ASSIGN_OR_RETURN(job.spec, api::DecodeSpec(*spec));
   auto status = object.find("status");
   if (status != object.end() && status->is_object()) {
     LS_ASSIGN_OR_RETURN(api::TrainingJobStatus decoded, api::DecodeStatus(*status));

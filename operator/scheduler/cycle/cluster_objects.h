@@ -48,6 +48,9 @@ struct PriorityClassInfo {
   bool never_preempts = false;  // preemptionPolicy: Never
 };
 
+// A job naming a template decodes with its spec merged over status.resolvedTemplate; without
+// that snapshot yet it is kube::NotYetDecodable (left out of the informer's cache quietly: it has
+// no pods before the snapshot).
 StatusOr<JobInfo> DecodeJobInfo(const nlohmann::json& object);
 StatusOr<PriorityClassInfo> DecodePriorityClass(const nlohmann::json& object);
 
