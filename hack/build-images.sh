@@ -7,6 +7,8 @@
 #   build/images/operator/      OCI layout, tagged lockstep/operator:<chart appVersion>
 #   build/images/launcher/      OCI layout, tagged lockstep/launcher:<chart appVersion>
 #   build/images/<image>.tar    docker-archive (`docker load -i`, `kind load image-archive`)
+#   build/images/examples-<F>/  with --examples F: OCI layout of one uncompressed layer, and
+#   build/images/examples-<F>.rootfs/  the tree it packs (hack/lib/examples-image.sh)
 #   build/images/digests        "<reference> <manifest digest>" per image
 #
 # Reproducible: fixed timestamps (SOURCE_DATE_EPOCH, else the last commit's time), root-owned
@@ -15,8 +17,8 @@
 #
 #   hack/build-images.sh [--build-dir DIR] [--out DIR] [--no-build] [--examples FRAMEWORK]...
 #       --no-build: pack the binaries the build dir holds (tests, which must not reconfigure it)
-#       --examples jax: also lockstep/examples-jax, the training image the examples run in on
-#         real kubelet nodes (hack/lib/examples-image.sh), as build/images/examples-jax.tar
+#       --examples jax|pytorch: also lockstep/examples-<F>, the training image the examples run
+#         in on real kubelet nodes (hack/lib/examples-image.sh), as build/images/examples-<F>/
 #   hack/build-images.sh --print-recipe operator|launcher
 #       what the image holds and how it starts, in Dockerfile syntax (the Dockerfile test
 #       compares it with docker/<image>.Dockerfile's final stage)
@@ -75,12 +77,7 @@ pack() {
   umoci new --image "$layout:build"
   umoci unpack --image "$layout:build" "$bundle" >/dev/null
   local staged_by="docker/stage-rootfs.sh --image $image"
-  if [[ "$image" == examples-* ]]; then
-    staged_by="hack/lib/examples-image.sh ${image#examples-}"
-    stage_examples_rootfs "${image#examples-}" "$bundle/rootfs"
-  else
-    "$REPO_ROOT/docker/stage-rootfs.sh" --image "$image" --bin "$bin" --out "$bundle/rootfs"
-  fi
+  "$REPO_ROOT/docker/stage-rootfs.sh" --image "$image" --bin "$bin" --out "$bundle/rootfs"
   touch -h -d "@$SOURCE_DATE_EPOCH" "$bundle/rootfs"
   umoci repack --image "$layout:build" --history.created "$created" \
     --history.created_by "$staged_by" "$bundle"
@@ -101,9 +98,9 @@ pack() {
 # report IMAGE REF: the manifest digest into $OUT/digests, and the sizes.
 report() {
   local image="$1" ref="$2" layout="$OUT/$1"
-  python3 - "$layout" "$ref" "$OUT/$image.tar" <<'PY'
+  python3 - "$layout" "$ref" "$OUT/$image.tar" "$OUT/$image.rootfs" <<'PY'
 import json, os, sys
-layout, ref, archive = sys.argv[1:]
+layout, ref, archive, rootfs = sys.argv[1:]
 blob = lambda d: os.path.join(layout, "blobs", *d.split(":"))
 index = json.load(open(os.path.join(layout, "index.json")))
 desc = next(m for m in index["manifests"]
@@ -112,36 +109,63 @@ manifest = json.load(open(blob(desc["digest"])))
 compressed = sum(layer["size"] for layer in manifest["layers"])
 print(f"{ref} {desc['digest']}", file=open(os.path.join(os.path.dirname(layout), "digests"), "a"))
 mib = lambda n: f"{n / 1048576:.1f} MiB"
-print(f"  {ref}: {desc['digest']}\n    layers {mib(compressed)} compressed, "
-      f"docker-archive {mib(os.path.getsize(archive))} (uncompressed)", file=sys.stderr)
+if os.path.exists(archive):
+    print(f"  {ref}: {desc['digest']}\n    layers {mib(compressed)} compressed, "
+          f"docker-archive {mib(os.path.getsize(archive))} (uncompressed)", file=sys.stderr)
+else:
+    files = [os.path.join(d, f) for d, _, fs in os.walk(rootfs) for f in fs]
+    unpacked = sum(os.lstat(f).st_size for f in files)
+    print(f"  {ref}: {desc['digest']}\n    layer {mib(compressed)} (uncompressed tar), "
+          f"root filesystem {mib(unpacked)} in {len(files)} files", file=sys.stderr)
 PY
 }
 
 # pack_examples IMAGE REF: an examples image is a pure function of its inputs (the cached wheels'
 # directory, the examples' scripts, the interpreter, these recipes, its reference and time
-# stamp), so it is packed once per such key into $LOCKSTEP_CACHE/images/ and copied (hard-linked
-# where it can be) from there: packing its 661 MB layer took 3.5 min on a loaded 2-core machine.
+# stamp), so it is packed once per such key into $LOCKSTEP_CACHE/images/ and hard-linked from
+# there: the OCI layout $OUT/IMAGE (one uncompressed layer, examples_pack_layout) and the root
+# filesystem it packs, $OUT/IMAGE.rootfs, which the kubelet nodes load (kubelet_import). No
+# docker archive: it would be a third copy of a 5.4 GB PyTorch image (the nodes import the layout
+# or its tree; `skopeo copy oci:...` makes one where one is wanted).
 # Its time stamp is the last commit of what goes into it, so unrelated commits keep the key.
 pack_examples() {
   local image="$1" ref="$2" fw="${1#examples-}" site key
   local epoch; epoch="$(git -C "$REPO_ROOT" log -1 --format=%ct -- examples/frameworks \
     hack/lib/examples-image.sh "hack/requirements-examples-$fw.txt" 2>/dev/null || echo 0)"
-  site="$(examples_site_packages "$fw")"
+  site="$(examples_site_dir "$fw")"
   key="$({ echo "$site $ref ${epoch:-0}"; sha256sum "$EXAMPLES_PYTHON"
     (cd "$REPO_ROOT" && find examples/frameworks -type f ! -path '*/__pycache__/*' -print0 |
       sort -z | xargs -0 sha256sum)
-    declare -f pack pack_examples recipe stage_examples_rootfs examples_shared_libraries; } |
-    sha256sum | cut -c1-16)"
+    declare -f pack_examples recipe stage_examples_rootfs examples_shared_libraries \
+      examples_pack_layout; } | sha256sum | cut -c1-16)"
   local cached="$LOCKSTEP_CACHE/images/$image-$key"
-  if [[ ! -f "$cached/$image.tar" ]]; then
+  if [[ ! -f "$cached/$image/index.json" ]]; then
     log "packing $ref (once per content: $cached)"
     rm -rf "$cached.partial" && mkdir -p "$cached.partial"
-    (OUT="$cached.partial" SOURCE_DATE_EPOCH="${epoch:-0}" && pack "$image" "$ref" -)
+    local created; created="$(date -u -d "@${epoch:-0}" +%Y-%m-%dT%H:%M:%SZ)"
+    (SOURCE_DATE_EPOCH="${epoch:-0}" && stage_examples_rootfs "$fw" "$cached.partial/$image.rootfs")
+    recipe "$image"
+    examples_pack_layout "$cached.partial/$image.rootfs" "$cached.partial/$image" "$ref" \
+      "$created" "hack/lib/examples-image.sh $fw" "$USER" "${CMD[@]}"
     rm -rf "$cached" && mv "$cached.partial" "$cached"
+    # The wheels are in the image's tree now (5.3 GB for PyTorch): a new key installs them again.
+    rm -rf "$site" "$site.lock"
   fi
-  rm -rf "${OUT:?}/$image" "$OUT/$image.tar"
-  cp -al "$cached/$image" "$cached/$image.tar" "$OUT/" 2>/dev/null ||
-    cp -a "$cached/$image" "$cached/$image.tar" "$OUT/"
+  rm -rf "${OUT:?}/$image" "$OUT/$image.rootfs" "$OUT/$image.tar"
+  cp -al "$cached/$image" "$cached/$image.rootfs" "$OUT/" 2>/dev/null ||
+    cp -a "$cached/$image" "$cached/$image.rootfs" "$OUT/"
+  prune_examples_cache "$image" "$cached"
+}
+
+# prune_examples_cache IMAGE KEEP: removes IMAGE's keys in the cache other than KEEP, those packed
+# as pack_examples packs (the tree beside the layout). A key of examples-pytorch is 10.8 GB, and
+# every commit to what goes into it makes a new one; what was hard-linked out of a removed key
+# stays whole.
+prune_examples_cache() {
+  local dir
+  for dir in "$LOCKSTEP_CACHE/images/$1"-????????????????; do
+    [[ "$dir" == "$2" || ! -d "$dir/$1.rootfs" ]] || rm -rf "$dir"
+  done
 }
 
 main() {
@@ -154,7 +178,7 @@ main() {
       --no-build) no_build=1; shift ;;
       --examples) examples+=("$2"); shift 2 ;;
       --print-recipe) print_recipe "$2"; return ;;
-      -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; return 2 ;;
+      -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; return 2 ;;
       *) die "unknown argument: $1" ;;
     esac
   done

@@ -355,9 +355,57 @@ kubelet_node_import_images() {
 
 kubelet_import() {
   local i="$1" archive="$2"
+  if [[ -d "$archive" ]]; then kubelet_import_layout "$i" "$archive"; return; fi
   [[ -f "$archive" ]] || die "no image archive $archive"
   ctr --address "$(kubelet_sock "$i")" -n k8s.io images import "$archive" \
     >>"$STATE/logs/containerd-$i.log" 2>&1 || die "node $i: importing $archive failed"
+}
+
+# kubelet_import_layout I LAYOUT: an OCI layout into node I's containerd. With the tree its one
+# layer packs beside it (LAYOUT.rootfs: hack/build-images.sh's examples images), the layer is
+# neither written nor unpacked again: only the manifest and configuration are imported, the
+# layer's snapshot is prepared, filled with hard links to the tree and committed under the
+# layer's chain ID, and the configuration carries the label containerd's own unpack sets, so the
+# image is unpacked as far as the CRI plugin and the garbage collector are concerned (as with the
+# CRI's discard_unpacked_layers, the layer blob is not kept). overlayfs mounts the snapshot as a
+# read-only lower layer: containers write to their own upper layer, never through the links.
+# This makes loading PyTorch's 5.4 GB image a few seconds per node instead of ~11 GB written.
+# Without the tree, the whole layout goes through `ctr images import`.
+kubelet_import_layout() {
+  local i="$1" layout="$2" log="$STATE/logs/containerd-$1.log"
+  local c=(ctr --address "$(kubelet_sock "$1")" -n k8s.io)
+  [[ -f "$layout/index.json" ]] || die "$layout is not an OCI image layout"
+  if [[ ! -d "$layout.rootfs" ]]; then
+    tar -C "$layout" -cf - . | "${c[@]}" images import - >>"$log" 2>&1 ||
+      die "node $i: importing $layout failed"
+    return 0
+  fi
+  local layer config
+  read -r layer config < <(python3 - "$layout" <<'PY'
+import json, os, sys
+blob = lambda d: json.load(open(os.path.join(sys.argv[1], "blobs", *d.split(":"))))
+index = json.load(open(os.path.join(sys.argv[1], "index.json")))
+manifest = blob(index["manifests"][0]["digest"])
+if len(manifest["layers"]) != 1 or not manifest["layers"][0]["mediaType"].endswith(".tar"):
+    sys.exit("want one uncompressed layer")
+print(manifest["layers"][0]["digest"], manifest["config"]["digest"])
+PY
+  ) || die "$layout: not an image of one uncompressed layer"
+  tar -C "$layout" --exclude="./blobs/sha256/${layer#sha256:}" -cf - . |
+    "${c[@]}" images import --no-unpack - >>"$log" 2>&1 || die "node $i: importing $layout failed"
+  "${c[@]}" snapshots info "$layer" >/dev/null 2>&1 && return 0
+  local key="lockstep-load-${layer#sha256:}" fs
+  "${c[@]}" snapshots rm "$key" >/dev/null 2>&1 || true
+  # A root for the garbage collector until the committed snapshot is the image's.
+  "${c[@]}" snapshots prepare "$key" >>"$log" 2>&1 &&
+    "${c[@]}" snapshots label "$key" containerd.io/gc.root=loading >/dev/null ||
+    die "node $i: preparing a snapshot for $layout failed"
+  fs="$("${c[@]}" snapshots mounts /mnt "$key" | awk '$1 == "mount" && $3 == "bind" {print $4}')"
+  [[ -d "$fs" ]] || die "node $i: no directory for snapshot $key (got '$fs')"
+  cp -al "$layout.rootfs/." "$fs/" || die "node $i: linking $layout.rootfs into $fs failed"
+  "${c[@]}" content label "$config" "containerd.io/gc.ref.snapshot.overlayfs=$layer" >/dev/null &&
+    "${c[@]}" snapshots commit "$layer" "$key" >>"$log" 2>&1 ||
+    die "node $i: committing the snapshot of $layout failed"
 }
 
 kubelet_node_alive() { component_alive "kubelet-$1" && component_alive "containerd-$1"; }
