@@ -3,7 +3,7 @@
 # own with 3 real kubelets (containerd and runc, the CNI bridge, kube-proxy, CoreDNS,
 # kube-scheduler, kube-network-policies enforcing NetworkPolicy):
 #   1. nodes: Ready, their runtime containerd, nvidia.com/gpu advertised;
-#   2. images: the operator, launcher and lockstep/examples-jax images built by
+#   2. images: the operator, launcher, lockstep/examples-jax (and -pytorch) images built by
 #      hack/build-images.sh and loaded into every node's containerd;
 #   3. helm install: both operator replicas Running from the operator image on kubelet nodes,
 #      placed by kube-scheduler, one leads; `kubectl logs` through the kubelet;
@@ -12,6 +12,11 @@
 #      image, worker-1's launcher reaches worker-0's rendezvous by its DNS name (the job's
 #      headless Service, through CoreDNS) and the job Succeeds with every process agreeing on
 #      the weights;
+#   4b. a PyTorch DDP job from lockstep/examples-pytorch, started with it: 2 pods on 2 nodes,
+#      Succeeded, both ranks with the same weights;
+#   4c. a graceful suspend of a DDP job: the real kubelets' SIGTERM, the ranks agree on a step,
+#      save it and exit 0 within the pod's grace, the job Suspended
+#      (4b and 4c with LOCKSTEP_KUBELET_PYTORCH=1 only);
 #   5. NetworkPolicy enforced by the kernel: while a job runs, a pod of that job opens worker-0's
 #      rendezvous port; a pod in another namespace times out there and on a port the template
 #      does not declare (dropped), while its connection to the port the template declares
@@ -69,10 +74,16 @@ ok "nodes: $(tr '\n' ';' <<<"$nodes")"
 
 # ---- 2. images --------------------------------------------------------------------------------
 images_started=$SECONDS
-"$REPO/hack/build-images.sh" --build-dir "$BUILD" --no-build --out "$WORK/images" --examples jax \
-  >"$WORK/images.log" 2>&1 || { tail -20 "$WORK/images.log" >&2; fail "hack/build-images.sh"; }
+# LOCKSTEP_KUBELET_PYTORCH=1: lockstep/examples-pytorch (5.4 GB: docs/e2e.md, "PyTorch on the
+# kubelet nodes") and steps 4b and 4c. Opt-in until they have passed 5 runs under load.
+examples=(jax)
+[[ "${LOCKSTEP_KUBELET_PYTORCH:-0}" == 0 ]] || examples+=(pytorch)
+"$REPO/hack/build-images.sh" --build-dir "$BUILD" --no-build --out "$WORK/images" \
+  $(printf -- '--examples %s ' "${examples[@]}") >"$WORK/images.log" 2>&1 ||
+  { tail -20 "$WORK/images.log" >&2; fail "hack/build-images.sh"; }
 built_in=$((SECONDS - images_started))
-"$REPO/hack/cluster.sh" load-images --name "$CLUSTER" "$WORK"/images/*.tar >"$WORK/load.log" 2>&1 ||
+"$REPO/hack/cluster.sh" load-images --name "$CLUSTER" "$WORK"/images/*.tar \
+  "${examples[@]/#/$WORK/images/examples-}" >"$WORK/load.log" 2>&1 ||
   { cat "$WORK/load.log" >&2; fail "hack/cluster.sh load-images"; }
 ok "images: $(awk '{print $1}' "$WORK/images/digests" | tr '\n' ' ')built in $built_in s, in every node's containerd $((SECONDS - images_started - built_in)) s later"
 
@@ -137,6 +148,67 @@ spec:
     backoff: {initialSeconds: 1, maxSeconds: 2}
 EOF
 }
+# ddp_job NAME: the DDP example (gloo on the CPU), 2 pods of 1 process on 2 different nodes.
+ddp_job() {
+  cat <<EOF
+apiVersion: lockstep.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: $1, namespace: $NS}
+spec:
+  framework: PyTorch
+  replicas: 2
+  procsPerPod: 1
+  template:
+    spec:
+      nodeSelector: {lockstep.dev/kubelet-node: "true"}
+      terminationGracePeriodSeconds: 5
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        seccompProfile: {type: RuntimeDefault}
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - labelSelector: {matchLabels: {lockstep.dev/job-name: $1}}
+            topologyKey: kubernetes.io/hostname
+      containers:
+      - name: trainer
+        image: lockstep/examples-pytorch:$VERSION
+        imagePullPolicy: Never
+        command: [python3, /examples/frameworks/pytorch/train.py]
+        args: [--epochs, "3", --steps-per-epoch, "5", --batch-size, "16"]
+        securityContext:
+          allowPrivilegeEscalation: false
+          capabilities: {drop: [ALL]}
+        resources:
+          requests: {cpu: 100m, memory: 512Mi}
+  failurePolicy:
+    maxRestarts: 2
+    backoff: {initialSeconds: 1, maxSeconds: 2}
+EOF
+}
+# ddp_stop_job: ddp-stop (step 4c), the DDP example slowed down (0.2 s a step, 1,000 steps) with a
+# 30-s grace and a checkpoint directory, applied.
+ddp_stop_job() {
+  ddp_job ddp-stop | python3 -c '
+import json, sys, yaml
+job = yaml.safe_load(sys.stdin)
+spec = job["spec"]["template"]["spec"]
+spec["terminationGracePeriodSeconds"] = 30
+c = spec["containers"][0]
+c["args"] = ["--epochs", "100", "--steps-per-epoch", "10", "--sleep-per-step", "0.2",
+             "--checkpoint-dir", "/ckpt"]
+c["env"] = [{"name": "TRAIN_STUCK_STOP_TIMEOUT", "value": "20"}]
+c["volumeMounts"] = [{"name": "ckpt", "mountPath": "/ckpt"}]
+spec["volumes"] = [{"name": "ckpt", "emptyDir": {}}]
+print(json.dumps(job))' | kubectl apply -f - >"$WORK/apply.log" 2>&1 ||
+    { cat "$WORK/apply.log" >&2; fail "apply ddp-stop"; }
+}
+if [[ "${LOCKSTEP_KUBELET_PYTORCH:-0}" != 0 ]]; then
+  ddp_started=$SECONDS
+  ddp_job ddp-1 | kubectl apply -f - >"$WORK/apply.log" 2>&1 || { cat "$WORK/apply.log" >&2; fail "apply ddp-1"; }
+  ddp_stop_job  # started now too: its pods import torch while the others run
+fi
 jax_job jax-1 5 | kubectl apply -f - >"$WORK/apply.log" 2>&1 || { cat "$WORK/apply.log" >&2; fail "apply jax-1"; }
 wait_for 240 "jax-1 Succeeded" job_is jax-1 Succeeded
 logs="$(kubectl logs -n "$NS" -l lockstep.dev/job-name=jax-1 -c trainer --tail 50)"
@@ -144,6 +216,87 @@ shas="$(grep -o 'JAX process=[0-9] count=2 .* sha=[0-9a-f]*' <<<"$logs" | sed 's
 [[ "$(grep -c 'JAX process=' <<<"$logs")" == 2 && "$(wc -l <<<"$shas")" == 1 ]] ||
   fail "jax-1: two processes with one sha, got: $logs"
 ok "jax-1 Succeeded on real kubelets under Pod Security restricted; both processes sha=$shas"
+
+# ---- 4b. PyTorch DDP from lockstep/examples-pytorch ---------------------------------------
+# Applied with jax-1 above, so the jobs' start-up overlaps.
+if [[ -n "${ddp_started:-}" ]]; then
+  wait_for 300 "ddp-1 Succeeded" job_is ddp-1 Succeeded
+  ddp_in=$((SECONDS - ddp_started))
+  ddp_nodes="$(kubectl get pods -n "$NS" -l lockstep.dev/job-name=ddp-1 \
+    -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | grep -c '^kubelet-node-')"
+  [[ "$ddp_nodes" == 2 ]] || fail "ddp-1's 2 pods on 2 kubelet nodes, got $ddp_nodes nodes"
+  logs="$(kubectl logs -n "$NS" -l lockstep.dev/job-name=ddp-1 -c trainer --tail 50)"
+  weights="$(grep -o 'WEIGHTS rank=[0-9]* world=2 sha=[0-9a-f]*' <<<"$logs" | sort -u)"
+  [[ "$(awk '{print $2}' <<<"$weights" | tr '\n' ' ')" == "rank=0 rank=1 " &&
+     "$(awk '{print $4}' <<<"$weights" | sort -u | wc -l)" == 1 ]] ||
+    fail "ddp-1: ranks 0 and 1 of 2 with one sha, got: $logs"
+  ok "ddp-1 (PyTorch DDP, gloo) Succeeded on 2 kubelet nodes in $ddp_in s; both ranks $(awk 'NR == 1 {print $4}' <<<"$weights")"
+fi
+
+# ---- 4c. a graceful suspend: SIGTERM from the real kubelet, within the pod's grace -------------
+# ddp-stop (applied in step 4) trains slowly; once rank 0 reported a step, runPolicy.suspend: the
+# operator deletes the pods, each node's kubelet sends its trainer container SIGTERM, the
+# launchers pass it on with the pod's grace (29 s), the ranks agree on a step and save it, rank 0
+# exits 0, and each launcher exits 143 with the termination reason `terminated` (a launcher
+# stopped by a signal, docs/launcher.md; a kill at the grace's end would be 137, no message); the
+# job is Suspended. Logs and last statuses are followed while the pods exist (the kubelet removes
+# them with the pods). Seen here: both pods get SIGTERM at once, worker-0's launcher exits as soon
+# as rank 0 is done and takes the rendezvous server with it, and worker-1's launcher then fences
+# its rank, which has printed STOPPED and is exiting (so only rank 0's exit code is asserted).
+if [[ -n "${ddp_started:-}" ]]; then
+  stepped() { [[ "$(kubectl get tj ddp-stop -n "$NS" -o jsonpath='{.status.progress.step}')" -ge 1 ]]; }
+  wait_for 240 "ddp-stop training (status.progress.step >= 1)" stepped
+  followers=()
+  for pod in $(kubectl get pods -n "$NS" -l lockstep.dev/job-name=ddp-stop -o name); do
+    kubectl logs -n "$NS" -f "$pod" -c trainer >"$WORK/${pod#pod/}.log" 2>&1 &
+    followers+=($!)
+  done
+  (( ${#followers[@]} == 2 )) || fail "ddp-stop: want 2 pods, got ${#followers[@]}"
+  kubectl get pods -n "$NS" -l lockstep.dev/job-name=ddp-stop -w --output-watch-events -o json \
+    >"$WORK/ddp-stop.watch" 2>"$WORK/ddp-stop.watch.err" &
+  watcher=$!
+  suspend_at=$SECONDS
+  kubectl patch tj ddp-stop -n "$NS" --type merge -p '{"spec":{"runPolicy":{"suspend":true}}}' >/dev/null
+  wait_for 120 "ddp-stop Suspended" job_is ddp-stop Suspended
+  no_pods() { [[ -z "$(kubectl get pods -n "$NS" -l lockstep.dev/job-name=ddp-stop -o name)" ]]; }
+  wait_for 120 "ddp-stop's pods gone" no_pods
+  stopped_in=$((SECONDS - suspend_at))
+  for pid in "${followers[@]}"; do wait "$pid" || true; done  # they end with their containers
+  kill "$watcher" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
+  stops="$(cat "$WORK"/ddp-stop-*.log | grep -o 'STOPPED step=[0-9]* rank=[0-9]*' | sort -u)" || true
+  [[ "$(grep -c . <<<"$stops")" == 2 && "$(awk '{print $2}' <<<"$stops" | sort -u | wc -l)" == 1 ]] ||
+    fail "ddp-stop: both ranks STOPPED at one step, got: $(cat "$WORK"/ddp-stop-*.log | tail -20)"
+  # The last terminated state of each pod's trainer in the watch: "<pod>=<exit code>/<reason in
+  # the launcher's termination message>/<its signal>".
+  exits="$(python3 - "$WORK/ddp-stop.watch" <<'PY'
+import json, sys
+text, decoder, at, last = open(sys.argv[1]).read(), json.JSONDecoder(), 0, {}
+while text[at:].strip():
+    at += len(text[at:]) - len(text[at:].lstrip())
+    event, at = decoder.raw_decode(text, at)
+    pod = event["object"]
+    for c in pod.get("status", {}).get("containerStatuses", []):
+        done = c.get("state", {}).get("terminated")
+        if c["name"] == "trainer" and done:
+            try:
+                message = json.loads(done.get("message") or "{}")
+            except ValueError:
+                message = {}
+            last[pod["metadata"]["name"]] = \
+                f"{done['exitCode']}/{message.get('reason', '')}/{message.get('signal', '')}"
+print(" ".join(f"{pod}={state}" for pod, state in sorted(last.items())))
+PY
+  )" || fail "ddp-stop: reading the pods' watch: $(tail -c 2000 "$WORK/ddp-stop.watch")"
+  [[ "$exits" == "ddp-stop-worker-0=143/terminated/15 ddp-stop-worker-1=143/terminated/15" ]] ||
+    fail "ddp-stop: both launchers should exit 143, reason terminated, signal 15; saw: '$exits'"
+  grep -q 'signal received; stopping children signal=15 grace_ms=29000' "$WORK/ddp-stop-worker-0.log" &&
+    grep -q 'signal received; stopping children signal=15 grace_ms=29000' "$WORK/ddp-stop-worker-1.log" ||
+    fail "ddp-stop: each launcher should get SIGTERM with the pod's grace: $(tail -n 5 "$WORK"/ddp-stop-worker-*.log)"
+  grep -q 'child exited rank=0 exit_code=0 ' "$WORK/ddp-stop-worker-0.log" ||
+    fail "ddp-stop: rank 0 should exit 0 after its checkpoint: $(tail -n 5 "$WORK/ddp-stop-worker-0.log")"
+  ok "ddp-stop suspended gracefully: both ranks $(awk 'NR == 1 {print $2}' <<<"$stops"), launchers got SIGTERM with a 29-s grace, rank 0 exited 0, the pods ${exits//ddp-stop-/} and gone ${stopped_in} s after the suspend"
+fi
 
 # ---- 5. NetworkPolicy enforced ---------------------------------------------------------------
 jax_job jax-net 3000 | kubectl apply -f - >/dev/null
