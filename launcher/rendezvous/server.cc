@@ -202,6 +202,9 @@ Status RendezvousServer::OnFrame(Conn& c, const Frame& frame) {
             return it != conns_.end() && it->second->started;
           })) {
         running_since_unix_ms_ = WallNowUnixMs();
+        log::Info(std::string(kLogPrefix) + "round running",
+                  {{"attempt", std::to_string(attempt_)},
+                   {"members", std::to_string(members_.size())}});
       }
       return Status::Ok();
     }

@@ -195,23 +195,30 @@ TEST_F(NodeLoss, HotSpareTakesTheLostNodeRankInPlaceResumesAndSucceeds) {
   EXPECT_GT(status["progress"].value("step", 0), step_before) << status.dump(2);
 
   // Kill -> every rank of the next round running: the later of the two launchers' "world formed"
-  // for round 1 (their log lines start with the time), printed for docs/failures.md.
-  std::optional<std::chrono::system_clock::time_point> formed;
+  // for round 1 (their log lines start with the time), printed for docs/failures.md; and node 0's
+  // server's "round running" (every member's children started), where goodput's recovery ends.
+  std::optional<std::chrono::system_clock::time_point> formed, round_running;
   for (const JobRun::Pod& pod : run.pods) {
     std::istringstream in(pod.log);
     for (std::string line; std::getline(in, line);) {
-      if (line.find("world formed attempt=1 ") == std::string::npos) continue;
+      const bool is_formed = line.find("world formed attempt=1 ") != std::string::npos;
+      const bool is_running = line.find("round running attempt=1 ") != std::string::npos;
+      if (!is_formed && !is_running) continue;
       StatusOr<std::chrono::system_clock::time_point> at = ParseTime(line.substr(0, line.find(' ')));
-      if (at.ok() && (!formed || *at > *formed)) formed = *at;
+      if (!at.ok()) continue;
+      std::optional<std::chrono::system_clock::time_point>& slot =
+          is_formed ? formed : round_running;
+      if (!slot || *at > *slot) slot = *at;
     }
   }
   ASSERT_TRUE(formed.has_value()) << run.AllLogs();
-  const double recovery = std::chrono::duration<double>(*formed - killed_wall).count();
-  std::cout << "[ job ] node kill -> every rank of round 1 formed " << recovery << " s"
-            << std::endl;
+  std::cout << "[ job ] node kill -> every rank of round 1 formed "
+            << std::chrono::duration<double>(*formed - killed_wall).count() << " s" << std::endl;
+  ASSERT_TRUE(round_running.has_value()) << run.AllLogs();
   // Goodput charged that recovery to the promotion, though the job never left Running: from the
   // launchers' report of the lost member to the new round's start (docs/goodput.md).
-  ExpectGoodputRecovery(status, "SparePromoted", recovery);
+  ExpectGoodputRecovery(status, "SparePromoted",
+                        std::chrono::duration<double>(*round_running - killed_wall).count());
 
   // The final round: worker 0 (restarted in place) and the promoted spare resumed from the same
   // checkpoint, and every rank ends with the same weights.

@@ -185,7 +185,8 @@ TEST(NextGoodputLateRecoveryTest, OnlyWhenTheStoredStatusWasRunning) {
   starting.goodput = api::JobGoodput{};
   starting.goodput->updated_at = t;
   std::optional<api::JobGoodput> g =
-      NextGoodput(starting, starting, t, t + seconds(10), LateRecovery{"PodFailed", t, t + seconds(10)});
+      NextGoodput(starting, starting, t, t + seconds(10),
+                  LateRecovery{"PodFailed", t, t + seconds(10)});
   ASSERT_TRUE(g);
   EXPECT_EQ(g->startup_seconds, 10);
   EXPECT_EQ(g->recovery_seconds, 0);
