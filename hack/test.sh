@@ -66,7 +66,8 @@ build_asan_unit() {
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
     -- lockstep_unit_tests
   check_tier_executables build-asan unit
-  log "build-asan/: $(ctest --test-dir build-asan -L '^unit$' -N | sed -nE 's/^Total Tests: //p') unit tests"
+  log "build-asan/: $(ctest --test-dir build-asan -L '^unit$' -N | sed -nE 's/^Total Tests: //p')" \
+    "unit test entries (a binary or a script each)"
 }
 
 # tier_jobs LABEL: ctest -j for a tier. Unit tests are pure logic: every core. Integration tests
