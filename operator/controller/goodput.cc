@@ -274,4 +274,13 @@ int64_t JobGpus(const api::TrainingJobSpec& spec, int32_t worker_replicas) {
   return gpus;
 }
 
+void MergeLateRecovery(std::optional<LateRecovery>* into, LateRecovery add) {
+  if (!*into) {
+    *into = std::move(add);
+    return;
+  }
+  (*into)->from = std::min((*into)->from, add.from);
+  (*into)->until = std::max((*into)->until, add.until);
+}
+
 }  // namespace lockstep::controller

@@ -68,6 +68,9 @@ struct LateRecovery {
   friend bool operator==(const LateRecovery&, const LateRecovery&) = default;
 };
 
+// Two late recoveries in one pass as one: the earliest start, the latest end, the first's cause.
+void MergeLateRecovery(std::optional<LateRecovery>* into, LateRecovery add);
+
 // `stored`: the status as read (its goodput is the account so far). `planned`: the status this
 // pass will write. `created`: metadata.creationTimestamp, where a job never written starts its
 // account (a job whose status predates goodput starts at its next change, never once finished).

@@ -46,13 +46,4 @@ std::optional<LateRecovery> LauncherRecovery(const protocol::ControlStatus& st,
   return out;
 }
 
-void MergeLateRecovery(std::optional<LateRecovery>* into, LateRecovery add) {
-  if (!*into) {
-    *into = std::move(add);
-    return;
-  }
-  (*into)->from = std::min((*into)->from, add.from);
-  (*into)->until = std::max((*into)->until, add.until);
-}
-
 }  // namespace lockstep::controller

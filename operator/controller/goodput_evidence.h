@@ -12,7 +12,6 @@
 //                      only while the stored goodput was last folded before it began: the one
 //                      pass that charges it moves goodput.updatedAt past it, so it is charged
 //                      once, whenever the operator's poll comes.
-//   MergeLateRecovery - two in one pass: the earliest start, the latest end, the first's cause
 //
 // The answer is worker-0's, so the tenant's: ControlStatus::Check bounds its times (before 2200),
 // an answer whose round started before its failure gives none, and NextGoodput clamps the rest
@@ -38,7 +37,5 @@ inline constexpr std::string_view kSparePromotedCause = "SparePromoted";
 std::optional<LateRecovery> LauncherRecovery(const protocol::ControlStatus& answer,
                                              const api::TrainingJobStatus& stored,
                                              api::Time now);
-
-void MergeLateRecovery(std::optional<LateRecovery>* into, LateRecovery add);
 
 }  // namespace lockstep::controller

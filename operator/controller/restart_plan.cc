@@ -5,7 +5,7 @@
 #include "operator/api/children.h"
 #include "operator/api/conditions.h"
 #include "operator/api/enums.h"
-#include "operator/controller/goodput_evidence.h"
+#include "operator/controller/goodput.h"
 #include "operator/controller/inplace_policy.h"
 #include "operator/controller/node_health.h"
 #include "operator/controller/peer_loss.h"
